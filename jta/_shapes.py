@@ -1,0 +1,88 @@
+"""Partial shapes and dtype names, formatted the way TensorFlow prints them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+import numpy as np
+
+# A partial shape: ``None`` for unknown rank, else a tuple whose entries are ints or
+# ``None`` for unknown dimensions (TensorFlow's ``PartialTensorShape``).
+Shape = Optional[tuple[Optional[int], ...]]
+
+
+def as_shape(shape: object) -> Shape:
+    """Normalise ``None``, an int sequence, or a TF-like shape object to a :data:`Shape`."""
+    if shape is None:
+        return None
+    dims = getattr(shape, "dims", shape)  # tf.TensorShape
+    if dims is None:
+        return None
+    if isinstance(dims, (int, np.integer)):
+        return (int(dims),)
+    out = []
+    for d in dims:  # type: ignore[union-attr]
+        d = getattr(d, "value", d)
+        out.append(None if d is None or (isinstance(d, (int, np.integer)) and d < 0) else int(d))
+    return tuple(out)
+
+
+def fully_defined(shape: Shape) -> bool:
+    return shape is not None and all(d is not None for d in shape)
+
+
+def compatible(a: Shape, b: Shape) -> bool:
+    if a is None or b is None:
+        return True
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def merge(a: Shape, b: Shape) -> Shape:
+    """The most specific shape compatible with both (callers check compatibility first)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return tuple(x if x is not None else y for x, y in zip(a, b))
+
+
+def debug_str(shape: Shape) -> str:
+    """TensorFlow's ``PartialTensorShape::DebugString``: ``[2,3]``, ``[?,3]``, ``<unknown>``."""
+    if shape is None:
+        return "<unknown>"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def python_str(shape: Shape) -> str:
+    """``str(tf.TensorShape)``: ``(2, 3)``, ``(3,)``, ``(None, 3)``, ``<unknown>``."""
+    if shape is None:
+        return "<unknown>"
+    if len(shape) == 1:
+        return f"({shape[0]},)"
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+_KERNEL_NAMES = {
+    "float32": "float",
+    "float64": "double",
+    "float16": "half",
+    "bfloat16": "bfloat16",
+    "bool": "bool",
+    "complex64": "complex64",
+    "complex128": "complex128",
+}
+
+
+def kernel_dtype_name(dtype: object) -> str:
+    """Dtype names as TensorFlow's kernels print them (``float``, ``double``, ``int32``, ``string``)."""
+    if isinstance(dtype, str):
+        return dtype
+    name = np.dtype(dtype).name  # type: ignore[arg-type]
+    if np.dtype(dtype).kind in "USO":  # type: ignore[arg-type]
+        return "string"
+    return _KERNEL_NAMES.get(name, name)
+
+
+def as_int_tuple(values: Sequence[int]) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)

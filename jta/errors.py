@@ -1,0 +1,39 @@
+"""Exceptions raised by jta, named after TensorFlow's.
+
+TensorFlow reports TensorArray misuse with ``tf.errors.InvalidArgumentError``,
+``OutOfRangeError``, ``UnimplementedError`` and ``NotFoundError``; jta raises
+classes of the same names with the same message texts (the mode-K texts of the
+specification), so code and tests written against TensorFlow read the same.
+Static problems (shapes, dtypes, Python-int indices) raise at call or trace time;
+``ValueError`` and ``TypeError`` are raised where TensorFlow's Python layer does.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TensorArrayError",
+    "InvalidArgumentError",
+    "OutOfRangeError",
+    "UnimplementedError",
+    "NotFoundError",
+]
+
+
+class TensorArrayError(Exception):
+    """Base class of the TensorFlow-named errors raised by jta."""
+
+
+class InvalidArgumentError(TensorArrayError):
+    """An argument (index, shape, dtype, lengths) is invalid for the array's state."""
+
+
+class OutOfRangeError(TensorArrayError):
+    """An index lies outside the array (TensorFlow's eager mode uses this class)."""
+
+
+class UnimplementedError(TensorArrayError):
+    """The request is valid TensorFlow but cannot be served (e.g. size-zero stack of unknown shape)."""
+
+
+class NotFoundError(TensorArrayError):
+    """A handle names no array in the state."""
