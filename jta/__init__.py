@@ -1,9 +1,9 @@
 """jta: TensorFlow's TensorArray and its gradient machinery as pure, jit-compiled JAX."""
 
-from . import errors, raw_ops
+from . import errors, gradients, raw_ops
 from ._checks import is_concrete as _is_concrete  # noqa: F401
 from .tensor_array import TensorArray
 from .throwing import throw
 
-__all__ = ["TensorArray", "errors", "raw_ops", "throw"]
+__all__ = ["TensorArray", "errors", "gradients", "raw_ops", "throw"]
 __version__ = "0.1.0"

@@ -1,0 +1,175 @@
+"""TensorFlow's TensorArray gradient machinery, functional.
+
+TensorFlow differentiates TensorArray programs with *gradient accumulators*: for a forward
+array and a gradient ``source`` (one per ``tf.gradients`` call), ``TensorArrayGradV3``
+looks up or creates an aggregating array of the same size. The backward rules of
+``tensor_array_grad.py`` then write partial gradients into it (Read → write, Gather →
+scatter, Concat → split) and read totals back out (Write → read, Scatter → gather,
+Split → concat).
+
+jta keeps the registry explicit: a plain dict ``{(forward name, source): accumulator}`` that
+you thread through your code (and through ``lax.scan``/``jit``: it is a pytree). Asking twice
+for the same source returns the same accumulator; different sources are independent, so two
+gradient computations never double count.
+
+```python
+import jax.numpy as jnp
+import jta
+from jta import gradients as G
+
+ta = jta.TensorArray(jnp.float32, size=2, element_shape=(2,)).unstack(jnp.ones((2, 2)))
+grads = {}                                              # the registry
+grads = G.read_grad(grads, ta, 0, jnp.array([1.0, 2.0]), source="gradients")
+grads = G.read_grad(grads, ta, 0, jnp.array([3.0, 4.0]), source="gradients")  # sums
+grads, dvalue = G.unstack_grad(grads, ta, source="gradients")
+print(dvalue)  # [[4. 6.] [0. 0.]]
+```
+
+JAX's own autodiff (``jax.grad``/``vjp``/``jvp``) through TensorArray programs needs none of
+this; the rules here reproduce TensorFlow's graph-mode backward pass step by step, e.g. to port
+a hand-written TF backward pass, or to compute many gradients into one
+``TensorArrayGradWithShape`` accumulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jax
+import numpy as np
+
+from .errors import InvalidArgumentError
+from .tensor_array import TensorArray
+
+__all__ = [
+    "Registry", "grad_source", "accumulator", "put",
+    "read_grad", "write_grad", "gather_grad", "scatter_grad", "concat_grad", "split_grad",
+    "stack_grad", "unstack_grad",
+]
+
+Registry = dict[tuple[str, str], TensorArray]
+"""A gradient registry: ``{(forward name, source): accumulator}`` (a pytree)."""
+
+
+def grad_source(name: str) -> str:
+    """TensorFlow's ``_GetGradSource``: the gradient source of an op or tensor name.
+
+    The prefix of ``name`` up to and including its last ``/``-separated component that starts
+    with ``gradients`` (``"foo/gradients_1/bar"`` → ``"foo/gradients_1"``).
+
+    ```python
+    from jta.gradients import grad_source
+    grad_source("gradients_0/foo/bar")  # 'gradients_0'
+    ```
+    """
+    parts = name.split("/")
+    found = [i for i, p in enumerate(parts) if p.startswith("gradients")]
+    if not found:
+        raise ValueError(
+            f"Expected op/tensor name to start with gradients (excluding scope), got: {name}. This means "
+            "that a tf.gradients op with this op in its dependency path has a custom name that does not "
+            "start with 'gradients'. Please make sure all calls to tf.gradients that have non-empty `name` "
+            "arguments use names that start with 'gradients'.")
+    return "/".join(parts[: found[-1] + 1])
+
+
+def accumulator(registry: Registry, ta: TensorArray, source: str, shape_to_prepend: Any = ()
+                ) -> tuple[Registry, TensorArray]:
+    """Look up or create the accumulator of ``ta`` for ``source`` (``TensorArrayGradV3``).
+
+    **Arguments:**
+
+    - `registry`: the gradient registry (a dict, possibly empty).
+    - `ta`: the forward array.
+    - `source`: the gradient source, e.g. ``"gradients"``.
+    - `shape_to_prepend`: ``TensorArrayGradWithShape``'s extra leading element dims. Ignored
+      when the accumulator already exists, as in TensorFlow.
+
+    **Returns:** ``(registry, accumulator)``; the registry holds the accumulator.
+    """
+    if ta._meta.is_grad:
+        raise InvalidArgumentError(f"Wrong input container. _tensor_array_grads{ta.name}")
+    ta._check_open()
+    key = (ta.name, str(source))
+    if key in registry:
+        return registry, registry[key]
+    prepend = tuple(int(d) for d in np.asarray(shape_to_prepend).reshape(-1))
+    g = ta._make_grad(str(source), prepend)
+    return {**registry, key: g}, g
+
+
+def put(registry: Registry, g: TensorArray) -> Registry:
+    """Store an updated accumulator ``g`` back under its ``(forward name, source)`` key."""
+    forward, _, source = g.name.rpartition("@")
+    if not g._meta.is_grad or (forward, source) not in registry:
+        raise ValueError(f"{g.name!r} is not an accumulator of this registry.")
+    return {**registry, (forward, source): g}
+
+
+def _update(registry: Registry, ta: TensorArray, source: str, fn: Any,
+            shape_to_prepend: Any = ()) -> tuple[Registry, Any]:
+    registry, g = accumulator(registry, ta, source, shape_to_prepend)
+    g, out = fn(g)
+    return {**registry, (ta.name, str(source)): g}, out
+
+
+def read_grad(registry: Registry, ta: TensorArray, index: Any, dvalue: Any, source: str,
+              shape_to_prepend: Any = ()) -> Registry:
+    """Gradient of ``ta.read(index)``: add ``dvalue`` into the accumulator at ``index``."""
+    return _update(registry, ta, source, lambda g: (g._write(index, _as(g, dvalue)), None),
+                   shape_to_prepend)[0]
+
+
+def write_grad(registry: Registry, ta: TensorArray, index: Any, source: str,
+               shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
+    """Gradient of ``ta.write(index, value)``: read (and clear) the total at ``index``."""
+    return _update(registry, ta, source, lambda g: g._read(index, mark=True), shape_to_prepend)
+
+
+def gather_grad(registry: Registry, ta: TensorArray, indices: Any, dvalue: Any, source: str,
+                shape_to_prepend: Any = ()) -> Registry:
+    """Gradient of ``ta.gather(indices)``: scatter-add ``dvalue`` into the accumulator."""
+    return _update(registry, ta, source, lambda g: (g._scatter(indices, _as(g, dvalue)), None),
+                   shape_to_prepend)[0]
+
+
+def scatter_grad(registry: Registry, ta: TensorArray, indices: Any, source: str,
+                 shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
+    """Gradient of ``ta.scatter(indices, value)``: gather the totals at ``indices``."""
+    return _update(registry, ta, source, lambda g: g._gather(indices, mark=True), shape_to_prepend)
+
+
+def concat_grad(registry: Registry, ta: TensorArray, lengths: Any, dvalue: Any, source: str,
+                shape_to_prepend: Any = ()) -> Registry:
+    """Gradient of ``ta.concat()``: split ``dvalue`` with the forward ``lengths`` into the accumulator."""
+    return _update(registry, ta, source, lambda g: (g._split(_as(g, dvalue), lengths), None),
+                   shape_to_prepend)[0]
+
+
+def split_grad(registry: Registry, ta: TensorArray, source: str, shape_to_prepend: Any = ()
+               ) -> tuple[Registry, jax.Array]:
+    """Gradient of ``ta.split(value, lengths)``: concatenate the accumulated totals."""
+    def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
+        g, value, _ = g._concat(mark=True)
+        return g, value
+    return _update(registry, ta, source, rule, shape_to_prepend)
+
+
+def stack_grad(registry: Registry, ta: TensorArray, dvalue: Any, source: str,
+               shape_to_prepend: Any = ()) -> Registry:
+    """Gradient of ``ta.stack()`` (a gather of ``range(size)``)."""
+    n = np.shape(dvalue)[0]
+    return gather_grad(registry, ta, np.arange(n), dvalue, source, shape_to_prepend)
+
+
+def unstack_grad(registry: Registry, ta: TensorArray, source: str, size: Optional[int] = None,
+                 shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
+    """Gradient of ``ta.unstack(value)`` (a scatter to ``range(size)``)."""
+    n = size if size is not None else ta._static_size("unstack_grad")
+    return scatter_grad(registry, ta, np.arange(n), source, shape_to_prepend)
+
+
+def _as(g: TensorArray, value: Any) -> jax.Array:
+    import jax.numpy as jnp
+
+    return jnp.asarray(value, g.dtype)
