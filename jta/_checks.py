@@ -89,10 +89,23 @@ def is_concrete(*xs: Any) -> bool:
     return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(xs))
 
 
-def make_exception(name: str, error: Any, flags: Any, extra: dict[str, str] | None = None
-                   ) -> Exception | None:
-    """The exception described by a concrete error record, or ``None``."""
+def make_exception(name: str, error: Any, flags: Any, extra: dict[str, str] | None = None,
+                   indices: Any = None) -> Exception | None:
+    """The exception described by a concrete error record, or ``None``.
+
+    ``flags`` are the bitfields of the slots ``indices`` (default: of every slot, in order).
+    """
     error = np.asarray(error)
+    if error.ndim > 1:  # batched by vmap: report the first batch member that failed
+        errors_ = error.reshape(-1, error.shape[-1])
+        flags_ = None if flags is None else np.asarray(flags).reshape(errors_.shape[0], -1)
+        idx_ = None if indices is None else np.asarray(indices).reshape(errors_.shape[0], -1)
+        for k in range(errors_.shape[0]):
+            exc = make_exception(name, errors_[k], None if flags_ is None else flags_[k], extra,
+                                 None if idx_ is None else idx_[k])
+            if exc is not None:
+                return exc
+        return None
     code = int(error[0])
     if code:
         cls, template = MESSAGES[code]
@@ -102,21 +115,23 @@ def make_exception(name: str, error: Any, flags: Any, extra: dict[str, str] | No
         flags = np.asarray(flags)
         bad = np.nonzero(flags & ERROR_BITS)[0]
         if bad.size:
-            i = int(bad[0])
+            k = int(bad[0])
+            i = k if indices is None else int(np.asarray(indices).reshape(-1)[k])
             for bit in (E_WRITE_AFTER_READ, E_WRITTEN_TWICE, E_READ_CLEARED):
-                if flags[i] & bit:
+                if flags[k] & bit:
                     return errors.InvalidArgumentError(SLOT_MESSAGES[bit].format(name=name, i=i))
     return None
 
 
-def raise_if_error(name: str, error: Any, flags: Any, extra: dict[str, str] | None = None) -> None:
-    exc = make_exception(name, error, flags, extra)
+def raise_if_error(name: str, error: Any, flags: Any, extra: dict[str, str] | None = None,
+                   indices: Any = None) -> None:
+    exc = make_exception(name, error, flags, extra, indices)
     if exc is not None:
         raise exc
 
 
 def error_if(name: str, error: jax.Array, flags: jax.Array | None,
-             extra: dict[str, str] | None = None) -> None:
+             extra: dict[str, str] | None = None, indices: jax.Array | None = None) -> None:
     """Raise the recorded error now if concrete, else at run time from compiled code.
 
     Inside ``jit`` the exception is raised by a host callback that runs only when the record
@@ -124,17 +139,19 @@ def error_if(name: str, error: jax.Array, flags: jax.Array | None,
     raised in a callback as ``JaxRuntimeError`` whose message contains jta's exception class
     and TensorFlow's text; ``jta.throw`` on a returned array raises the original class.
     """
-    if is_concrete(error, flags):
-        raise_if_error(name, error, flags, extra)
+    if is_concrete(error, flags, indices):
+        raise_if_error(name, error, flags, extra, indices)
         return
     has_error = error[0] != 0
     if flags is not None:
         has_error = has_error | jnp.any((flags & ERROR_BITS) != 0)
     callback = functools.partial(_callback, name, extra)
-    lax.cond(has_error, lambda: jax.debug.callback(callback, has_error, error, flags), lambda: None)
+    lax.cond(has_error, lambda: jax.debug.callback(callback, has_error, error, flags, indices),
+             lambda: None)
 
 
-def _callback(name: str, extra: dict[str, str] | None, has_error: Any, error: Any, flags: Any) -> None:
+def _callback(name: str, extra: dict[str, str] | None, has_error: Any, error: Any, flags: Any,
+              indices: Any) -> None:
     # Under vmap the cond becomes a select and the callback runs for every batch member.
     has_error = np.asarray(has_error)
     if not has_error.any():
@@ -145,4 +162,6 @@ def _callback(name: str, extra: dict[str, str] | None, has_error: Any, error: An
         error = error.reshape(-1, error.shape[-1])[k]
         if flags is not None:
             flags = flags.reshape(-1, flags.shape[-1])[k]
-    raise_if_error(name, error, flags, extra)
+        if indices is not None:
+            indices = np.asarray(indices).reshape(-1, np.shape(indices)[-1])[k]
+    raise_if_error(name, error, flags, extra, indices)

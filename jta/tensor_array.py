@@ -187,6 +187,8 @@ class TensorArray:
         leaves = dict(data=self._data, flags=self._flags, size=self._size, error=self._error,
                       flow=self._flow)
         meta_changes = {k: v for k, v in changes.items() if k not in leaves}
+        if "static_size" in meta_changes:  # the meta ``size`` field (``size`` is the leaf)
+            meta_changes["size"] = meta_changes.pop("static_size")
         leaves.update({k: v for k, v in changes.items() if k in leaves})
         meta = dataclasses.replace(self._meta, **meta_changes) if meta_changes else self._meta
         return TensorArray.tree_unflatten(
@@ -274,6 +276,16 @@ class TensorArray:
             C.error_if(self.name, self._error, self._flags, self._error_extra())
         return self
 
+    def _throw_slots(self, indices: jax.Array) -> None:
+        """Like :meth:`throw`, but look only at the slots ``indices``: O(len), not O(capacity),
+        so reading inside a loop stays linear in the number of steps."""
+        if self._error is None:
+            return
+        flags = None
+        if self.is_dense and self._flags is not None:
+            flags = self._flags.at[indices].get(mode="fill", fill_value=0)
+        C.error_if(self.name, self._error, flags, self._error_extra(), indices)
+
     @property
     def error(self) -> Optional[Exception]:
         """The recorded error as an exception object (concrete arrays only), else ``None``."""
@@ -346,7 +358,9 @@ class TensorArray:
         if not self.is_dense:
             slots = m.slots + ((0, None),) * (n - len(m.slots))  # type: ignore[operator]
             data = tuple(self._data) + (None,) * (n - len(m.slots))  # type: ignore[operator]
-            return self._replace(slots=slots, data=data, size=n if m.size is not None else self._size)
+            if m.size is not None:
+                return self._replace(slots=slots, data=data, static_size=n)
+            return self._replace(slots=slots, data=data)
         cap = self._data.shape[0]
         data, flags = self._data, self._flags
         if n > cap:
@@ -355,7 +369,7 @@ class TensorArray:
             if flags is not None:
                 flags = jnp.concatenate([flags, jnp.zeros((pad,), jnp.int32)])
         if m.size is not None:
-            return self._replace(data=data, flags=flags, size=n)
+            return self._replace(data=data, flags=flags, static_size=n)
         return self._replace(data=data, flags=flags, size=jnp.maximum(self._size, n))
 
     def _pin_shape(self, shape: tuple[int, ...]) -> "TensorArray":
@@ -439,7 +453,7 @@ class TensorArray:
         """The element at ``index`` (``TensorArrayReadV3``); unwritten slots read as zeros."""
         del name
         ta, value = self._read(index, mark=False)
-        ta.throw()
+        ta._throw_slots(jnp.reshape(jnp.asarray(index, jnp.int32), (1,)))
         return value
 
     def _read(self, index: Index, mark: bool = True) -> tuple["TensorArray", jax.Array]:
@@ -536,7 +550,7 @@ class TensorArray:
 
     def _gather_python(self, indices: ArrayLike) -> jax.Array:
         ta, value = self._gather(indices, mark=False)
-        ta.throw()
+        ta._throw_slots(jnp.asarray(indices, jnp.int32).reshape(-1))
         return value
 
     def _gather(self, indices: ArrayLike, mark: bool = True, element_shape: Any = None
@@ -894,6 +908,21 @@ class TensorArray:
         """A closed copy: every later op on it raises "has already been closed."."""
         del name
         return self._replace(closed=True)
+
+    def grad(self, source: str, registry: dict, shape_to_prepend: Any = ()
+             ) -> tuple["TensorArray", "TensorArray", dict]:
+        """This array's gradient accumulator for ``source`` (``TensorArrayGradV3``).
+
+        ``registry`` is a dict ``{(name, source): accumulator}`` that you thread through your
+        code. Returns ``(forward, accumulator, registry)``: the forward array with its size
+        frozen (as TensorFlow does), the accumulator (the existing one if ``source`` was asked
+        for before), and the registry holding it. Store an updated accumulator back with
+        ``jta.gradients.put(registry, g)``. See ``jta.gradients`` for the backward rules.
+        """
+        from .gradients import accumulator
+
+        registry, g = accumulator(registry, self, source, shape_to_prepend)
+        return (self._replace(dynamic_size=False) if self.dynamic_size else self), g, registry
 
     def identity(self) -> "TensorArray":
         """The same array (flow ordering is implicit in JAX's dataflow)."""
