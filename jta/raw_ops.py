@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _shapes as S
-from .errors import InvalidArgumentError, NotFoundError
+from .errors import InvalidArgumentError, NotFoundError, UnimplementedError
 from .tensor_array import TensorArray, _canonical_dtype, _convert, _empty, _Meta, _static_int
 from .throwing import throw
 
@@ -153,6 +153,12 @@ def TensorArrayGatherV3(state: State, handle: Handle, indices: Any, flow_in: Any
     ta = _lookup(state, handle)
     ta._check_open()
     _check_dtype(ta, dtype)
+    attr = S.as_shape(element_shape)
+    if np.ndim(indices) == 1 and np.shape(indices)[0] == 0 and not S.fully_defined(attr) \
+            and S.compatible(attr, ta.element_shape):  # the kernel looks at the attribute only
+        raise UnimplementedError(
+            f"TensorArray has size zero, but element shape {S.debug_str(attr)} is not fully defined. "
+            "Currently only static shapes are supported when packing zero-size TensorArrays.")
     ta, value = ta._gather(indices, mark=True, element_shape=element_shape)
     return _store(state, handle, ta), value
 
@@ -171,6 +177,13 @@ def TensorArrayConcatV3(state: State, handle: Handle, flow_in: Any, dtype: Any,
     ta = _lookup(state, handle)
     ta._check_open()
     _check_dtype(ta, dtype)
+    attr = S.as_shape(element_shape_except0)
+    n = ta._meta.marked_size if ta._meta.is_grad else _static_int(ta._size_value())
+    if n == 0 and not S.fully_defined(attr):  # the kernel looks at the attribute only
+        raise UnimplementedError(
+            f"TensorArray has size zero, but element_shape_except0 {S.debug_str(attr)} is not fully "
+            "defined. Currently only static shapes are supported when concatenating zero-size "
+            "TensorArrays.")
     ta, value, lengths = ta._concat(mark=True, element_shape_except0=element_shape_except0)
     return _store(state, handle, ta), value, lengths
 

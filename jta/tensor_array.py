@@ -424,7 +424,7 @@ class TensorArray:
             j = i if ok is True else jnp.where(ok, i, cap)
             old = flags.at[j].get(mode="fill", fill_value=0)  # type: ignore[union-attr]
             flags = flags.at[j].set(_write_bits(old, m.is_grad), mode="drop")  # type: ignore[union-attr]
-        data = data.at[i].add(value)
+        data = _add_at(data, i, value)
         return self._replace(data=data, flags=flags, error=error, size=size)._settle()
 
     def _write_slots(self, i: int, value: jax.Array) -> "TensorArray":
@@ -507,7 +507,7 @@ class TensorArray:
                 ok = (i >= 0) & (i < limit)
                 if m.checks:
                     error = C.record(error, ~ok, C.READ_OUT_OF_RANGE, i, limit)
-        value = lax.dynamic_index_in_dim(data, i, 0, keepdims=False)
+        value = lax.index_in_dim(data, i, 0, keepdims=False) if isinstance(i, int) else _read_row(data, i)
         if m.checks:
             j = i if ok is True else jnp.where(ok, i, cap)
             old = flags.at[j].get(mode="fill", fill_value=0)  # type: ignore[union-attr]
@@ -549,7 +549,8 @@ class TensorArray:
         return self._gather_python(indices)
 
     def _gather_python(self, indices: ArrayLike) -> jax.Array:
-        ta, value = self._gather(indices, mark=False)
+        # TF's Python gather/stack pass the inferred element shape as the op's attribute.
+        ta, value = self._gather(indices, mark=False, element_shape=self._meta.element_shape)
         ta._throw_slots(jnp.asarray(indices, jnp.int32).reshape(-1))
         return value
 
@@ -561,7 +562,7 @@ class TensorArray:
         attr = S.as_shape(element_shape)
         if not S.compatible(attr, m.element_shape):
             raise InvalidArgumentError(f"PartialTensorShape: Incompatible shapes during merge: "
-                                       f"{S.debug_str(attr)} vs. {S.debug_str(m.element_shape)}")
+                                       f"{S.debug_str(m.element_shape)} vs. {S.debug_str(attr)}")
         ta = self
         if attr is not None and m.infer_shape is not None:
             merged = S.merge(m.element_shape, attr)
@@ -598,7 +599,7 @@ class TensorArray:
                     raise InvalidArgumentError(f"Tried to read from index {int(i)} but array size is: {size}")
             if m.is_grad and size is not None and static.max() >= size:
                 ta = ta._grow(int(static.max()) + 1)
-            idx: Any = jnp.asarray(static, jnp.int32)
+            idx: Any = static.astype(np.int32)  # kept NumPy: _take_rows turns ranges into slices
         else:
             idx = jnp.asarray(indices, jnp.int32)
         return ta._gather_dense(idx, static is not None, mark)
@@ -629,7 +630,7 @@ class TensorArray:
             error = C.record(error, bad.any(), code, idx[first], limit)
         if m.is_grad and mark and size is not None and not static:
             size = jnp.maximum(size, jnp.max(jnp.where(ok, idx + 1, 0)))
-        value = data.at[idx].get(mode="clip")
+        value = _take_rows(data, idx)
         if m.checks and mark:
             j = jnp.where(ok, idx, cap)
             old = flags.at[j].get(mode="fill", fill_value=0)  # type: ignore[union-attr]
@@ -650,7 +651,7 @@ class TensorArray:
             raise InvalidArgumentError(
                 f"Input value for unpack must be at least a vector but received shape: {S.debug_str(())}")
         self._python_shape_check(value.shape[1:], value.shape[1:])
-        return self._scatter(np.arange(value.shape[0]), value)
+        return self._scatter(np.arange(value.shape[0]), value)._python_infer(value.shape[1:])
 
     def scatter(self, indices: ArrayLike, value: ArrayLike, name: Optional[str] = None) -> "TensorArray":
         """Write ``value[k]`` at ``indices[k]`` (``TensorArrayScatterV3``)."""
@@ -658,7 +659,12 @@ class TensorArray:
         value = _convert(value, self.dtype, preferred=True)
         if value.ndim >= 1:
             self._python_shape_check(value.shape[1:], value.shape[1:])
-        return self._scatter(indices, value)
+        return self._scatter(indices, value)._python_infer(value.shape[1:])
+
+    def _python_infer(self, shape: tuple[int, ...]) -> "TensorArray":
+        """TF's Python layer merges the shape of every write/scatter/unstack into the element
+        shape (with ``infer_shape``), even when zero elements are written (case 53)."""
+        return self._pin_shape(tuple(shape))
 
     def _scatter(self, indices: ArrayLike, value: jax.Array) -> "TensorArray":
         """The kernel's Scatter (§2.5)."""
@@ -710,7 +716,7 @@ class TensorArray:
                     raise InvalidArgumentError(
                         f"TensorArray {self.name}: Tried to write to index {int(i)} but array is not "
                         f"resizeable and size is: {ta._size_value()}")
-            idx: Any = jnp.asarray(static, jnp.int32)
+            idx: Any = static.astype(np.int32)  # kept NumPy: _add_rows turns a full range into an add
         else:
             idx = jnp.asarray(indices, jnp.int32)
         return ta._scatter_dense(idx, static is not None, value)
@@ -750,7 +756,7 @@ class TensorArray:
                 count = jnp.zeros((cap + 1,), jnp.int32).at[j].add(1)[j]
                 new = jnp.where(count > 1, new | C.E_WRITTEN_TWICE, new)
             flags = flags.at[j].set(new, mode="drop")  # type: ignore[union-attr]
-        data = data.at[jnp.where(ok, idx, cap)].add(value, mode="drop")
+        data = _add_rows(data, idx if static else jnp.where(ok, idx, cap), value)
         return self._replace(data=data, flags=flags, error=error, size=size)._settle()
 
     def concat(self, name: Optional[str] = None) -> jax.Array:
@@ -900,7 +906,7 @@ class TensorArray:
             for i in range(n):
                 ta = ta._write_slots(i, pieces[i])
         else:
-            ta = ta._scatter_dense(jnp.arange(n, dtype=jnp.int32), True, pieces)
+            ta = ta._scatter_dense(np.arange(n, dtype=np.int32), True, pieces)
         return ta._replace(marked_size=size if not m.is_grad else m.marked_size)
 
     # -- misc -------------------------------------------------------------------------------
@@ -965,17 +971,71 @@ class TensorArray:
 
 
 def _write_bits(old: jax.Array, aggregate: bool) -> jax.Array:
-    after_read = jnp.where(old & C.READ, C.E_WRITE_AFTER_READ, 0)
+    # int32 constants: under x64, `int32 | convert(int64)` crashes XLA:CPU's compiler (jaxlib 0.10).
+    after_read = jnp.where(old & C.READ, jnp.int32(C.E_WRITE_AFTER_READ), jnp.int32(0))
     if aggregate:
         return old | C.WRITTEN | after_read
-    twice = jnp.where((old & C.WRITTEN) & ~(old & C.READ) != 0, C.E_WRITTEN_TWICE, 0)
+    twice = jnp.where((old & C.WRITTEN) & ~(old & C.READ) != 0, jnp.int32(C.E_WRITTEN_TWICE), jnp.int32(0))
     return old | C.WRITTEN | after_read | twice
+
+
+def _static_range(idx: Any) -> Optional[tuple[int, int]]:
+    """``(start, stop)`` when ``idx`` is a NumPy vector ``start, start + 1, ..., stop - 1``."""
+    if not isinstance(idx, np.ndarray) or idx.ndim != 1 or idx.size == 0:
+        return None
+    start = int(idx[0])
+    return (start, start + idx.size) if np.array_equal(idx, np.arange(start, start + idx.size)) else None
+
+
+def _take_rows(data: jax.Array, idx: Any) -> jax.Array:
+    """``data.at[idx].get(mode="clip")``. Static in-range consecutive indices (``stack()``) are a
+    slice, the whole buffer for ``range(capacity)``: no gather, so no copy of the buffer, and the
+    gradient flows into the buffer's cotangent as is instead of through a scatter."""
+    rows = _static_range(idx)
+    if rows is not None and 0 <= rows[0] and rows[1] <= data.shape[0]:
+        return lax.slice_in_dim(data, rows[0], rows[1])
+    return data.at[idx].get(mode="clip")
+
+
+def _add_rows(data: jax.Array, idx: Any, value: jax.Array) -> jax.Array:
+    """``data.at[idx].add(value, mode="drop")``. Static indices ``range(capacity)`` (``unstack()``
+    of a whole array) are an elementwise add, which XLA folds into the fresh zero buffer."""
+    if _static_range(idx) == (0, data.shape[0]):
+        return jnp.logical_or(data, value) if data.dtype == np.bool_ else data + value
+    return _add_at(data, idx, value, mode="drop")
+
+
+@jax.custom_jvp
+def _read_row(data: jax.Array, i: jax.Array) -> jax.Array:
+    """``data[i]`` at a traced index (a dynamic slice)."""
+    return lax.dynamic_index_in_dim(data, i, 0, keepdims=False)
+
+
+@_read_row.defjvp
+def _read_row_jvp(primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
+    # Under differentiation the value read is saved as a residual of the step that uses it.
+    # XLA fuses a duplicate of the dynamic slice into that residual's store, a second reader of
+    # the buffer that nothing orders before a later in-place write to the same (loop-carried)
+    # buffer, so XLA:CPU copies the whole buffer in every step: a loop that reads what it wrote
+    # (W3) became O(T^2). A conditional is opaque to fusion: the value is materialized once, by
+    # a reader that the write depends on. Both branches compute the same (clamped) slice.
+    data, i = primals
+    value = lax.cond(i >= 0, lambda: lax.dynamic_index_in_dim(data, i, 0, keepdims=False),
+                     lambda: lax.dynamic_index_in_dim(data, 0, 0, keepdims=False))
+    return value, lax.dynamic_index_in_dim(tangents[0], i, 0, keepdims=False)
+
+
+def _add_at(data: jax.Array, index: Any, value: jax.Array, **kw: Any) -> jax.Array:
+    """``data.at[index].add(value)``; for bool (which JAX cannot add) a logical or, as tf2xla does."""
+    if data.dtype == np.bool_:
+        return data.at[index].max(value, **kw)
+    return data.at[index].add(value, **kw)
 
 
 def _read_bits(old: jax.Array, clears: bool) -> jax.Array:
     new = old | C.READ | C.WRITTEN
     if clears:
-        new = new | jnp.where(old & C.READ, C.E_READ_CLEARED, 0)
+        new = new | jnp.where(old & C.READ, jnp.int32(C.E_READ_CLEARED), jnp.int32(0))
     return new
 
 
