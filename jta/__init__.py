@@ -2,8 +2,9 @@
 
 from . import errors, gradients, raw_ops
 from ._checks import is_concrete as _is_concrete  # noqa: F401
+from ._repr import describe
 from .tensor_array import TensorArray
 from .throwing import throw
 
-__all__ = ["TensorArray", "errors", "gradients", "raw_ops", "throw"]
+__all__ = ["TensorArray", "describe", "errors", "gradients", "raw_ops", "throw"]
 __version__ = "0.1.0"

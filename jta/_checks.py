@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.core import Tracer
 
 from . import errors
 
@@ -86,7 +87,7 @@ def record(error: jax.Array, bad: Any, code: int, a: Any = 0, b: Any = 0, c: Any
 
 
 def is_concrete(*xs: Any) -> bool:
-    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(xs))
+    return not any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(xs))
 
 
 def make_exception(name: str, error: Any, flags: Any, extra: dict[str, str] | None = None,

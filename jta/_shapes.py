@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Optional
+from collections.abc import Iterable
+from typing import Any, Optional
 
 import numpy as np
 
@@ -35,7 +35,7 @@ def fully_defined(shape: Shape) -> bool:
 def compatible(a: Shape, b: Shape) -> bool:
     if a is None or b is None:
         return True
-    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
 
 
 def merge(a: Shape, b: Shape) -> Shape:
@@ -44,7 +44,7 @@ def merge(a: Shape, b: Shape) -> Shape:
         return b
     if b is None:
         return a
-    return tuple(x if x is not None else y for x, y in zip(a, b))
+    return tuple(x if x is not None else y for x, y in zip(a, b, strict=False))
 
 
 def debug_str(shape: Shape) -> str:
@@ -81,8 +81,8 @@ def kernel_dtype_name(dtype: object) -> str:
     name = np.dtype(dtype).name  # type: ignore[arg-type]
     if np.dtype(dtype).kind in "USO":  # type: ignore[arg-type]
         return "string"
-    return _KERNEL_NAMES.get(name, name)
+    return _KERNEL_NAMES.get(name) or name
 
 
-def as_int_tuple(values: Sequence[int]) -> tuple[int, ...]:
+def as_int_tuple(values: Iterable[Any]) -> tuple[int, ...]:
     return tuple(int(v) for v in values)

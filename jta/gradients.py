@@ -10,7 +10,10 @@ Split → concat).
 jta keeps the registry explicit: a plain dict ``{(forward name, source): accumulator}`` that
 you thread through your code (and through ``lax.scan``/``jit``: it is a pytree). Asking twice
 for the same source returns the same accumulator; different sources are independent, so two
-gradient computations never double count.
+gradient computations never double count. The key is the forward array's *name* (TensorFlow's
+``<name>@<source>``): forward arrays that share one registry need distinct
+``tensor_array_name``s (``jta.raw_ops`` names are unique per state already) — two arrays with
+the default name would share one accumulator.
 
 ```python
 import jax.numpy as jnp

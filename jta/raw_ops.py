@@ -53,17 +53,21 @@ class State:
         return (self.arrays, self.grads), self.counter
 
     @classmethod
-    def tree_unflatten(cls, counter: int, children: Any) -> "State":
+    def tree_unflatten(cls, counter: int, children: Any) -> State:
         return cls(children[0], children[1], counter)
 
     def __getitem__(self, handle: Handle) -> TensorArray:
         return _lookup(self, handle)
 
     def __repr__(self) -> str:
-        lines = [f"State({len(self.arrays)} arrays, {len(self.grads)} gradient accumulators)"]
-        lines += [f"  {h}: {ta!r}" for h, ta in self.arrays.items()]
-        lines += [f"  ({f!r}, {s!r}): {ta!r}" for (f, s), ta in self.grads.items()]
-        return "\n".join(lines)
+        from ._repr import state_repr  # arrays, then accumulators by source (see jta._repr)
+
+        return state_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ._repr import state_html
+
+        return state_html(self)
 
 
 def new_state() -> State:
@@ -141,7 +145,6 @@ def TensorArrayReadV3(state: State, handle: Handle, index: Any, flow_in: Any, dt
     del flow_in
     ta = _lookup(state, handle)
     ta._check_open()
-    ta._check_open()
     _check_dtype(ta, dtype)
     ta, value = ta._read(index, mark=True)
     return _store(state, handle, ta), value
@@ -172,7 +175,7 @@ def TensorArrayScatterV3(state: State, handle: Handle, indices: Any, value: Any,
 
 
 def TensorArrayConcatV3(state: State, handle: Handle, flow_in: Any, dtype: Any,
-                        element_shape_except0: Any = None) -> tuple[State, jax.Array, jax.Array]:
+                        element_shape_except0: Any = None) -> tuple[State, jax.Array, np.ndarray]:
     del flow_in
     ta = _lookup(state, handle)
     ta._check_open()
