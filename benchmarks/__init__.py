@@ -1,0 +1,6 @@
+"""Benchmarks of jta against native JAX loops and TensorFlow: ``python -m benchmarks``.
+
+* :mod:`benchmarks.workloads` - the workloads (W1-W5) written once per implementation;
+* :mod:`benchmarks.timing` - interleaved, warmed-up, median-of-repeats timing;
+* :mod:`benchmarks.report` - the table, the PASS/FAIL targets, the JSON file and the plot.
+"""
