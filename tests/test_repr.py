@@ -1,0 +1,205 @@
+"""Text and HTML reprs of TensorArrays, raw_ops states and gradient registries (``jta._repr``)."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jta
+from jta import _repr as R
+from jta import gradients as G
+from jta import raw_ops as ops
+
+
+def _ta(size=5, **kw):
+    kw.setdefault("element_shape", (2,))
+    return jta.TensorArray(jnp.float32, size=size, tensor_array_name="xs", **kw)
+
+
+def _boxes(page: str) -> int:
+    return len(re.findall(r'title="slot \d+:', page))
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0]
+
+
+def test_eager_strip_and_legend():
+    ta = _ta().write(0, jnp.ones(2)).write(1, jnp.ones(2))
+    text = repr(ta)
+    assert _first_line(text) == "TensorArray<xs>(float32, size=5, element_shape=[2]) [W W . . .]"
+    assert text.splitlines()[1].strip() == R.LEGEND
+    assert str(ta) == text
+
+
+def test_read_and_cleared_slots_via_raw_ops():
+    s = ops.new_state()
+    s, h, f = ops.TensorArrayV3(s, 3, jnp.float32, element_shape=(), tensor_array_name="a")
+    s, k, _ = ops.TensorArrayV3(s, 3, jnp.float32, element_shape=(), clear_after_read=False,
+                                tensor_array_name="b")
+    for handle in (h, k):
+        s, _ = ops.TensorArrayWriteV3(s, handle, 0, 1.0, f)
+        s, _ = ops.TensorArrayWriteV3(s, handle, 1, 2.0, f)
+        s, _ = ops.TensorArrayReadV3(s, handle, 0, f, jnp.float32)
+    assert _first_line(repr(s[h])).endswith("[c W .]")
+    assert _first_line(repr(s[k])).endswith("[r W .]")
+    assert "clear_after_read=False" in repr(s[k])
+
+
+def test_recorded_errors_are_shown():
+    @jax.jit
+    def bad(ta, i):
+        return ta.write(i, jnp.ones(2))
+
+    out = bad(_ta(), 7)
+    assert "error: InvalidArgumentError: TensorArray xs: Tried to write to index 7 but array is not " \
+           "resizeable and size is: 5" in repr(out)
+
+    twice = jax.jit(lambda ta, i: ta.write(i, jnp.ones(2)).write(i, jnp.ones(2)))(_ta(), 1)
+    assert _first_line(repr(twice)).endswith("[. ! . . .]")
+    assert "already been written to" in repr(twice)
+
+
+def test_repr_under_jit_shows_traced():
+    seen = []
+
+    @jax.jit
+    def f(ta, i):
+        ta = ta.write(i, jnp.ones(2))
+        seen.append(repr(ta))
+        seen.append(R.array_html(ta))
+        seen.append(repr(jta.describe({"carry": ta})))
+        return ta
+
+    out = f(_ta(), 3)  # must not raise a ConcretizationTypeError
+    assert _first_line(seen[0]) == "TensorArray<xs>(float32, size=5, element_shape=[2]) [traced]"
+    assert len(seen[0].splitlines()) == 1  # no legend, no error line for traced arrays
+    assert "slots traced" in seen[1]
+    assert "traced" in seen[2]
+    assert _first_line(repr(out)).endswith("[. . . W .]")
+
+
+def test_repr_in_scan_body_and_vmap():
+    seen = []
+
+    def step(ta, t):
+        seen.append(repr(ta))
+        return ta.write(t, jnp.ones(2)), None
+
+    jax.lax.scan(step, _ta(), jnp.arange(5))
+    assert seen and all("[traced]" in s for s in seen)
+
+    batched = jax.vmap(lambda i: _ta(size=3).write(i, jnp.ones(2)))(jnp.arange(3))
+    text = repr(batched)
+    assert "batch=(3,)" in text and "(batch of 3)" in text
+    assert "batch[0] [W . .]" in text and "batch[2] [. . W]" in text
+
+
+def test_dynamic_size_traced_and_spare_capacity():
+    ta = jta.TensorArray(jnp.float32, size=2, dynamic_size=True, capacity=6, element_shape=())
+    assert _first_line(repr(ta.write(0, 1.0))) == (
+        "TensorArray<TensorArray>(float32, size=2, element_shape=[], capacity=6, dynamic) [W . - - - -]")
+    seen = []
+
+    @jax.jit
+    def grow(ta, i):
+        ta = ta.write(i, 1.0)
+        seen.append(repr(ta))
+        return ta
+
+    out = grow(ta, 3)
+    assert "size=traced" in seen[0]
+    assert _first_line(repr(out)).endswith("size=4, element_shape=[], capacity=6, dynamic) [. . . W - -]")
+
+
+def test_flags_closed_grad_checks_ragged():
+    assert "closed" in repr(_ta().close())
+    assert repr(_ta(checks=False)).endswith("[slots not tracked: checks=False]")
+    ragged = jta.TensorArray(jnp.float32, size=3, infer_shape=False).write(0, jnp.ones(2)).write(1, jnp.ones(3))
+    assert _first_line(repr(ragged)) == \
+        "TensorArray<TensorArray>(float32, size=3, element_shape=<unknown>, ragged) [W W .]"
+    _, g, _ = _ta().write(0, jnp.ones(2)).grad("gradients", {})
+    assert _first_line(repr(g)).startswith("TensorArray<xs@gradients>(float32, size=5, element_shape=[2], grad)")
+
+
+def test_long_arrays_are_truncated():
+    ta = jta.TensorArray(jnp.float32, size=100, element_shape=()).scatter(np.arange(30), jnp.ones(30))
+    line = _first_line(repr(ta))
+    assert " ... " in line and line.endswith("(written 30, empty 70)")
+    assert len(line) < 250
+
+
+def test_html_strip():
+    ta = _ta().write(0, jnp.ones(2))
+    page = ta._repr_html_()
+    assert page.startswith('<div class="jta-repr"')
+    assert _boxes(page) == 5
+    assert 'title="slot 0: written"' in page and 'title="slot 4: empty"' in page
+    assert R.CODES["W"][1] in page  # written slots are coloured
+    assert "TensorArray&lt;xs&gt;" in page  # escaped
+    assert "jta-legend" in page
+    errored = jax.jit(lambda ta, i: ta.write(i, jnp.ones(2)))(_ta(), 9)
+    assert "error:</b> InvalidArgumentError" in errored._repr_html_()
+    big = jta.TensorArray(jnp.float32, size=1000, element_shape=())
+    assert _boxes(big._repr_html_()) == R.MAX_SLOTS_HTML
+
+
+def test_state_repr_lists_accumulators_by_source():
+    s = ops.new_state()
+    s, h, f = ops.TensorArrayV3(s, 3, jnp.float32, element_shape=(2,), tensor_array_name="foo")
+    s, _, _ = ops.TensorArrayV3(s, 2, jnp.int32, element_shape=(), tensor_array_name="bar")
+    s, f = ops.TensorArrayWriteV3(s, h, 0, jnp.ones(2), f)
+    s, g, _ = ops.TensorArrayGradV3(s, h, f, "gradients")
+    s, _, _ = ops.TensorArrayGradV3(s, h, f, "gradients_1")
+    s, _ = ops.TensorArrayReadV3(s, g, 0, f, jnp.float32)
+    text = repr(s)
+    lines = text.splitlines()
+    assert lines[0] == "State(2 arrays, 2 gradient accumulators, counter=2)"
+    assert "'foo_0' (accumulators for sources 'gradients', 'gradients_1')" in text
+    assert "'bar_1'" in text
+    assert "sources: 'gradients' (1 array), 'gradients_1' (1 array)" in text
+    assert re.search(r"TensorArray<foo_0@gradients>\(.*grad\) \[c \. \.\]", text)
+    assert re.search(r"TensorArray<foo_0@gradients_1>\(.*grad\) \[W \. \.\]", text)
+    assert lines[-1].strip() == R.LEGEND
+    page = s._repr_html_()
+    assert "<table>" in page and "gradients_1" in page and _boxes(page) == 3 + 2 + 3 + 3
+    assert repr(ops.new_state()) == "State(0 arrays, 0 gradient accumulators, counter=0)"
+
+
+def test_state_repr_under_jit():
+    seen = []
+
+    @jax.jit
+    def f(state, i):
+        state, _ = ops.TensorArrayWriteV3(state, "foo_0", i, jnp.ones(2), 0.0)
+        seen.append(repr(state))
+        return state
+
+    s, _, _ = ops.TensorArrayV3(ops.new_state(), 3, jnp.float32, element_shape=(2,), tensor_array_name="foo")
+    out = f(s, 1)
+    assert "[traced]" in seen[0]
+    assert "[. W .]" in repr(out)
+
+
+def test_describe_registry_pytree_and_state():
+    ta = _ta().unstack(jnp.ones((5, 2)))
+    reg = G.read_grad({}, ta, 0, jnp.ones(2), source="gradients")
+    reg = G.read_grad(reg, ta, 1, jnp.ones(2), source="gradients_1")
+    d = jta.describe(reg)
+    assert isinstance(d, R.Description)
+    text = str(d)
+    assert text.splitlines()[0] == "Registry(2 gradient accumulators)"
+    assert "('xs', 'gradients'):" in text and "('xs', 'gradients_1'):" in text
+    assert "<table>" in d._repr_html_()
+    tree = jta.describe({"h": jnp.zeros(3), "out": ta, "grads": reg})
+    assert str(tree).splitlines()[0] == "2 jta objects in a dict"
+    assert "['out']:" in str(tree) and "['grads']:" in str(tree)
+    assert str(jta.describe(ta)) == repr(ta)
+    s = ops.new_state()
+    assert str(jta.describe(s)) == repr(s)
+    with pytest.raises(AttributeError):
+        jta.describe(ta).missing  # noqa: B018
