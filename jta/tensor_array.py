@@ -20,6 +20,7 @@ in every backward step.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Optional, Union
 
 import jax
@@ -421,11 +422,23 @@ class TensorArray:
                 ok = (i >= 0) & (i < limit)
                 if m.checks:
                     error = C.record(error, ~ok, C.WRITE_OUT_OF_RANGE, i, limit)
+        if cap == 0:  # no rows, so any traced index is out of range (recorded above); JAX cannot
+            # index an empty axis
+            return self._replace(error=error, size=size)._settle()
+        if ok is not True:
+            # The data write clamps a traced index into the buffer, so that it is one in-place
+            # dynamic-update-slice (a dropped scatter adds a bounds check and a select per step).
+            # Out of range, the error record above poisons the array (and the flags update is
+            # dropped); with checks=False the write lands in the nearest slot, as TensorFlow's XLA
+            # lowering does.
+            i = jnp.clip(i, 0, cap - 1)
+            j = jnp.where(ok, i, cap)
+        else:
+            j = i
         if m.checks:
-            j = i if ok is True else jnp.where(ok, i, cap)
             old = flags.at[j].get(mode="fill", fill_value=0)  # type: ignore[union-attr]
             flags = flags.at[j].set(_write_bits(old, m.is_grad), mode="drop")  # type: ignore[union-attr]
-        data = _add_at(data, i, value)
+        data = _write_row(data, i, value, m.is_grad)
         return self._replace(data=data, flags=flags, error=error, size=size)._settle()
 
     def _write_slots(self, i: int, value: jax.Array) -> TensorArray:
@@ -508,6 +521,9 @@ class TensorArray:
                 ok = (i >= 0) & (i < limit)
                 if m.checks:
                     error = C.record(error, ~ok, C.READ_OUT_OF_RANGE, i, limit)
+        if cap == 0:  # no rows: the traced index is out of range (recorded above)
+            ta = self._replace(error=error, size=size)
+            return ta._settle() if mark else ta, jnp.zeros(data.shape[1:], data.dtype)
         value = lax.index_in_dim(data, i, 0, keepdims=False) if isinstance(i, int) else _read_row(data, i)
         if m.checks:
             j = i if ok is True else jnp.where(ok, i, cap)
@@ -561,9 +577,9 @@ class TensorArray:
         self._check_open()
         m = self._meta
         attr = S.as_shape(element_shape)
-        if not S.compatible(attr, m.element_shape):
-            raise InvalidArgumentError(f"PartialTensorShape: Incompatible shapes during merge: "
-                                       f"{S.debug_str(m.element_shape)} vs. {S.debug_str(attr)}")
+        merge_error = S.merge_error(m.element_shape, attr)
+        if merge_error:
+            raise InvalidArgumentError(merge_error)
         ta = self
         if attr is not None and m.infer_shape is not None:
             merged = S.merge(m.element_shape, attr)
@@ -631,6 +647,9 @@ class TensorArray:
             error = C.record(error, bad.any(), code, idx[first], limit)
         if m.is_grad and mark and size is not None and not static:
             size = jnp.maximum(size, jnp.max(jnp.where(ok, idx + 1, 0)))
+        if cap == 0:  # no rows: every traced index is out of range (recorded above)
+            ta = self._replace(error=error, size=size)
+            return (ta._settle() if mark else ta), jnp.zeros(idx.shape + data.shape[1:], data.dtype)
         value = _take_rows(data, idx)
         if m.checks and mark:
             j = jnp.where(ok, idx, cap)
@@ -749,6 +768,8 @@ class TensorArray:
                     error = C.record(error, max_index >= cur, C.SCATTER_OUT_OF_RANGE, max_index, cur)
                 neg = idx < 0
                 error = C.record(error, neg.any(), C.WRITE_OUT_OF_RANGE, idx[jnp.argmax(neg)], cur)
+        if cap == 0:  # no rows: every traced index is out of range (recorded above)
+            return self._replace(error=error, size=size)._settle()
         if m.checks:
             j = jnp.where(ok, idx, cap)
             old = flags.at[j].get(mode="fill", fill_value=0)  # type: ignore[union-attr]
@@ -803,12 +824,13 @@ class TensorArray:
             lengths = np.full((n,), values.shape[1], _length_dtype())
             return ta, values.reshape((-1, *values.shape[2:])), lengths
         parts = []
-        for i in range(n):
+        for i in range(n):  # the kernel reads every element (ReadMany) before checking them
             ta, v = ta._read(i, mark=mark)
+            parts.append(v)
+        for i, v in enumerate(parts):
             if v.ndim == 0:
                 raise InvalidArgumentError(f"Concat saw a scalar shape at index {i} but requires at least "
                                            "vectors.  Did you mean to call pack?")
-            parts.append(v)
         ta._check_concat_attr(attr, tuple(parts[0].shape[1:]))
         for i, v in enumerate(parts[1:], 1):
             if tuple(v.shape[1:]) != tuple(parts[0].shape[1:]):
@@ -1032,6 +1054,47 @@ def _read_row_jvp(primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
 
     value = lax.platform_dependent(data, i, cpu=opaque, default=_read_row.fun)
     return value, lax.dynamic_index_in_dim(tangents[0], i, 0, keepdims=False)
+
+
+def _row(data: jax.Array, i: Index) -> jax.Array:
+    return lax.dynamic_index_in_dim(data, i, 0, keepdims=False)
+
+
+def _set_row(data: jax.Array, i: Index, row: jax.Array) -> jax.Array:
+    return lax.dynamic_update_index_in_dim(data, row, i, 0)
+
+
+def _add_row(data: jax.Array, i: Index, value: jax.Array) -> jax.Array:
+    """``data.at[i].add(value)`` for an in-range ``i``: one in-place dynamic-update-slice."""
+    old = _row(data, i)
+    return _set_row(data, i, jnp.logical_or(old, value) if data.dtype == np.bool_ else old + value)
+
+
+def _write_row(data: jax.Array, i: Index, value: jax.Array, aggregate: bool) -> jax.Array:
+    """Write ``value`` into slot ``i`` (in range) of ``data``: added for an aggregating gradient
+    array, set for a forward array. A forward slot is written once, into zeros, so setting equals
+    adding and skips reading the old row; with ``checks=False`` a second write overwrites."""
+    if not jnp.issubdtype(data.dtype, jnp.inexact):  # not differentiable: no tangent rule needed
+        return _add_row(data, i, value) if aggregate else _set_row(data, i, value)
+    return _write_row_diff(data, i, value, aggregate)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
+def _write_row_diff(data: jax.Array, i: Index, value: jax.Array, aggregate: bool) -> jax.Array:
+    return _add_row(data, i, value) if aggregate else _set_row(data, i, value)
+
+
+@_write_row_diff.defjvp
+def _write_row_diff_jvp(aggregate: bool, primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
+    # The tangent map is a scatter-add, whatever the primal does. Differentiating a set (or a
+    # read-modify-write) of one slot as is would make the transpose zero that slot in the
+    # cotangent buffer: a dynamic-update-slice for which XLA copies the whole buffer in every
+    # backward step, O(T^2). The transpose of a scatter-add passes the cotangent buffer through
+    # and reads out slot ``i``: linear in T. (Both agree on valid programs: a forward slot is
+    # written once, into zeros.)
+    data, i, value = primals
+    t_data, _, t_value = tangents
+    return _write_row_diff(data, i, value, aggregate), t_data.at[i].add(t_value, mode="promise_in_bounds")
 
 
 def _add_at(data: jax.Array, index: Any, value: jax.Array, **kw: Any) -> jax.Array:
