@@ -72,16 +72,43 @@ SLOT_MESSAGES: dict[int, str] = {
         "(perhaps try setting clear_after_read = false?).",
 }
 
+# A slot error at one position of a multi-index op (scatter, gather): TensorFlow's kernels go
+# through the indices in order and stop at the first failure, which the sticky slot bits cannot
+# tell (they only say which slots failed), so these ops also record the first failing position.
+WRITE_AFTER_READ_AT, WRITTEN_TWICE_AT, READ_CLEARED_AT = 9, 10, 11
+for _code, _bit in ((WRITE_AFTER_READ_AT, E_WRITE_AFTER_READ), (WRITTEN_TWICE_AT, E_WRITTEN_TWICE),
+                    (READ_CLEARED_AT, E_READ_CLEARED)):
+    MESSAGES[_code] = (errors.InvalidArgumentError, SLOT_MESSAGES[_bit].replace("{i}", "{a}"))
+
+
+def repeated(j: jax.Array, n: int) -> jax.Array:
+    """Per position of the slot indices ``j`` (``n`` = no slot): whether an earlier position has
+    the same slot. One scatter-min over the slots, so O(len(j) + n)."""
+    pos = jnp.arange(j.shape[0], dtype=jnp.int32)
+    first = jnp.full((n + 1,), j.shape[0], jnp.int32).at[j].min(pos)
+    return (first[j] != pos) & (j != n)
+
+
+def record_first(error: jax.Array, codes: jax.Array, a: jax.Array, b: Any) -> jax.Array:
+    """Record the error of the first position whose entry of ``codes`` (one error code per
+    position, 0 = none) is set, with integers ``a[k]`` and ``b`` (a scalar, or one per position)."""
+    codes, a = jnp.asarray(codes), jnp.asarray(a)
+    if codes.shape[0] == 0:
+        return error
+    k = jnp.argmax(codes != 0)
+    b_k = jnp.asarray(b)[k] if jnp.ndim(b) else b
+    return record(error, codes[k] != 0, codes[k], a[k], b_k)
+
 
 def no_error() -> jax.Array:
     return jnp.zeros((4,), jnp.int32)
 
 
-def record(error: jax.Array, bad: Any, code: int, a: Any = 0, b: Any = 0, c: Any = 0) -> jax.Array:
+def record(error: jax.Array, bad: Any, code: Any, a: Any = 0, b: Any = 0, c: Any = 0) -> jax.Array:
     """Record ``code`` in ``error`` where ``bad`` holds and no earlier error is recorded."""
     if isinstance(bad, (bool, np.bool_)) and not bad:
         return error
-    new = jnp.stack([jnp.int32(code), jnp.asarray(a, jnp.int32), jnp.asarray(b, jnp.int32),
+    new = jnp.stack([jnp.asarray(code, jnp.int32), jnp.asarray(a, jnp.int32), jnp.asarray(b, jnp.int32),
                      jnp.asarray(c, jnp.int32)])
     return jnp.where((error[0] == 0) & bad, new, error)
 

@@ -38,6 +38,16 @@ def compatible(a: Shape, b: Shape) -> bool:
     return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
 
 
+def merge_error(a: Shape, b: Shape) -> Optional[str]:
+    """TensorFlow's ``PartialTensorShape::MergeWith`` failure text for ``a.MergeWith(b)``, or ``None``."""
+    if compatible(a, b):
+        return None
+    assert a is not None and b is not None
+    if len(a) != len(b):
+        return f"PartialTensorShape: Incompatible ranks during merge: {len(a)} vs. {len(b)}"
+    return f"PartialTensorShape: Incompatible shapes during merge: {debug_str(a)} vs. {debug_str(b)}"
+
+
 def merge(a: Shape, b: Shape) -> Shape:
     """The most specific shape compatible with both (callers check compatibility first)."""
     if a is None:

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _shapes as S
 from .errors import InvalidArgumentError, NotFoundError, UnimplementedError
-from .tensor_array import TensorArray, _canonical_dtype, _convert, _empty, _Meta, _static_int
+from .tensor_array import TensorArray, _canonical_dtype, _check_index_scalar, _convert, _empty, _Meta, _static_int
 from .throwing import throw
 
 __all__ = [
@@ -121,7 +121,8 @@ def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None
                          "known when tracing).")
     if n < 0:
         raise InvalidArgumentError("Size should be >= 0.")
-    name = f"{tensor_array_name or 'TensorArray'}_{state.counter}"
+    # TF names an unnamed array after its node, whose default name is the op type.
+    name = f"{tensor_array_name or 'TensorArrayV3'}_{state.counter}"
     meta = _Meta(dtype=_canonical_dtype(dtype), element_shape=S.as_shape(element_shape),
                  dynamic_size=bool(dynamic_size), clear_after_read=bool(clear_after_read),
                  infer_shape=bool(identical_element_shapes), name=name,
@@ -135,7 +136,7 @@ def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None
 def TensorArrayWriteV3(state: State, handle: Handle, index: Any, value: Any, flow_in: Any
                        ) -> tuple[State, jax.Array]:
     ta = _lookup(state, handle)
-    ta._check_open()
+    _check_index_scalar(index)  # the kernel: index shape, dtype, then WriteOrAggregate (closed, ...)
     ta = ta._write(index, _convert(value, ta.dtype, preferred=False))
     return _store(state, handle, ta), _flow(flow_in)
 
@@ -144,7 +145,7 @@ def TensorArrayReadV3(state: State, handle: Handle, index: Any, flow_in: Any, dt
                       ) -> tuple[State, jax.Array]:
     del flow_in
     ta = _lookup(state, handle)
-    ta._check_open()
+    _check_index_scalar(index)  # the kernel: index shape, dtype, then Read (closed, ...)
     _check_dtype(ta, dtype)
     ta, value = ta._read(index, mark=True)
     return _store(state, handle, ta), value
@@ -154,8 +155,7 @@ def TensorArrayGatherV3(state: State, handle: Handle, indices: Any, flow_in: Any
                         element_shape: Any = None) -> tuple[State, jax.Array]:
     del flow_in
     ta = _lookup(state, handle)
-    ta._check_open()
-    _check_dtype(ta, dtype)
+    _check_dtype(ta, dtype)  # closed: only when reading (none for zero indices), see _gather
     attr = S.as_shape(element_shape)
     if np.ndim(indices) == 1 and np.shape(indices)[0] == 0 and not S.fully_defined(attr) \
             and S.compatible(attr, ta.element_shape):  # the kernel looks at the attribute only
@@ -169,8 +169,7 @@ def TensorArrayGatherV3(state: State, handle: Handle, indices: Any, flow_in: Any
 def TensorArrayScatterV3(state: State, handle: Handle, indices: Any, value: Any, flow_in: Any
                          ) -> tuple[State, jax.Array]:
     ta = _lookup(state, handle)
-    ta._check_open()
-    ta = ta._scatter(indices, _convert(value, ta.dtype, preferred=False))
+    ta = ta._scatter(indices, _convert(value, ta.dtype, preferred=False))  # (closed: after dtype, rank)
     return _store(state, handle, ta), _flow(flow_in)
 
 
@@ -178,8 +177,8 @@ def TensorArrayConcatV3(state: State, handle: Handle, flow_in: Any, dtype: Any,
                         element_shape_except0: Any = None) -> tuple[State, jax.Array, np.ndarray]:
     del flow_in
     ta = _lookup(state, handle)
-    ta._check_open()
     _check_dtype(ta, dtype)
+    ta._check_open()  # the kernel's PackOrConcatSize()
     attr = S.as_shape(element_shape_except0)
     n = ta._meta.marked_size if ta._meta.is_grad else _static_int(ta._size_value())
     if n == 0 and not S.fully_defined(attr):  # the kernel looks at the attribute only
@@ -194,8 +193,11 @@ def TensorArrayConcatV3(state: State, handle: Handle, flow_in: Any, dtype: Any,
 def TensorArraySplitV3(state: State, handle: Handle, value: Any, lengths: Any, flow_in: Any
                        ) -> tuple[State, jax.Array]:
     ta = _lookup(state, handle)
-    ta._check_open()
-    ta = ta._split(_convert(value, ta.dtype, preferred=False), lengths)
+    if isinstance(value, (jax.Array, np.ndarray, np.generic)):
+        value = jnp.asarray(value)  # Split checks the dtype last (after lengths, shapes, closed, size)
+    else:
+        value = _convert(value, ta.dtype, preferred=False)
+    ta = ta._split(value, lengths)
     return _store(state, handle, ta), _flow(flow_in)
 
 

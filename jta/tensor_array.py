@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from typing import Any, Optional, Union
 
 import jax
@@ -85,23 +86,34 @@ def _value_dtype_name(value: Any) -> str:
 
 
 def _convert(value: Any, dtype: np.dtype, preferred: bool) -> jax.Array:
-    """Convert like ``tf.convert_to_tensor``; Python values take ``dtype`` when lossless.
+    """Convert like ``tf.convert_to_tensor``; Python values take ``dtype`` as TF's graph mode converts.
 
     ``preferred`` is the Python API's ``preferred_dtype=dtype``; the raw ops infer the dtype
     from the value as TensorFlow's op wrappers do (``3`` is int32, ``3.0`` float32).
     """
-    if isinstance(value, (jax.Array, np.ndarray, np.generic)):
+    if isinstance(value, jax.Array):  # a tensor: its dtype is what it is
         arr = value
     else:
+        python = not isinstance(value, (np.ndarray, np.generic))
         arr = np.asarray(value)
         if arr.dtype.kind in "USO":
             raise InvalidArgumentError(
                 f"TensorArray dtype is {S.kernel_dtype_name(dtype)} but Op is trying to write dtype string.")
+        # TF's conversion of Python values (convert_to_tensor with preferred_dtype): bool < int <
+        # float < complex, unsigned ints count as ints and bfloat16 as a float; integers wrap
+        # (300 -> uint8 44), as in TF. A NumPy value is cast to the array's dtype whatever it is
+        # (TF's constant conversion is NumPy's astype); the raw ops keep a NumPy value's dtype.
         kind_order = "bifc"
-        if preferred and arr.dtype.kind in kind_order and dtype.kind in kind_order and (
-                kind_order.index(arr.dtype.kind) <= kind_order.index(dtype.kind)
-                and (arr.dtype.kind != "b" or dtype.kind == "b")):
+        target = "f" if dtype == jnp.bfloat16 else "i" if dtype.kind == "u" else dtype.kind
+        if preferred and not python:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", np.exceptions.ComplexWarning)  # complex -> real drops .imag
+                arr = arr.astype(dtype)
+        elif preferred and arr.dtype.kind in kind_order and target in kind_order and (
+                kind_order.index(arr.dtype.kind) <= kind_order.index(target)):
             arr = arr.astype(dtype)
+        elif not python:
+            pass
         elif arr.dtype == np.float64:
             arr = arr.astype(np.float32)  # TF's default for Python floats
         elif arr.dtype == np.int64 and np.all(np.abs(arr) < 2**31):
@@ -109,7 +121,7 @@ def _convert(value: Any, dtype: np.dtype, preferred: bool) -> jax.Array:
     if np.dtype(jax.dtypes.canonicalize_dtype(arr.dtype)) != dtype:
         raise InvalidArgumentError(
             f"TensorArray dtype is {S.kernel_dtype_name(dtype)} but Op is trying to write dtype "
-            f"{S.kernel_dtype_name(jax.dtypes.canonicalize_dtype(arr.dtype))}.")
+            f"{S.kernel_dtype_name(arr.dtype)}.")  # the value's own dtype, as TF names it (complex128)
     return jnp.asarray(arr, dtype)
 
 
@@ -285,7 +297,8 @@ class TensorArray:
             return
         flags = None
         if self.is_dense and self._flags is not None:
-            flags = self._flags.at[indices].get(mode="fill", fill_value=0)
+            flags = (jnp.zeros(jnp.shape(indices), jnp.int32) if self._flags.shape[0] == 0  # no slots to index
+                     else self._flags.at[indices].get(mode="fill", fill_value=0))
         C.error_if(self.name, self._error, flags, self._error_extra(), indices)
 
     @property
@@ -299,8 +312,9 @@ class TensorArray:
     def write(self, index: Index, value: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write ``value`` at ``index`` (``TensorArrayWriteV3``); returns the new array."""
         del name
+        # TF's Python layer checks the static shape before the kernel checks the dtype.
+        self._python_shape_check(np.shape(value), np.shape(value))
         value = _convert(value, self.dtype, preferred=True)
-        self._python_shape_check(value.shape, value.shape)
         return self._write(index, value)
 
     def _python_shape_check(self, shape: tuple[int, ...], shown: tuple[int, ...]) -> None:
@@ -320,12 +334,12 @@ class TensorArray:
 
     def _write(self, index: Index, value: jax.Array) -> TensorArray:
         """The kernel's WriteOrAggregate (§1.3): checks in TensorFlow's order."""
-        self._check_open()
-        _check_index_scalar(index)
+        _check_index_scalar(index)  # the op kernel's checks come first: index shape, dtype
         if value.dtype != self.dtype:
             raise InvalidArgumentError(
                 f"TensorArray dtype is {S.kernel_dtype_name(self.dtype)} but Op is trying to write dtype "
                 f"{S.kernel_dtype_name(value.dtype)}.")
+        self._check_open()
         i = _static_int(index)
         ta = self
         if i is not None:
@@ -472,8 +486,8 @@ class TensorArray:
 
     def _read(self, index: Index, mark: bool = True) -> tuple[TensorArray, jax.Array]:
         """The kernel's Read (§1.4). With ``mark`` the slot is marked read (and cleared)."""
+        _check_index_scalar(index)  # the op kernel's check, before Read's closed check
         self._check_open()
-        _check_index_scalar(index)
         m = self._meta
         i = _static_int(index)
         ta = self
@@ -562,8 +576,7 @@ class TensorArray:
     def gather(self, indices: ArrayLike, name: Optional[str] = None) -> jax.Array:
         """The elements at ``indices`` stacked (``TensorArrayGatherV3``)."""
         del name
-        self._check_open()
-        return self._gather_python(indices)
+        return self._gather_python(indices)  # _gather checks closed after validating the indices
 
     def _gather_python(self, indices: ArrayLike) -> jax.Array:
         # TF's Python gather/stack pass the inferred element shape as the op's attribute.
@@ -574,7 +587,6 @@ class TensorArray:
     def _gather(self, indices: ArrayLike, mark: bool = True, element_shape: Any = None
                 ) -> tuple[TensorArray, jax.Array]:
         """The kernel's Gather (§2.4)."""
-        self._check_open()
         m = self._meta
         attr = S.as_shape(element_shape)
         merge_error = S.merge_error(m.element_shape, attr)
@@ -590,7 +602,7 @@ class TensorArray:
         if np.ndim(indices) != 1:
             raise InvalidArgumentError(f"Expected indices to be a vector, but received shape: "
                                        f"{S.debug_str(np.shape(indices))}")
-        if np.shape(indices)[0] == 0:
+        if np.shape(indices)[0] == 0:  # reads nothing, so even a closed array gives [0, ...]
             es = S.merge(attr, ta._meta.element_shape)
             if not S.fully_defined(attr) and not (ta.is_dense and S.fully_defined(es)):
                 raise UnimplementedError(
@@ -598,6 +610,7 @@ class TensorArray:
                     "defined. Currently only static shapes are supported when packing zero-size "
                     "TensorArrays.")
             return ta, jnp.zeros((0, *es), m.dtype)  # type: ignore[misc]
+        self._check_open()  # ReadMany
         static = None if isinstance(indices, Tracer) else np.asarray(indices).astype(np.int64)
         if not ta.is_dense:
             if static is None:
@@ -611,9 +624,18 @@ class TensorArray:
             return ta, jnp.stack(values)
         if static is not None:
             size = _static_int(ta._size_value())
+            # ReadMany reads in order and stops at the first failure (§1.5): an index out of range,
+            # or a cleared slot (read earlier in this gather, or by an earlier op when the flags
+            # are concrete).
+            clears = mark and m.checks and (m.clear_after_read or m.is_grad)
+            bits = np.asarray(ta._flags) if clears and ta._flags is not None and C.is_concrete(ta._flags) else None
+            seen: set[int] = set()
             for i in static:
                 if i < 0 or (not m.is_grad and size is not None and i >= size):
                     raise InvalidArgumentError(f"Tried to read from index {int(i)} but array size is: {size}")
+                if clears and (int(i) in seen or (bits is not None and i < bits.shape[0] and bits[i] & C.READ)):
+                    raise InvalidArgumentError(C.SLOT_MESSAGES[C.E_READ_CLEARED].format(name=self.name, i=int(i)))
+                seen.add(int(i))
             if m.is_grad and size is not None and static.max() >= size:
                 ta = ta._grow(int(static.max()) + 1)
             idx: Any = static.astype(np.int32)  # kept NumPy: _take_rows turns ranges into slices
@@ -637,48 +659,51 @@ class TensorArray:
         cap = data.shape[0]
         limit = cap if m.is_grad else self._size_value()
         ok = (idx >= 0) & (idx < limit)
+        # Per position, the error its read fails with (0: none). ReadMany reads in order and
+        # stops at the first failure: that one is recorded (C.record_first).
+        codes: Any = None
         if m.checks and not static:
-            bad = ~ok
-            first = jnp.argmax(bad)
-            code = C.READ_BEYOND_CAPACITY if m.is_grad else C.READ_OUT_OF_RANGE
-            neg_or = jnp.where(idx[first] < 0, C.READ_OUT_OF_RANGE, code)
-            error = C.record(error, bad.any() & (neg_or == C.READ_OUT_OF_RANGE), C.READ_OUT_OF_RANGE,
-                             idx[first], self._size_value())
-            error = C.record(error, bad.any(), code, idx[first], limit)
+            beyond = C.READ_BEYOND_CAPACITY if m.is_grad else C.READ_OUT_OF_RANGE
+            codes = jnp.where(ok, 0, jnp.where(idx < 0, C.READ_OUT_OF_RANGE, beyond))
         if m.is_grad and mark and size is not None and not static:
             size = jnp.maximum(size, jnp.max(jnp.where(ok, idx + 1, 0)))
-        if cap == 0:  # no rows: every traced index is out of range (recorded above)
-            ta = self._replace(error=error, size=size)
-            return (ta._settle() if mark else ta), jnp.zeros(idx.shape + data.shape[1:], data.dtype)
-        value = _take_rows(data, idx)
-        if m.checks and mark:
+        value = _take_rows(data, idx) if cap else jnp.zeros(idx.shape + data.shape[1:], data.dtype)
+        if m.checks and mark and cap:  # (no rows: every traced index is out of range)
             j = jnp.where(ok, idx, cap)
             old = flags.at[j].get(mode="fill", fill_value=0)  # type: ignore[union-attr]
             clears = m.clear_after_read or m.is_grad
             new = _read_bits(old, clears)
-            if clears:  # a repeated index inside one gather reads a cleared slot
-                count = jnp.zeros((cap + 1,), jnp.int32).at[j].add(1)[j]
-                new = jnp.where(count > 1, new | C.E_READ_CLEARED, new)
+            if clears:  # a second read of a slot: read before, or earlier in this gather
+                again = (((old & C.READ) != 0) | C.repeated(j, cap)) & ok
+                new = jnp.where(again, new | C.E_READ_CLEARED, new)
+                if codes is not None:
+                    codes = jnp.where((codes == 0) & again, C.READ_CLEARED_AT, codes)
+                elif not C.is_concrete(old):  # (else _gather has checked them in order)
+                    codes = jnp.where(again, C.READ_CLEARED_AT, 0)
             flags = flags.at[j].set(new, mode="drop")  # type: ignore[union-attr]
+        if codes is not None:
+            error = C.record_first(error, codes, idx, jnp.where(codes == C.READ_BEYOND_CAPACITY, cap,
+                                                                self._size_value()))
         ta = self._replace(flags=flags, error=error, size=size)
         return (ta._settle() if mark else ta), value
 
     def unstack(self, value: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write ``value[i]`` at each index ``i`` (``scatter(range(len(value)), value)``)."""
         del name
+        if np.ndim(value) >= 1:  # TF's Python layer checks the static shape before the kernel's dtype
+            self._python_shape_check(np.shape(value)[1:], np.shape(value)[1:])
         value = _convert(value, self.dtype, preferred=True)
         if value.ndim == 0:
             raise InvalidArgumentError(
                 f"Input value for unpack must be at least a vector but received shape: {S.debug_str(())}")
-        self._python_shape_check(value.shape[1:], value.shape[1:])
         return self._scatter(np.arange(value.shape[0]), value)._python_infer(value.shape[1:])
 
     def scatter(self, indices: ArrayLike, value: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write ``value[k]`` at ``indices[k]`` (``TensorArrayScatterV3``)."""
         del name
+        # TF's Python layer checks value.shape[1:] (``()`` for a scalar) before the kernel's dtype.
+        self._python_shape_check(np.shape(value)[1:], np.shape(value)[1:])
         value = _convert(value, self.dtype, preferred=True)
-        if value.ndim >= 1:
-            self._python_shape_check(value.shape[1:], value.shape[1:])
         return self._scatter(indices, value)._python_infer(value.shape[1:])
 
     def _python_infer(self, shape: tuple[int, ...]) -> TensorArray:
@@ -688,7 +713,6 @@ class TensorArray:
 
     def _scatter(self, indices: ArrayLike, value: jax.Array) -> TensorArray:
         """The kernel's Scatter (§2.5)."""
-        self._check_open()
         m = self._meta
         if value.dtype != self.dtype:
             raise InvalidArgumentError(
@@ -697,6 +721,7 @@ class TensorArray:
         if value.ndim == 0:
             raise InvalidArgumentError(
                 f"Input value for unpack must be at least a vector but received shape: {S.debug_str(())}")
+        self._check_open()  # the kernel's Size(), after the dtype and rank checks
         if np.ndim(indices) != 1:
             raise InvalidArgumentError(f"Expected indices to be a vector, but received shape: "
                                        f"{S.debug_str(np.shape(indices))}")
@@ -715,7 +740,7 @@ class TensorArray:
             if size is not None and max_index >= size:
                 raise InvalidArgumentError(
                     f"Max scatter index must be < array size ({max_index} vs. {size})")
-        ta._kernel_shape_check(static[0] if static is not None and n else 0, value.shape[1:]) if n else None
+        ta._kernel_shape_check(static[0] if static is not None else "<traced>", value.shape[1:]) if n else None
         if n == 0:
             return ta
         ta = ta._pin_shape(value.shape[1:])
@@ -731,11 +756,22 @@ class TensorArray:
                 ta = ta._write_slots(int(i), value[k])
             return ta
         if static is not None:
+            # WriteOrAggregateMany writes in order and stops at the first failure (§1.5): a negative
+            # index, a slot already read, or a slot written before (earlier in this scatter, or by an
+            # earlier op when the flags are concrete).
+            bits = np.asarray(ta._flags) if ta._flags is not None and C.is_concrete(ta._flags) else None
+            seen: set[int] = set()
             for i in static:
                 if i < 0:
                     raise InvalidArgumentError(
                         f"TensorArray {self.name}: Tried to write to index {int(i)} but array is not "
                         f"resizeable and size is: {ta._size_value()}")
+                flags = 0 if bits is None else int(bits[i])
+                if flags & C.READ:
+                    raise InvalidArgumentError(C.SLOT_MESSAGES[C.E_WRITE_AFTER_READ].format(name=self.name, i=int(i)))
+                if m.checks and not m.is_grad and (int(i) in seen or flags & C.WRITTEN):
+                    raise InvalidArgumentError(C.SLOT_MESSAGES[C.E_WRITTEN_TWICE].format(name=self.name, i=int(i)))
+                seen.add(int(i))
             idx: Any = static.astype(np.int32)  # kept NumPy: _add_rows turns a full range into an add
         else:
             idx = jnp.asarray(indices, jnp.int32)
@@ -762,21 +798,32 @@ class TensorArray:
             ok = (idx >= 0) & (idx < limit)
             if m.checks:
                 cur = size if m.dynamic_size else limit
+                # The max-index check comes before any write, as in TF's kernel.
                 if m.dynamic_size:
                     error = C.record(error, max_index >= cap, C.WRITE_BEYOND_CAPACITY, max_index, cap)
                 else:
                     error = C.record(error, max_index >= cur, C.SCATTER_OUT_OF_RANGE, max_index, cur)
-                neg = idx < 0
-                error = C.record(error, neg.any(), C.WRITE_OUT_OF_RANGE, idx[jnp.argmax(neg)], cur)
-        if cap == 0:  # no rows: every traced index is out of range (recorded above)
+        if cap == 0:  # no rows: every traced index is out of range (too large: recorded above)
+            if m.checks and not static:
+                error = C.record_first(error, jnp.where(idx < 0, C.WRITE_OUT_OF_RANGE, 0), idx, cur)
             return self._replace(error=error, size=size)._settle()
         if m.checks:
             j = jnp.where(ok, idx, cap)
             old = flags.at[j].get(mode="fill", fill_value=0)  # type: ignore[union-attr]
             new = _write_bits(old, m.is_grad)
-            if not m.is_grad:  # a repeated index inside one scatter writes a slot twice
-                count = jnp.zeros((cap + 1,), jnp.int32).at[j].add(1)[j]
-                new = jnp.where(count > 1, new | C.E_WRITTEN_TWICE, new)
+            rep = C.repeated(j, cap) if not m.is_grad else None  # written earlier in this scatter
+            if rep is not None:
+                new = jnp.where(rep, new | C.E_WRITTEN_TWICE, new)
+            if not (static and C.is_concrete(old)):  # (else _scatter has checked them in order)
+                # Per position, the error its write fails with (0: none). WriteOrAggregateMany
+                # writes in order and stops at the first failure: that one is recorded.
+                after_read = ((old & C.READ) != 0) & ok
+                codes = jnp.where(idx < 0, C.WRITE_OUT_OF_RANGE,
+                                  jnp.where(after_read, C.WRITE_AFTER_READ_AT, 0))
+                if rep is not None:
+                    twice = ((((old & C.WRITTEN) != 0) & ~after_read) | rep) & ok
+                    codes = jnp.where((codes == 0) & twice, C.WRITTEN_TWICE_AT, codes)
+                error = C.record_first(error, codes, idx, self._size_value() if static else cur)
             flags = flags.at[j].set(new, mode="drop")  # type: ignore[union-attr]
         data = _add_rows(data, idx if static else jnp.where(ok, idx, cap), value)
         return self._replace(data=data, flags=flags, error=error, size=size)._settle()
@@ -784,7 +831,8 @@ class TensorArray:
     def concat(self, name: Optional[str] = None) -> jax.Array:
         """All elements concatenated along their first axis (``TensorArrayConcatV3``)."""
         del name
-        _, value, _ = self._concat(mark=False)
+        es = self._meta.element_shape  # TF's Python layer passes element_shape[1:] as the attribute
+        _, value, _ = self._concat(mark=False, element_shape_except0=None if es is None else es[1:])
         return value
 
     def _concat(self, mark: bool = True, element_shape_except0: Any = None
@@ -822,18 +870,19 @@ class TensorArray:
             # `lengths` is static (element shapes are): a NumPy array stays concrete inside jit, so
             # Concat's gradient can split a ragged cotangent with it (TF's concat_grad).
             lengths = np.full((n,), values.shape[1], _length_dtype())
-            return ta, values.reshape((-1, *values.shape[2:])), lengths
+            # An explicit dim 0: ``-1`` is ambiguous (ZeroDivisionError) when a trailing dim is 0.
+            return ta, values.reshape((values.shape[0] * values.shape[1], *values.shape[2:])), lengths
         parts = []
         for i in range(n):  # the kernel reads every element (ReadMany) before checking them
             ta, v = ta._read(i, mark=mark)
             parts.append(v)
-        for i, v in enumerate(parts):
+        for i, v in enumerate(parts):  # per element, in order, as the kernel's loop
             if v.ndim == 0:
                 raise InvalidArgumentError(f"Concat saw a scalar shape at index {i} but requires at least "
                                            "vectors.  Did you mean to call pack?")
-        ta._check_concat_attr(attr, tuple(parts[0].shape[1:]))
-        for i, v in enumerate(parts[1:], 1):
-            if tuple(v.shape[1:]) != tuple(parts[0].shape[1:]):
+            if i == 0:
+                ta._check_concat_attr(attr, tuple(parts[0].shape[1:]))
+            elif tuple(v.shape[1:]) != tuple(parts[0].shape[1:]):
                 raise InvalidArgumentError(
                     "TensorArray has inconsistent shapes.  Index 0 has (excepting dimension 0) shape: "
                     f"{S.debug_str(tuple(parts[0].shape[1:]))} but index {i} has (excepting dimension 0) "
@@ -852,15 +901,13 @@ class TensorArray:
         del name
         value = _convert(value, self.dtype, preferred=True)
         static = None if isinstance(lengths, Tracer) else np.asarray(lengths)
-        if value.ndim >= 1 and static is not None and static.ndim == 1 and static.size and \
-                np.all(static == static[0]):
+        if static is not None and static.ndim == 1 and static.size and np.all(static == static[0]):
             shape = (int(static[0]), *value.shape[1:])
             self._python_shape_check(shape, shape)
         return self._split(value, lengths)
 
     def _split(self, value: jax.Array, lengths: ArrayLike) -> TensorArray:
         """The kernel's Split (§2.7)."""
-        self._check_open()
         m = self._meta
         if np.ndim(lengths) != 1:
             raise InvalidArgumentError(f"Expected lengths to be a vector, received shape: "
@@ -881,6 +928,7 @@ class TensorArray:
                 raise InvalidArgumentError(
                     f"Expected sum of lengths to be equal to values.shape[0], but sum of lengths is "
                     f"{int(static.sum())} and value's shape is: {S.debug_str(tuple(value.shape))}")
+        self._check_open()  # the kernel's PackOrConcatSize(), after validating lengths and value
         ta = self
         size = _static_int(ta._size_value())
         if m.dynamic_size and size is not None and n > size:

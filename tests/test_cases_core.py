@@ -204,7 +204,7 @@ ERROR_CASES = {
     # id: (build(make, value) -> array, error class, K text with NAME for the runtime name)
     "13-write-string": (lambda make, v: _ta(make).write(0, "wrong_type_scalar"), InvalidArgumentError,
                         "TensorArray dtype is float but Op is trying to write dtype string."),
-    "13-write-int32": (lambda make, v: _ta(make).write(0, v.astype(jnp.int32)), InvalidArgumentError,
+    "13-write-int32": (lambda make, v: _ta(make).write(0, jnp.asarray(v, jnp.int32)), InvalidArgumentError,
                        "TensorArray dtype is float but Op is trying to write dtype int32."),
     "14-write-negative": (lambda make, v: _ta(make).write(-1, v), InvalidArgumentError,
                           "TensorArray NAME: Tried to write to index -1 but array is not resizeable and size is: 3"),
