@@ -481,7 +481,23 @@ class TensorArray:
         """The element at ``index`` (``TensorArrayReadV3``); unwritten slots read as zeros."""
         del name
         ta, value = self._read(index, mark=False)
-        ta._throw_slots(jnp.reshape(jnp.asarray(index, jnp.int32), (1,)))
+        indices = jnp.reshape(jnp.asarray(index, jnp.int32), (1,))
+        if ta._error is None or C.is_concrete(ta._error, ta._flags, index) or not ta.is_dense \
+                or ta.capacity == 0:
+            ta._throw_slots(indices)
+            return value
+        # Inside compiled code (often a loop body): one fused predicate guards the full check,
+        # which rebuilds the error record and raises from a host callback. Computing the record
+        # and the slot's flags outside the conditional cost ~4 extra kernels per read.
+        limit = ta.capacity if ta._meta.is_grad else ta._size_value()
+        i = indices[0]
+        bits = ta._flags[jnp.clip(i, 0, ta.capacity - 1)]  # type: ignore[index]
+        suspect = (ta._error[0] != 0) | (i < 0) | (i >= limit) | ((bits & C.ERROR_BITS) != 0)
+
+        def full_check() -> None:
+            self._read(index, mark=False)[0]._throw_slots(indices)
+
+        lax.cond(suspect, full_check, lambda: None)
         return value
 
     def _read(self, index: Index, mark: bool = True) -> tuple[TensorArray, jax.Array]:
