@@ -20,7 +20,6 @@ forced: their pending errors raise (``jta.throw``; the flow is fetched in K and 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import re
 from typing import Any
@@ -29,6 +28,7 @@ import jax
 import numpy as np
 import tensorflow as tf
 from _kmodes import RawTA
+from test_gradients_tf import k_graph  # a TF1 graph with control flow v1 (mode K)
 
 import jta
 from jta import _shapes as S
@@ -144,20 +144,6 @@ def _unwrap(args: tuple, side: str = "tf") -> list[Any]:
             return tf.constant(a.value) if side == "tf" else jax.numpy.asarray(a.value)
         return a.value if isinstance(a, Unknown) else a
     return [one(a) for a in args]
-
-
-@contextlib.contextmanager
-def k_graph():
-    """A fresh TF1 graph with control flow v1 (mode K); the global switch is restored on exit."""
-    was_v2 = tf.compat.v1.control_flow_v2_enabled()
-    tf.compat.v1.disable_control_flow_v2()
-    try:
-        graph = tf.Graph()
-        with graph.as_default():
-            yield graph
-    finally:
-        if was_v2:
-            tf.compat.v1.enable_control_flow_v2()
 
 
 def _is_tf_array(x: Any) -> bool:
