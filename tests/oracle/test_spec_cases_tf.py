@@ -1307,6 +1307,7 @@ def test_case(key):
     CASES[key]()
 
 
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")  # TF casts complex -> real too
 def test_numpy_values_are_cast_like_tf():
     """TF's Python layer converts NumPy values with ``preferred_dtype`` (a JAX array is a typed tensor)."""
     for value in (np.int32(3), np.float64(1.5), np.complex128(1 + 2j)):
