@@ -28,7 +28,8 @@ import pytest
 from jax import lax
 
 import jta
-from jta import raw_ops as ops
+from benchmarks.workloads import cell as _cell
+from benchmarks.workloads import w1_jta, w1_native, w1_raw, w2_jta, w2_raw, w3_jta, w3_raw
 
 T, BATCH, HIDDEN = 37, 16, 64
 
@@ -189,15 +190,7 @@ def whole_buffer_ops(hlo_text: str, lengths: tuple[int, ...] = (T, T + 1), dtype
 # ----------------------------------------------------------------------------------------------
 # Workloads: a 64-wide tanh RNN
 # ----------------------------------------------------------------------------------------------
-def _cell(W, h, x):
-    return jnp.tanh(h @ W + x)
-
-
-def w1_native(W, xs):
-    def step(h, x):
-        h = _cell(W, h, x)
-        return h, h
-    return lax.scan(step, jnp.zeros(xs.shape[1:]), xs)[1]
+# The benchmarked workloads (benchmarks/workloads.py, imported above), and naive variants.
 
 
 def w1_naive_dus(W, xs):
@@ -211,34 +204,6 @@ def w1_naive_dus(W, xs):
     return buf
 
 
-def w1_jta(W, xs, checks=True):
-    ta = jta.TensorArray(jnp.float32, size=xs.shape[0], element_shape=xs.shape[1:], checks=checks)
-
-    def step(carry, tx):
-        h, ta = carry
-        t, x = tx
-        h = _cell(W, h, x)
-        return (h, ta.write(t, h)), None
-    (_, ta), _ = lax.scan(step, (jnp.zeros(xs.shape[1:]), ta), (jnp.arange(xs.shape[0]), xs))
-    return ta.stack()
-
-
-def w1_raw(W, xs, checks=True):
-    state, handle, flow = ops.TensorArrayV3(ops.new_state(), xs.shape[0], jnp.float32,
-                                            element_shape=xs.shape[1:], checks=checks)
-
-    def step(carry, tx):
-        h, state, flow = carry
-        t, x = tx
-        h = _cell(W, h, x)
-        state, flow = ops.TensorArrayWriteV3(state, handle, t, h, flow)
-        return (h, state, flow), None
-    (_, state, flow), _ = lax.scan(step, (jnp.zeros(xs.shape[1:]), state, flow), (jnp.arange(xs.shape[0]), xs))
-    state, out = ops.TensorArrayGatherV3(state, handle, np.arange(xs.shape[0]), flow, jnp.float32)
-    jta.throw(state)  # keep the bookkeeping alive: it is what we want to inspect
-    return out
-
-
 def w2_naive_dus(W, xs):
     """Inputs in a carried buffer that each step reads and then clears with ``dynamic_update_slice``."""
     def step(carry, t):
@@ -250,14 +215,6 @@ def w2_naive_dus(W, xs):
     return h
 
 
-def w2_jta(W, xs, checks=True):
-    ta = jta.TensorArray(jnp.float32, size=xs.shape[0], element_shape=xs.shape[1:], checks=checks).unstack(xs)
-
-    def step(h, t):
-        return _cell(W, h, ta.read(t)), None
-    return lax.scan(step, jnp.zeros(xs.shape[1:]), jnp.arange(xs.shape[0]))[0]
-
-
 def w2_jta_carried(W, xs, checks=True):
     """The array carried through the scan (as a ``while_loop`` user would)."""
     ta = jta.TensorArray(jnp.float32, size=xs.shape[0], element_shape=xs.shape[1:], checks=checks).unstack(xs)
@@ -266,20 +223,6 @@ def w2_jta_carried(W, xs, checks=True):
         h, ta = carry
         return (_cell(W, h, ta.read(t)), ta), None
     return lax.scan(step, (jnp.zeros(xs.shape[1:]), ta), jnp.arange(xs.shape[0]))[0][0]
-
-
-def w2_raw(W, xs, checks=True):
-    state, handle, flow = ops.TensorArrayV3(ops.new_state(), xs.shape[0], jnp.float32,
-                                            element_shape=xs.shape[1:], checks=checks)
-    state, flow = ops.TensorArrayScatterV3(state, handle, np.arange(xs.shape[0]), xs, flow)
-
-    def step(carry, t):
-        h, state = carry
-        state, x = ops.TensorArrayReadV3(state, handle, t, flow, jnp.float32)  # marks + clears the slot
-        return (_cell(W, h, x), state), None
-    (h, state), _ = lax.scan(step, (jnp.zeros(xs.shape[1:]), state), jnp.arange(xs.shape[0]))
-    jta.throw(state)
-    return h
 
 
 def _inputs():
@@ -357,33 +300,6 @@ def test_no_whole_buffer_work_per_step(case, checks, grad):
 # ----------------------------------------------------------------------------------------------
 # W3: read-after-write (each step reads the slot the previous step wrote; the array is carried)
 # ----------------------------------------------------------------------------------------------
-def w3_jta(W, xs, checks=True):
-    ta = jta.TensorArray(jnp.float32, size=xs.shape[0] + 1, element_shape=xs.shape[1:], checks=checks)
-    ta = ta.write(0, jnp.zeros(xs.shape[1:]))
-
-    def step(ta, tx):
-        t, x = tx
-        return ta.write(t, _cell(W, ta.read(t - 1), x)), None
-    return lax.scan(step, ta, (jnp.arange(1, xs.shape[0] + 1), xs))[0].stack()
-
-
-def w3_raw(W, xs, checks=True):
-    state, handle, flow = ops.TensorArrayV3(ops.new_state(), xs.shape[0] + 1, jnp.float32, element_shape=xs.shape[1:],
-                                            clear_after_read=False, checks=checks)
-    state, flow = ops.TensorArrayWriteV3(state, handle, 0, jnp.zeros(xs.shape[1:]), flow)
-
-    def step(carry, tx):
-        state, flow = carry
-        t, x = tx
-        state, h = ops.TensorArrayReadV3(state, handle, t - 1, flow, jnp.float32)
-        state, flow = ops.TensorArrayWriteV3(state, handle, t, _cell(W, h, x), flow)
-        return (state, flow), None
-    (state, flow), _ = lax.scan(step, (state, flow), (jnp.arange(1, xs.shape[0] + 1), xs))
-    state, out = ops.TensorArrayGatherV3(state, handle, np.arange(xs.shape[0] + 1), flow, jnp.float32)
-    jta.throw(state)
-    return out
-
-
 def w3_naive_add(W, xs):
     """A carried buffer written with a scatter-add (jta's write) and read with a dynamic slice."""
     def step(buf, tx):
