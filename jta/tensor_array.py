@@ -1139,7 +1139,7 @@ def _write_row(data: jax.Array, i: Index, value: jax.Array, aggregate: bool) -> 
     array, set for a forward array. A forward slot is written once, into zeros, so setting equals
     adding and skips reading the old row; with ``checks=False`` a second write overwrites."""
     if not jnp.issubdtype(data.dtype, jnp.inexact):  # not differentiable: no tangent rule needed
-        return _add_row(data, i, value) if aggregate else _set_row(data, i, value)
+        return _write_row_diff.fun(data, i, value, aggregate)
     return _write_row_diff(data, i, value, aggregate)
 
 
@@ -1158,7 +1158,7 @@ def _write_row_diff_jvp(aggregate: bool, primals: Any, tangents: Any) -> tuple[j
     # written once, into zeros.)
     data, i, value = primals
     t_data, _, t_value = tangents
-    return _write_row_diff(data, i, value, aggregate), t_data.at[i].add(t_value, mode="promise_in_bounds")
+    return _write_row_diff.fun(data, i, value, aggregate), t_data.at[i].add(t_value, mode="promise_in_bounds")
 
 
 def _add_at(data: jax.Array, index: Any, value: jax.Array, **kw: Any) -> jax.Array:
