@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import jax
@@ -37,8 +38,24 @@ def rnn_reference(params: dict[str, jax.Array], xs: jax.Array) -> jax.Array:
     return hs
 
 
-def main() -> None:
-    steps, batch, features, hidden = 200, 8, 16, 64
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m jta",
+        description="Demo: a tanh RNN whose hidden states are written into a jta.TensorArray inside "
+                    "lax.scan, differentiated and compared with a hand-written lax.scan.")
+    parser.add_argument("--steps", type=int, default=200, help="sequence length T (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=8, help="batch size (default: %(default)s)")
+    parser.add_argument("--width", type=int, default=64, help="hidden width of the RNN (default: %(default)s)")
+    args = parser.parse_args(argv)
+    for name in ("steps", "batch", "width"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    steps, batch, features, hidden = args.steps, args.batch, 16, args.width
     k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
     params = {
         "W_xh": jax.random.normal(k1, (features, hidden)) / np.sqrt(features),
