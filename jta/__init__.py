@@ -1,8 +1,7 @@
 """jta: TensorFlow's TensorArray and its gradient machinery as pure, jit-compiled JAX."""
 
 from . import errors, gradients, raw_ops
-from ._checks import is_concrete as _is_concrete  # noqa: F401
-from ._repr import describe
+from ._describe import describe
 from .tensor_array import TensorArray
 from .throwing import throw
 

@@ -4,8 +4,8 @@ Problems that depend on traced values (an index computed inside ``jit`` or ``lax
 cannot raise while tracing. jta records them instead, cheaply, in two places of the
 array's pytree:
 
-* ``error``: an ``int32[4]`` vector ``(code, a, b, c)``; the first error wins. ``code`` is
-  an entry of :data:`MESSAGES` (class + message template), ``a, b, c`` its integers.
+* ``error``: an ``int32[4]`` vector ``(code, *values)``; the first error wins. ``code`` is an
+  :class:`~jta._catalogue.Error` member's code, ``values`` its traced fields.
 * ``flags``: one ``int32`` bitfield per slot (written, read, and sticky error bits for
   "written twice", "written after read", "read after clear"). Updating one slot's bits is a
   single scatter, about 1% of a 64-wide RNN step, where a precise first-error ``where`` chain
@@ -13,7 +13,7 @@ array's pytree:
 
 The record is turned into the exception TensorFlow would raise (same class and text) by
 :func:`raise_if_error` as soon as it is concrete: after every eager op, by ``jta.throw``, or at
-run time by value-returning ops inside compiled code (via a host callback, see ``error_if``).
+run time by value-returning ops inside compiled code (see ``error_if``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 from jax import lax
 from jax.core import Tracer
 
-from . import errors
+from ._catalogue import Error
 
 WRITTEN = 1
 READ = 2
@@ -36,49 +36,12 @@ E_WRITE_AFTER_READ = 8
 E_READ_CLEARED = 16
 ERROR_BITS = E_WRITTEN_TWICE | E_WRITE_AFTER_READ | E_READ_CLEARED
 
-# code -> (class, template). Templates see ``name`` and the integers ``a, b, c``.
-MESSAGES: dict[int, tuple[type[Exception], str]] = {
-    1: (errors.InvalidArgumentError,
-        "TensorArray {name}: Tried to write to index {a} but array is not resizeable and size is: {b}"),
-    2: (errors.InvalidArgumentError, "Tried to read from index {a} but array size is: {b}"),
-    3: (errors.InvalidArgumentError, "Max scatter index must be < array size ({a} vs. {b})"),
-    4: (errors.InvalidArgumentError,
-        "TensorArray {name}: Tried to write to index {a} beyond the static capacity {b} of this "
-        "dynamically sized array; pass a larger `capacity=` when creating it."),
-    5: (errors.InvalidArgumentError,
-        "TensorArray {name}: Tried to read from index {a} beyond the static capacity {b} of this "
-        "gradient array; pass a larger `capacity=` to the forward array."),
-    6: (errors.InvalidArgumentError,
-        "TensorArray {name}: split lengths must all equal {b} when they are traced (the elements "
-        "must share one shape), but lengths[{a}] is {c}. Pass concrete lengths for ragged splits."),
-    7: (errors.InvalidArgumentError,
-        "Expected sum of lengths to be equal to values.shape[0], but sum of lengths is {a} and "
-        "value's shape is: [{b}{rest}]"),
-    8: (errors.InvalidArgumentError,
-        "TensorArray {name}: Split lengths must be non-negative, but lengths[{a}] is {b}. "
-        "(TensorFlow aborts the process here; jta refuses the input.)"),
-}
-WRITE_OUT_OF_RANGE, READ_OUT_OF_RANGE, SCATTER_OUT_OF_RANGE = 1, 2, 3
-WRITE_BEYOND_CAPACITY, READ_BEYOND_CAPACITY, TRACED_RAGGED_SPLIT = 4, 5, 6
-SPLIT_SUM, NEGATIVE_SPLIT_LENGTH = 7, 8
-
-SLOT_MESSAGES: dict[int, str] = {
-    E_WRITE_AFTER_READ:
-        "TensorArray {name}: Could not write to TensorArray index {i} because it has already been read.",
-    E_WRITTEN_TWICE:
-        "TensorArray {name}: Could not write to TensorArray index {i} because it has already been written to.",
-    E_READ_CLEARED:
-        "TensorArray {name}: Could not read index {i} twice because it was cleared after a previous read "
-        "(perhaps try setting clear_after_read = false?).",
-}
-
-# A slot error at one position of a multi-index op (scatter, gather): TensorFlow's kernels go
-# through the indices in order and stop at the first failure, which the sticky slot bits cannot
-# tell (they only say which slots failed), so these ops also record the first failing position.
-WRITE_AFTER_READ_AT, WRITTEN_TWICE_AT, READ_CLEARED_AT = 9, 10, 11
-for _code, _bit in ((WRITE_AFTER_READ_AT, E_WRITE_AFTER_READ), (WRITTEN_TWICE_AT, E_WRITTEN_TWICE),
-                    (READ_CLEARED_AT, E_READ_CLEARED)):
-    MESSAGES[_code] = (errors.InvalidArgumentError, SLOT_MESSAGES[_bit].replace("{i}", "{a}"))
+# The sticky per-slot error bits, in the order a slot's bits are reported, and their errors.
+SLOT_ERRORS: tuple[tuple[int, Error], ...] = (
+    (E_WRITE_AFTER_READ, Error.WRITE_AFTER_READ),
+    (E_WRITTEN_TWICE, Error.WRITTEN_TWICE),
+    (E_READ_CLEARED, Error.READ_CLEARED),
+)
 
 
 def repeated(j: jax.Array, n: int) -> jax.Array:
@@ -89,27 +52,32 @@ def repeated(j: jax.Array, n: int) -> jax.Array:
     return (first[j] != pos) & (j != n)
 
 
-def record_first(error: jax.Array, codes: jax.Array, a: jax.Array, b: Any) -> jax.Array:
+def record_first(error: jax.Array, codes: jax.Array, index: jax.Array, size: Any) -> jax.Array:
     """Record the error of the first position whose entry of ``codes`` (one error code per
-    position, 0 = none) is set, with integers ``a[k]`` and ``b`` (a scalar, or one per position)."""
-    codes, a = jnp.asarray(codes), jnp.asarray(a)
+    position, 0 = none) is set, with fields ``index[k]`` and ``size`` (a scalar, or one per position).
+
+    TensorFlow's multi-index kernels (``ReadMany``, ``WriteOrAggregateMany``) go through the
+    indices in order and stop at the first failure, so that is the one reported."""
+    codes, index = jnp.asarray(codes), jnp.asarray(index)
     if codes.shape[0] == 0:
         return error
     k = jnp.argmax(codes != 0)
-    b_k = jnp.asarray(b)[k] if jnp.ndim(b) else b
-    return record(error, codes[k] != 0, codes[k], a[k], b_k)
+    size_k = jnp.asarray(size)[k] if jnp.ndim(size) else size
+    return record(error, codes[k] != 0, codes[k], index[k], size_k)
 
 
 def no_error() -> jax.Array:
     return jnp.zeros((4,), jnp.int32)
 
 
-def record(error: jax.Array, bad: Any, code: Any, a: Any = 0, b: Any = 0, c: Any = 0) -> jax.Array:
-    """Record ``code`` in ``error`` where ``bad`` holds and no earlier error is recorded."""
+def record(error: jax.Array, bad: Any, code: Error | jax.Array | int, *values: Any) -> jax.Array:
+    """Record ``code`` with up to three integer ``values`` where ``bad`` holds and no earlier
+    error is recorded (first error wins)."""
     if isinstance(bad, (bool, np.bool_)) and not bad:
         return error
-    new = jnp.stack([jnp.asarray(code, jnp.int32), jnp.asarray(a, jnp.int32), jnp.asarray(b, jnp.int32),
-                     jnp.asarray(c, jnp.int32)])
+    code = code.code if isinstance(code, Error) else code
+    values = (*values, *(0,) * (3 - len(values)))
+    new = jnp.stack([jnp.asarray(code, jnp.int32), *(jnp.asarray(v, jnp.int32) for v in values)])
     return jnp.where((error[0] == 0) & bad, new, error)
 
 
@@ -136,18 +104,16 @@ def make_exception(name: str, error: Any, flags: Any, extra: dict[str, str] | No
         return None
     code = int(error[0])
     if code:
-        cls, template = MESSAGES[code]
-        a, b, c = (int(v) for v in error[1:])
-        return cls(template.format(name=name, a=a, b=b, c=c, **(extra or {})))
+        return Error.by_code(code).from_record(name, error[1:], extra or {})
     if flags is not None:
         flags = np.asarray(flags)
         bad = np.nonzero(flags & ERROR_BITS)[0]
         if bad.size:
             k = int(bad[0])
             i = k if indices is None else int(np.asarray(indices).reshape(-1)[k])
-            for bit in (E_WRITE_AFTER_READ, E_WRITTEN_TWICE, E_READ_CLEARED):
+            for bit, err in SLOT_ERRORS:
                 if flags[k] & bit:
-                    return errors.InvalidArgumentError(SLOT_MESSAGES[bit].format(name=name, i=i))
+                    return err.exception(name=name, index=i)
     return None
 
 
@@ -193,3 +159,21 @@ def _callback(name: str, extra: dict[str, str] | None, has_error: Any, error: An
         if indices is not None:
             indices = np.asarray(indices).reshape(-1, np.shape(indices)[-1])[k]
     raise_if_error(name, error, flags, extra, indices)
+
+
+def write_bits(old: jax.Array, aggregate: bool) -> jax.Array:
+    """A slot's bits after a write (``aggregate``: a gradient array, where writes add up)."""
+    # int32 constants: under x64, `int32 | convert(int64)` crashes XLA:CPU's compiler (jaxlib 0.10).
+    after_read = jnp.where(old & READ, jnp.int32(E_WRITE_AFTER_READ), jnp.int32(0))
+    if aggregate:
+        return old | WRITTEN | after_read
+    twice = jnp.where((old & WRITTEN) & ~(old & READ) != 0, jnp.int32(E_WRITTEN_TWICE), jnp.int32(0))
+    return old | WRITTEN | after_read | twice
+
+
+def read_bits(old: jax.Array, clears: bool) -> jax.Array:
+    """A slot's bits after a read (``clears``: ``clear_after_read``, so a second read fails)."""
+    new = old | READ | WRITTEN
+    if clears:
+        new = new | jnp.where(old & READ, jnp.int32(E_READ_CLEARED), jnp.int32(0))
+    return new

@@ -25,8 +25,9 @@ from jax.core import Tracer
 
 from . import _checks as C
 from . import _shapes as S
+from ._array import ArrayData
 
-__all__ = ["Description", "describe", "array_repr", "array_html", "state_repr", "state_html",
+__all__ = ["array_repr", "array_html", "state_repr", "state_html",
            "registry_repr", "registry_html"]
 
 TRACED = "traced"
@@ -107,9 +108,9 @@ def _code(bits: int, clears: bool) -> str:
 
 def _size_of(ta: Any) -> Any:
     """The logical size: an int, a NumPy array (batched), or :data:`TRACED`/:data:`DELETED`."""
-    if ta._meta.size is not None:
-        return ta._meta.size
-    v = _value(ta._size)
+    if ta._meta.static_size is not None:
+        return ta._meta.static_size
+    v = _value(ta._traced_size)
     if isinstance(v, np.ndarray):
         return int(v) if v.ndim == 0 else v
     return v
@@ -159,7 +160,7 @@ def _capacity_and_batch(ta: Any) -> tuple[int, tuple[int, ...]]:
     return int(data.shape[k]), tuple(int(d) for d in data.shape[:k])
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
@@ -192,7 +193,7 @@ def _error_text(ta: Any) -> Optional[str]:
     flags = None if ta._flags is None else _value(ta._flags)
     if isinstance(error, str) or isinstance(flags, str):
         return error if isinstance(error, str) else flags
-    exc = C.make_exception(ta.name, error, flags, ta._error_extra())
+    exc = C.make_exception(ta.name, error, flags, ta.error_fields())
     return None if exc is None else f"{type(exc).__name__}: {exc}"
 
 
@@ -247,13 +248,13 @@ def _registry_lines(grads: dict, forward_names: Any = ()) -> list[str]:
         for source, g in by_forward.get(name, []):
             lines.append(f"  ({name!r}, {source!r}):")
             lines += array_line(g, indent="    ")
-    summary = ", ".join(f"{s!r} ({_plural(sum(1 for _, t in grads if t == s), 'array')})" for s in sources)
+    summary = ", ".join(f"{s!r} ({plural(sum(1 for _, t in grads if t == s), 'array')})" for s in sources)
     return ([f"  sources: {summary}"] if sources else []) + lines
 
 
 def registry_repr(grads: dict) -> str:
     """A gradient registry ``{(forward name, source): accumulator}``."""
-    lines = [f"Registry({_plural(len(grads), 'gradient accumulator')})"] + _registry_lines(grads)
+    lines = [f"Registry({plural(len(grads), 'gradient accumulator')})"] + _registry_lines(grads)
     if any(_wants_legend(g) for g in grads.values()):
         lines.append("  " + LEGEND)
     return "\n".join(lines)
@@ -261,7 +262,7 @@ def registry_repr(grads: dict) -> str:
 
 def state_repr(state: Any) -> str:
     """``repr(raw_ops.State)``: its arrays, then its accumulators grouped by forward array."""
-    lines = [f"State({_plural(len(state.arrays), 'array')}, {_plural(len(state.grads), 'gradient accumulator')}, "
+    lines = [f"State({plural(len(state.arrays), 'array')}, {plural(len(state.grads), 'gradient accumulator')}, "
              f"counter={state.counter})"]
     for handle, ta in state.arrays.items():
         sources = [s for (n, s) in state.grads if n == handle]
@@ -329,14 +330,14 @@ def _array_block_html(ta: Any) -> str:
     return "".join(parts)
 
 
-def _wrap(body: str) -> str:
+def wrap(body: str) -> str:
     return f'<div class="jta-repr" style="font-family:monospace;margin:2px 0">{body}</div>'
 
 
 def array_html(ta: Any) -> str:
     """``TensorArray._repr_html_``: the header and the slots as a coloured strip."""
     legend = _legend_html() if _wants_legend(ta) else ""
-    return _wrap(_array_block_html(ta) + legend)
+    return wrap(_array_block_html(ta) + legend)
 
 
 def _grads_html(grads: dict) -> str:
@@ -351,7 +352,7 @@ def _grads_html(grads: dict) -> str:
 
 def registry_html(grads: dict) -> str:
     legend = _legend_html() if any(_wants_legend(g) for g in grads.values()) else ""
-    return _wrap(f"<div><b>Registry</b> ({_plural(len(grads), 'gradient accumulator')})</div>" + _grads_html(grads) + legend)
+    return wrap(f"<div><b>Registry</b> ({plural(len(grads), 'gradient accumulator')})</div>" + _grads_html(grads) + legend)
 
 
 def state_html(state: Any) -> str:
@@ -361,71 +362,18 @@ def state_html(state: Any) -> str:
         rows.append(f'<tr><td style="text-align:left"><code>{html.escape(repr(handle))}</code></td>'
                     f'<td style="text-align:left">{_array_block_html(ta)}</td>'
                     f'<td style="text-align:left"><code>{html.escape(sources)}</code></td></tr>')
-    body = (f"<div><b>State</b> ({_plural(len(state.arrays), 'array')}, "
-            f"{_plural(len(state.grads), 'gradient accumulator')}, "
+    body = (f"<div><b>State</b> ({plural(len(state.arrays), 'array')}, "
+            f"{plural(len(state.grads), 'gradient accumulator')}, "
             f"counter={state.counter})</div>"
             '<table><tr><th style="text-align:left">handle</th><th style="text-align:left">array</th>'
             '<th style="text-align:left">accumulator sources</th></tr>' + "".join(rows) + "</table>")
     if state.grads:
         body += "<div><b>gradient accumulators</b></div>" + _grads_html(state.grads)
     everything = [*state.arrays.values(), *state.grads.values()]
-    return _wrap(body + (_legend_html() if any(_wants_legend(t) for t in everything) else ""))
+    return wrap(body + (_legend_html() if any(_wants_legend(t) for t in everything) else ""))
 
 
-# -- describe -------------------------------------------------------------------------------
-class Description:
-    """A view of TensorArrays: ``str()``/``repr()`` give text, Jupyter renders HTML."""
-
-    def __init__(self, text: str, html_: str):
-        self.text = text
-        self.html = html_
-
-    def __repr__(self) -> str:
-        return self.text
-
-    __str__ = __repr__
-
-    def _repr_html_(self) -> str:
-        return self.html
-
-
-def _is_registry(x: Any) -> bool:
-    from .tensor_array import TensorArray
-
+def is_registry(x: Any) -> bool:
+    """Whether ``x`` is a gradient registry ``{(forward name, source): accumulator}``."""
     return isinstance(x, dict) and bool(x) and all(
-        isinstance(k, tuple) and len(k) == 2 and isinstance(v, TensorArray) for k, v in x.items())
-
-
-def describe(x: Any) -> Description:
-    """Describe a TensorArray, a ``jta.raw_ops`` state, a gradient registry
-    ``{(forward name, source): accumulator}``, or any pytree holding TensorArrays.
-
-    Safe inside ``jit`` (traced leaves show as ``traced``). Printing gives text; in Jupyter the
-    result renders as HTML with each array's slots as a coloured strip.
-
-    ```python
-    import jax.numpy as jnp, jta
-    ta = jta.TensorArray(jnp.float32, size=3, element_shape=()).write(0, 1.0)
-    print(jta.describe(ta))
-    # TensorArray<TensorArray>(float32, size=3, element_shape=[]) [W . .]
-    #   W written  r read  c read+cleared  . empty  ! slot error  - spare capacity
-    ```
-    """
-    from .raw_ops import State
-    from .tensor_array import TensorArray
-
-    if isinstance(x, TensorArray):
-        return Description(array_repr(x), array_html(x))
-    if isinstance(x, State):
-        return Description(state_repr(x), state_html(x))
-    if _is_registry(x):
-        return Description(registry_repr(x), registry_html(x))
-    leaves, _ = jax.tree_util.tree_flatten_with_path(
-        x, is_leaf=lambda v: isinstance(v, (TensorArray, State)) or _is_registry(v))
-    found = [(jax.tree_util.keystr(p), v) for p, v in leaves
-             if isinstance(v, (TensorArray, State)) or _is_registry(v)]
-    texts = [f"{p or '<root>'}:\n" + "\n".join("  " + ln for ln in describe(v).text.splitlines())
-             for p, v in found]
-    htmls = [f"<div><code>{html.escape(p or '<root>')}</code></div>{describe(v).html}" for p, v in found]
-    header = f"{_plural(len(found), 'jta object')} in a {type(x).__name__}"
-    return Description("\n".join([header, *texts]), _wrap(f"<div>{html.escape(header)}</div>" + "".join(htmls)))
+        isinstance(k, tuple) and len(k) == 2 and isinstance(v, ArrayData) for k, v in x.items())

@@ -7,12 +7,14 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ._catalogue import Error
+
 # A partial shape: ``None`` for unknown rank, else a tuple whose entries are ints or
 # ``None`` for unknown dimensions (TensorFlow's ``PartialTensorShape``).
 Shape = Optional[tuple[Optional[int], ...]]
 
 
-def as_shape(shape: object) -> Shape:
+def as_shape(shape: Any) -> Shape:
     """Normalise ``None``, an int sequence, or a TF-like shape object to a :data:`Shape`."""
     if shape is None:
         return None
@@ -22,7 +24,7 @@ def as_shape(shape: object) -> Shape:
     if isinstance(dims, (int, np.integer)):
         return (int(dims),)
     out = []
-    for d in dims:  # type: ignore[union-attr]
+    for d in dims:
         d = getattr(d, "value", d)
         out.append(None if d is None or (isinstance(d, (int, np.integer)) and d < 0) else int(d))
     return tuple(out)
@@ -38,14 +40,14 @@ def compatible(a: Shape, b: Shape) -> bool:
     return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
 
 
-def merge_error(a: Shape, b: Shape) -> Optional[str]:
-    """TensorFlow's ``PartialTensorShape::MergeWith`` failure text for ``a.MergeWith(b)``, or ``None``."""
+def merge_error(a: Shape, b: Shape) -> Optional[Exception]:
+    """TensorFlow's ``PartialTensorShape::MergeWith`` failure for ``a.MergeWith(b)``, or ``None``."""
     if compatible(a, b):
         return None
     assert a is not None and b is not None
     if len(a) != len(b):
-        return f"PartialTensorShape: Incompatible ranks during merge: {len(a)} vs. {len(b)}"
-    return f"PartialTensorShape: Incompatible shapes during merge: {debug_str(a)} vs. {debug_str(b)}"
+        return Error.MERGE_RANKS.exception(a=len(a), b=len(b))
+    return Error.MERGE_SHAPES.exception(a=debug_str(a), b=debug_str(b))
 
 
 def merge(a: Shape, b: Shape) -> Shape:
@@ -84,15 +86,27 @@ _KERNEL_NAMES = {
 }
 
 
-def kernel_dtype_name(dtype: object) -> str:
+def kernel_dtype_name(dtype: Any) -> str:
     """Dtype names as TensorFlow's kernels print them (``float``, ``double``, ``int32``, ``string``)."""
     if isinstance(dtype, str):
         return dtype
-    name = np.dtype(dtype).name  # type: ignore[arg-type]
-    if np.dtype(dtype).kind in "USO":  # type: ignore[arg-type]
+    np_dtype = np.dtype(dtype)
+    name = np_dtype.name
+    if np_dtype.kind in "USO":
         return "string"
     return _KERNEL_NAMES.get(name) or name
 
 
 def as_int_tuple(values: Iterable[Any]) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
+
+
+def dims(shape: Shape) -> tuple[int, ...]:
+    """A fully defined shape as ints (callers know it is fully defined)."""
+    assert shape is not None, shape
+    return tuple(_known(d) for d in shape)
+
+
+def _known(d: Optional[int]) -> int:
+    assert d is not None
+    return int(d)

@@ -16,16 +16,17 @@ gradient computations never double count. The key is the forward array's *name* 
 the default name would share one accumulator.
 
 ```python
-import jax.numpy as jnp
-import jta
-from jta import gradients as G
+>>> import jax.numpy as jnp, jta
+>>> from jta import gradients as G
+>>> ta = jta.TensorArray(jnp.float32, size=2, element_shape=(2,)).unstack(jnp.ones((2, 2)))
+>>> grads = {}                                              # the registry
+>>> grads = G.read_grad(grads, ta, 0, jnp.array([1.0, 2.0]), source="gradients")
+>>> grads = G.read_grad(grads, ta, 0, jnp.array([3.0, 4.0]), source="gradients")  # sums
+>>> grads, dvalue = G.unstack_grad(grads, ta, source="gradients")
+>>> dvalue
+Array([[4., 6.],
+       [0., 0.]], dtype=float32)
 
-ta = jta.TensorArray(jnp.float32, size=2, element_shape=(2,)).unstack(jnp.ones((2, 2)))
-grads = {}                                              # the registry
-grads = G.read_grad(grads, ta, 0, jnp.array([1.0, 2.0]), source="gradients")
-grads = G.read_grad(grads, ta, 0, jnp.array([3.0, 4.0]), source="gradients")  # sums
-grads, dvalue = G.unstack_grad(grads, ta, source="gradients")
-print(dvalue)  # [[4. 6.] [0. 0.]]
 ```
 
 JAX's own autodiff (``jax.grad``/``vjp``/``jvp``) through TensorArray programs needs none of
@@ -39,9 +40,13 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from .errors import InvalidArgumentError
+from . import _accumulators as A
+from . import _kernels as K
+from ._array import require_static_size
+from ._catalogue import Error
 from .tensor_array import TensorArray
 
 __all__ = [
@@ -61,18 +66,16 @@ def grad_source(name: str) -> str:
     with ``gradients`` (``"foo/gradients_1/bar"`` → ``"foo/gradients_1"``).
 
     ```python
-    from jta.gradients import grad_source
-    grad_source("gradients_0/foo/bar")  # 'gradients_0'
+    >>> from jta.gradients import grad_source
+    >>> grad_source("foo/gradients_1/bar")
+    'foo/gradients_1'
+
     ```
     """
     parts = name.split("/")
     found = [i for i, p in enumerate(parts) if p.startswith("gradients")]
     if not found:
-        raise ValueError(
-            f"Expected op/tensor name to start with gradients (excluding scope), got: {name}. This means "
-            "that a tf.gradients op with this op in its dependency path has a custom name that does not "
-            "start with 'gradients'. Please make sure all calls to tf.gradients that have non-empty `name` "
-            "arguments use names that start with 'gradients'.")
+        Error.NO_GRADIENT_SOURCE.raise_(name=name)
     return "/".join(parts[: found[-1] + 1])
 
 
@@ -90,23 +93,16 @@ def accumulator(registry: Registry, ta: TensorArray, source: str, shape_to_prepe
 
     **Returns:** ``(registry, accumulator)``; the registry holds the accumulator.
     """
-    if ta._meta.is_grad:
-        raise InvalidArgumentError(f"Wrong input container. _tensor_array_grads{ta.name}")
-    ta._check_open()
-    key = (ta.name, str(source))
-    if key in registry:
-        return registry, registry[key]
-    prepend = tuple(int(d) for d in np.asarray(shape_to_prepend).reshape(-1))
-    g = ta._make_grad(str(source), prepend)
-    return {**registry, key: g}, g
+    _, registry, g = A.get_or_create(registry, ta, source, shape_to_prepend)
+    return registry, g
 
 
 def put(registry: Registry, g: TensorArray) -> Registry:
     """Store an updated accumulator ``g`` back under its ``(forward name, source)`` key."""
-    forward, _, source = g.name.rpartition("@")
-    if not g._meta.is_grad or (forward, source) not in registry:
-        raise ValueError(f"{g.name!r} is not an accumulator of this registry.")
-    return {**registry, (forward, source): g}
+    key = A.find_key(registry, g.name) if g.is_accumulator else None
+    if key is None:
+        Error.NOT_AN_ACCUMULATOR.raise_(handle=g.name)
+    return {**registry, key: g}
 
 
 def _update(registry: Registry, ta: TensorArray, source: str, fn: Any,
@@ -119,33 +115,33 @@ def _update(registry: Registry, ta: TensorArray, source: str, fn: Any,
 def read_grad(registry: Registry, ta: TensorArray, index: Any, dvalue: Any, source: str,
               shape_to_prepend: Any = ()) -> Registry:
     """Gradient of ``ta.read(index)``: add ``dvalue`` into the accumulator at ``index``."""
-    return _update(registry, ta, source, lambda g: (g._write(index, _as(g, dvalue)), None),
+    return _update(registry, ta, source, lambda g: (K.write(g, index, _as(g, dvalue)), None),
                    shape_to_prepend)[0]
 
 
 def write_grad(registry: Registry, ta: TensorArray, index: Any, source: str,
                shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.write(index, value)``: read (and clear) the total at ``index``."""
-    return _update(registry, ta, source, lambda g: g._read(index, mark=True), shape_to_prepend)
+    return _update(registry, ta, source, lambda g: K.read(g, index, mark=True), shape_to_prepend)
 
 
 def gather_grad(registry: Registry, ta: TensorArray, indices: Any, dvalue: Any, source: str,
                 shape_to_prepend: Any = ()) -> Registry:
     """Gradient of ``ta.gather(indices)``: scatter-add ``dvalue`` into the accumulator."""
-    return _update(registry, ta, source, lambda g: (g._scatter(indices, _as(g, dvalue)), None),
+    return _update(registry, ta, source, lambda g: (K.unpack_or_scatter(g, indices, _as(g, dvalue)), None),
                    shape_to_prepend)[0]
 
 
 def scatter_grad(registry: Registry, ta: TensorArray, indices: Any, source: str,
                  shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.scatter(indices, value)``: gather the totals at ``indices``."""
-    return _update(registry, ta, source, lambda g: g._gather(indices, mark=True), shape_to_prepend)
+    return _update(registry, ta, source, lambda g: K.pack_or_gather(g, indices, mark=True), shape_to_prepend)
 
 
 def concat_grad(registry: Registry, ta: TensorArray, lengths: Any, dvalue: Any, source: str,
                 shape_to_prepend: Any = ()) -> Registry:
     """Gradient of ``ta.concat()``: split ``dvalue`` with the forward ``lengths`` into the accumulator."""
-    return _update(registry, ta, source, lambda g: (g._split(_as(g, dvalue), lengths), None),
+    return _update(registry, ta, source, lambda g: (K.split(g, _as(g, dvalue), lengths), None),
                    shape_to_prepend)[0]
 
 
@@ -153,7 +149,7 @@ def split_grad(registry: Registry, ta: TensorArray, source: str, shape_to_prepen
                ) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.split(value, lengths)``: concatenate the accumulated totals."""
     def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
-        g, value, _ = g._concat(mark=True)
+        g, value, _ = K.concat(g, mark=True)
         return g, value
     return _update(registry, ta, source, rule, shape_to_prepend)
 
@@ -168,11 +164,9 @@ def stack_grad(registry: Registry, ta: TensorArray, dvalue: Any, source: str,
 def unstack_grad(registry: Registry, ta: TensorArray, source: str, size: Optional[int] = None,
                  shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.unstack(value)`` (a scatter to ``range(size)``)."""
-    n = size if size is not None else ta._static_size("unstack_grad")
+    n = size if size is not None else require_static_size(ta, "unstack_grad")
     return scatter_grad(registry, ta, np.arange(n), source, shape_to_prepend)
 
 
 def _as(g: TensorArray, value: Any) -> jax.Array:
-    import jax.numpy as jnp
-
     return jnp.asarray(value, g.dtype)

@@ -8,11 +8,16 @@ kernels (mode K): write-once forward arrays, ``clear_after_read``, zero reads of
 slots of known shape, aggregating gradient arrays, and the kernels' error texts.
 
 ```python
-from jta import raw_ops as ops
-state = ops.new_state()
-state, h, flow = ops.TensorArrayV3(state, 2, "float32", element_shape=())
-state, flow = ops.TensorArrayWriteV3(state, h, 0, 3.0, flow)
-state, v = ops.TensorArrayReadV3(state, h, 0, flow, "float32")  # 3.0
+>>> from jta import raw_ops as ops
+>>> state = ops.new_state()
+>>> state, h, flow = ops.TensorArrayV3(state, 2, "float32", element_shape=())
+>>> h
+'TensorArrayV3_0'
+>>> state, flow = ops.TensorArrayWriteV3(state, h, 0, 3.0, flow)
+>>> state, v = ops.TensorArrayReadV3(state, h, 0, flow, "float32")
+>>> v
+Array(3., dtype=float32)
+
 ```
 """
 
@@ -25,9 +30,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _accumulators as A
+from . import _kernels as K
+from . import _repr
 from . import _shapes as S
-from .errors import InvalidArgumentError, NotFoundError, UnimplementedError
-from .tensor_array import TensorArray, _canonical_dtype, _check_index_scalar, _convert, _empty, _Meta, _static_int
+from ._array import ArrayMeta, empty
+from ._catalogue import Error
+from ._inputs import canonical_dtype, check_scalar_index, convert
+from .tensor_array import TensorArray, checked_size
 from .throwing import throw
 
 __all__ = [
@@ -60,14 +70,10 @@ class State:
         return _lookup(self, handle)
 
     def __repr__(self) -> str:
-        from ._repr import state_repr  # arrays, then accumulators by source (see jta._repr)
-
-        return state_repr(self)
+        return _repr.state_repr(self)  # arrays, then accumulators by source
 
     def _repr_html_(self) -> str:
-        from ._repr import state_html
-
-        return state_html(self)
+        return _repr.state_html(self)
 
 
 def new_state() -> State:
@@ -78,21 +84,19 @@ def new_state() -> State:
 def _lookup(state: State, handle: Handle) -> TensorArray:
     if handle in state.arrays:
         return state.arrays[handle]
-    for (name, source), ta in state.grads.items():
-        if f"{name}@{source}" == handle:
-            return ta
-    raise NotFoundError(f"Container per_step does not exist. (Could not find resource: "
-                        f"per_step/_tensor_arrays{handle})")
+    key = A.find_key(state.grads, handle)
+    if key is None:
+        Error.NOT_FOUND.raise_(handle=handle)
+    return state.grads[key]
 
 
 def _store(state: State, handle: Handle, ta: TensorArray) -> State:
     if handle in state.arrays:
         return dataclasses.replace(state, arrays={**state.arrays, handle: ta})
-    for key in state.grads:
-        if f"{key[0]}@{key[1]}" == handle:
-            return dataclasses.replace(state, grads={**state.grads, key: ta})
-    raise NotFoundError(f"Container per_step does not exist. (Could not find resource: "
-                        f"per_step/_tensor_arrays{handle})")
+    key = A.find_key(state.grads, handle)
+    if key is None:
+        Error.NOT_FOUND.raise_(handle=handle)
+    return dataclasses.replace(state, grads={**state.grads, key: ta})
 
 
 def _flow(flow_in: Any) -> jax.Array:
@@ -100,10 +104,9 @@ def _flow(flow_in: Any) -> jax.Array:
 
 
 def _check_dtype(ta: TensorArray, dtype: Any) -> None:
-    dtype = _canonical_dtype(dtype)
+    dtype = canonical_dtype(dtype)
     if dtype != ta.dtype:
-        raise InvalidArgumentError(f"TensorArray dtype is {S.kernel_dtype_name(ta.dtype)} but Op requested "
-                                   f"dtype {S.kernel_dtype_name(dtype)}.")
+        Error.READ_DTYPE.raise_(dtype=S.kernel_dtype_name(ta.dtype), given=S.kernel_dtype_name(dtype))
 
 
 def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None,
@@ -111,127 +114,118 @@ def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None
                   identical_element_shapes: bool = False, tensor_array_name: str = "",
                   *, capacity: Optional[int] = None, checks: bool = True
                   ) -> tuple[State, Handle, jax.Array]:
-    """Create an array; returns ``(state, handle, flow)``. ``capacity``/``checks`` are jta's."""
-    if np.ndim(size) != 0:
-        raise InvalidArgumentError(f"TensorArray size must be scalar, but had shape: "
-                                   f"{S.debug_str(np.shape(size))}")
-    n = _static_int(size)
-    if n is None:
-        raise ValueError("jta.raw_ops.TensorArrayV3 needs a static `size` (the buffer shape must be "
-                         "known when tracing).")
-    if n < 0:
-        raise InvalidArgumentError("Size should be >= 0.")
+    """Create an array (``TensorArrayV3``); returns ``(state, handle, flow)``.
+
+    ``capacity`` and ``checks`` are jta's, as in :class:`jta.TensorArray`. An unnamed array is
+    named ``TensorArrayV3_<n>``, unique within ``state``.
+    """
+    n = checked_size(size, "jta.raw_ops.TensorArrayV3")
     # TF names an unnamed array after its node, whose default name is the op type.
     name = f"{tensor_array_name or 'TensorArrayV3'}_{state.counter}"
-    meta = _Meta(dtype=_canonical_dtype(dtype), element_shape=S.as_shape(element_shape),
-                 dynamic_size=bool(dynamic_size), clear_after_read=bool(clear_after_read),
-                 infer_shape=bool(identical_element_shapes), name=name,
-                 size=None if (dynamic_size and capacity is not None) else n,
-                 capacity=None if capacity is None else max(int(capacity), n), checks=checks)
-    ta = _empty(meta, n, None)
+    meta = ArrayMeta(dtype=canonical_dtype(dtype), element_shape=S.as_shape(element_shape),
+                     dynamic_size=bool(dynamic_size), clear_after_read=bool(clear_after_read),
+                     infer_shape=bool(identical_element_shapes), name=name,
+                     static_size=None if (dynamic_size and capacity is not None) else n,
+                     capacity=None if capacity is None else max(int(capacity), n), checks=checks)
+    ta = empty(TensorArray, meta, n)
     state = State({**state.arrays, name: ta}, state.grads, state.counter + 1)
     return state, name, ta.flow
 
 
 def TensorArrayWriteV3(state: State, handle: Handle, index: Any, value: Any, flow_in: Any
                        ) -> tuple[State, jax.Array]:
+    """Write ``value`` at ``index`` of ``handle``; returns ``(state, flow_out)``."""
     ta = _lookup(state, handle)
-    _check_index_scalar(index)  # the kernel: index shape, dtype, then WriteOrAggregate (closed, ...)
-    ta = ta._write(index, _convert(value, ta.dtype, preferred=False))
+    check_scalar_index(index)  # the kernel: index shape, then the value's dtype
+    ta = K.write(ta, index, convert(value, ta.dtype, preferred=False))
     return _store(state, handle, ta), _flow(flow_in)
 
 
 def TensorArrayReadV3(state: State, handle: Handle, index: Any, flow_in: Any, dtype: Any
                       ) -> tuple[State, jax.Array]:
+    """Read (and, with ``clear_after_read``, clear) slot ``index``; returns ``(state, value)``."""
     del flow_in
     ta = _lookup(state, handle)
-    _check_index_scalar(index)  # the kernel: index shape, dtype, then Read (closed, ...)
+    check_scalar_index(index)  # the kernel: index shape, dtype, then Read (closed, ...)
     _check_dtype(ta, dtype)
-    ta, value = ta._read(index, mark=True)
+    ta, value = K.read(ta, index, mark=True)
     return _store(state, handle, ta), value
 
 
 def TensorArrayGatherV3(state: State, handle: Handle, indices: Any, flow_in: Any, dtype: Any,
                         element_shape: Any = None) -> tuple[State, jax.Array]:
+    """Read the slots ``indices`` stacked; returns ``(state, value)``."""
     del flow_in
     ta = _lookup(state, handle)
-    _check_dtype(ta, dtype)  # closed: only when reading (none for zero indices), see _gather
+    _check_dtype(ta, dtype)  # closed: only when reading (none for zero indices)
     attr = S.as_shape(element_shape)
     if np.ndim(indices) == 1 and np.shape(indices)[0] == 0 and not S.fully_defined(attr) \
             and S.compatible(attr, ta.element_shape):  # the kernel looks at the attribute only
-        raise UnimplementedError(
-            f"TensorArray has size zero, but element shape {S.debug_str(attr)} is not fully defined. "
-            "Currently only static shapes are supported when packing zero-size TensorArrays.")
-    ta, value = ta._gather(indices, mark=True, element_shape=element_shape)
+        Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
+    ta, value = K.pack_or_gather(ta, indices, mark=True, element_shape=element_shape)
     return _store(state, handle, ta), value
 
 
 def TensorArrayScatterV3(state: State, handle: Handle, indices: Any, value: Any, flow_in: Any
                          ) -> tuple[State, jax.Array]:
+    """Write ``value[k]`` at ``indices[k]``; returns ``(state, flow_out)``."""
     ta = _lookup(state, handle)
-    ta = ta._scatter(indices, _convert(value, ta.dtype, preferred=False))  # (closed: after dtype, rank)
+    ta = K.unpack_or_scatter(ta, indices, convert(value, ta.dtype, preferred=False))
     return _store(state, handle, ta), _flow(flow_in)
 
 
 def TensorArrayConcatV3(state: State, handle: Handle, flow_in: Any, dtype: Any,
                         element_shape_except0: Any = None) -> tuple[State, jax.Array, np.ndarray]:
+    """Concatenate every element along axis 0; returns ``(state, value, lengths)``."""
     del flow_in
     ta = _lookup(state, handle)
     _check_dtype(ta, dtype)
-    ta._check_open()  # the kernel's PackOrConcatSize()
+    ta.check_open()  # the kernel's PackOrConcatSize()
     attr = S.as_shape(element_shape_except0)
-    n = ta._meta.marked_size if ta._meta.is_grad else _static_int(ta._size_value())
+    n = K.concat_size(ta)
     if n == 0 and not S.fully_defined(attr):  # the kernel looks at the attribute only
-        raise UnimplementedError(
-            f"TensorArray has size zero, but element_shape_except0 {S.debug_str(attr)} is not fully "
-            "defined. Currently only static shapes are supported when concatenating zero-size "
-            "TensorArrays.")
-    ta, value, lengths = ta._concat(mark=True, element_shape_except0=element_shape_except0)
+        Error.CONCAT_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
+    ta, value, lengths = K.concat(ta, mark=True, element_shape_except0=element_shape_except0)
     return _store(state, handle, ta), value, lengths
 
 
 def TensorArraySplitV3(state: State, handle: Handle, value: Any, lengths: Any, flow_in: Any
                        ) -> tuple[State, jax.Array]:
+    """Write consecutive row blocks of ``value`` (``lengths`` rows each); returns ``(state, flow_out)``."""
     ta = _lookup(state, handle)
     if isinstance(value, (jax.Array, np.ndarray, np.generic)):
         value = jnp.asarray(value)  # Split checks the dtype last (after lengths, shapes, closed, size)
     else:
-        value = _convert(value, ta.dtype, preferred=False)
-    ta = ta._split(value, lengths)
+        value = convert(value, ta.dtype, preferred=False)
+    ta = K.split(ta, value, lengths)
     return _store(state, handle, ta), _flow(flow_in)
 
 
 def TensorArraySizeV3(state: State, handle: Handle, flow_in: Any) -> tuple[State, jax.Array]:
+    """The array's size; returns ``(state, size)``."""
     del flow_in
-    return state, _lookup(state, handle).size()
+    return state, K.size(_lookup(state, handle))
 
 
 def TensorArrayCloseV3(state: State, handle: Handle) -> State:
-    return _store(state, handle, _lookup(state, handle).close())
+    """Close the array: every later op on it raises; returns the state."""
+    return _store(state, handle, K.close(_lookup(state, handle)))
 
 
 def TensorArrayGradV3(state: State, handle: Handle, flow_in: Any, source: str
                       ) -> tuple[State, Handle, jax.Array]:
-    """Look up or create the gradient accumulator of ``handle`` for ``source`` (§3.1)."""
+    """Look up or create the gradient accumulator of ``handle`` for ``source``; returns
+    ``(state, accumulator handle, flow)``. Creating it freezes the forward array's size."""
     return TensorArrayGradWithShape(state, handle, flow_in, (), source)
 
 
 def TensorArrayGradWithShape(state: State, handle: Handle, flow_in: Any, shape_to_prepend: Any,
                              source: str) -> tuple[State, Handle, jax.Array]:
-    """GradV3 whose accumulator elements have ``shape_to_prepend`` prepended (§3.2)."""
+    """GradV3 whose accumulator elements have ``shape_to_prepend`` prepended."""
     del flow_in
     if handle not in state.arrays:
         _lookup(state, handle)  # NotFound for unknown handles
-        raise InvalidArgumentError(f"Wrong input container. _tensor_array_grads{handle}")
-    forward = state.arrays[handle]
-    forward._check_open()
-    if forward.dynamic_size:  # creating a gradient freezes the forward size for good
-        forward = forward._replace(dynamic_size=False)
-        state = _store(state, handle, forward)
-    key = (handle, str(source))
-    if key not in state.grads:
-        prepend = S.as_int_tuple(np.asarray(shape_to_prepend).reshape(-1))
-        state = dataclasses.replace(state, grads={**state.grads, key: forward._make_grad(source, prepend)})
-    return state, f"{handle}@{source}", jnp.zeros((), jnp.float32)
-
-
+        Error.WRONG_CONTAINER.raise_(handle=handle)
+    forward, grads, _ = A.get_or_create(state.grads, state.arrays[handle], str(source), shape_to_prepend)
+    state = dataclasses.replace(state, arrays={**state.arrays, handle: forward}, grads=grads)
+    return state, A.handle(handle, str(source)), jnp.zeros((), jnp.float32)

@@ -6,7 +6,8 @@ from typing import TypeVar
 
 import jax
 
-from .tensor_array import TensorArray
+from ._array import ArrayData
+from ._channel import throw_array
 
 T = TypeVar("T")
 
@@ -19,20 +20,21 @@ def throw(tree: T) -> T:
     class with TensorFlow's text; inside ``jit`` it raises at run time from compiled code.
 
     ```python
-    import jax, jax.numpy as jnp, jta
+    >>> import jax, jax.numpy as jnp, jta
+    >>> @jax.jit
+    ... def fill(ta, i):
+    ...     return ta.write(i, 1.0)
+    >>> ta = fill(jta.TensorArray(jnp.float32, size=2, element_shape=()), 5)
+    >>> jta.throw(ta)
+    Traceback (most recent call last):
+    jta.errors.InvalidArgumentError: TensorArray TensorArray: Tried to write to index 5 but array is not resizeable and size is: 2
 
-    @jax.jit
-    def fill(ta, i):
-        return ta.write(i, 1.0)
-
-    ta = fill(jta.TensorArray(jnp.float32, size=2, element_shape=()), 5)
-    jta.throw(ta)  # InvalidArgumentError: TensorArray TensorArray: Tried to write to index 5 ...
     ```
     """
-    arrays = jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, TensorArray))
+    arrays = jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, ArrayData))
     for ta in arrays:
-        if isinstance(ta, TensorArray):
-            ta.throw()
+        if isinstance(ta, ArrayData):
+            throw_array(ta)
     return tree
 
 

@@ -1,0 +1,77 @@
+"""Gradient accumulators (``TensorArrayGradOp``): the one path that creates or finds them.
+
+A registry is a plain dict ``{(forward name, source): accumulator}``. Asking twice for the same
+source returns the same accumulator; creating one freezes the forward array's size
+(``dynamic_size`` becomes ``False``, as ``TensorArray::SetMarkedSize``/``DisableDynamicSize`` do
+in ``tensor_array.h``). ``TensorArrayGradWithShape`` prepends ``shape_to_prepend`` to every
+element by broadcasting the zero buffer, so one accumulator serves many gradients at once.
+An accumulator's name (its raw-op handle) is ``<forward name>@<source>``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import _checks as C
+from . import _storage as St
+from ._catalogue import Error
+
+Key = tuple[str, str]
+
+
+def handle(name: str, source: str) -> str:
+    """An accumulator's handle: ``<forward name>@<source>``."""
+    return f"{name}@{source}"
+
+
+def find_key(registry: dict[Key, Any], handle_: str) -> Optional[Key]:
+    """The registry key whose handle is ``handle_`` (sources may contain ``@``), or ``None``."""
+    for key in registry:
+        if handle(*key) == handle_:
+            return key
+    return None
+
+
+def get_or_create(registry: dict[Key, Any], forward: Any, source: str, shape_to_prepend: Any = ()
+                  ) -> tuple[Any, dict[Key, Any], Any]:
+    """``TensorArrayGradOp``: ``(forward with its size frozen, registry, accumulator)``.
+
+    ``shape_to_prepend`` is ignored when the accumulator already exists, as in TensorFlow.
+    """
+    if forward.is_accumulator:
+        Error.WRONG_CONTAINER.raise_(handle=forward.name)
+    forward.check_open()
+    if forward.dynamic_size:  # creating a gradient freezes the forward size for good
+        forward = forward.replace(dynamic_size=False)
+    key = (forward.name, str(source))
+    if key in registry:
+        return forward, registry, registry[key]
+    prepend = tuple(int(d) for d in np.asarray(shape_to_prepend).reshape(-1))
+    g = _new(forward, str(source), prepend)
+    return forward, {**registry, key: g}, g
+
+
+def _new(forward: Any, source: str, prepend: tuple[int, ...]) -> Any:
+    """A zero accumulator shaped like ``forward`` with ``prepend`` before every element."""
+    m = forward._meta
+    es = None if m.element_shape is None else prepend + tuple(m.element_shape)
+    meta = dataclasses.replace(m, element_shape=es, dynamic_size=False, clear_after_read=True,
+                               name=handle(m.name, source), is_grad=True, closed=False)
+    error = None if forward._error is None else C.no_error()
+    flow = jnp.zeros((), jnp.float32)
+    cls = type(forward)
+    if forward.is_dense:
+        base = jnp.zeros_like(forward._data)  # the GradV3 leaves, broadcast for GradWithShape
+        cap = base.shape[0]
+        data = jnp.broadcast_to(base.reshape((cap,) + (1,) * len(prepend) + base.shape[1:]),
+                                (cap, *prepend, *base.shape[1:]))
+        flags = None if forward._flags is None else forward._flags & C.WRITTEN
+        return cls.tree_unflatten(meta, (data, flags, forward._traced_size, error, flow))
+    slots = tuple((bits & C.WRITTEN, None if s is None else prepend + tuple(s)) for bits, s in m.slots)
+    g = cls.tree_unflatten(dataclasses.replace(meta, slots=slots),
+                           ((None,) * len(slots), None, forward._traced_size, error, flow))
+    return St.to_dense(g) if St.can_be_dense(g) and m.infer_shape else g

@@ -1,0 +1,200 @@
+"""The TensorArray data structure: pytree leaves, static metadata, and the two storage forms.
+
+Leaves (``None`` where unused):
+
+* ``data``: the elements. **Dense** form (element shape fully known): one buffer
+  ``[capacity, *element_shape]``, indexable at traced indices. **Slots** form (element shape not
+  fully known, e.g. ragged ``infer_shape=False`` arrays): a tuple with one array (or ``None``) per
+  slot, whose per-slot bits and shapes are static (``ArrayMeta.slots``); indices must be Python
+  ints. With ``infer_shape`` the first write fixes the element shape and the array turns dense.
+* ``flags``: one ``int32`` bitfield per slot (``jta._checks``), dense form with checks on.
+* ``traced_size``: the logical size when it changes at run time (a ``dynamic_size`` array with a
+  static ``capacity``, grown at traced indices); otherwise the size is static metadata.
+* ``error``: the ``int32[4]`` error record (``jta._checks``); ``None`` with ``checks=False``.
+* ``flow``: TensorFlow's flow scalar, kept for API parity.
+
+Sizes, one name each: ``static_size`` (metadata, when known while tracing), ``traced_size``
+(the leaf), :func:`logical_size` (whichever applies), ``capacity`` (allocated slots) and
+``marked_size`` (TensorFlow's name: the size a gradient array's ``concat`` uses, recorded by
+the forward ``split``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.tree_util import GetAttrKey
+
+from . import _checks as C
+from . import _shapes as S
+from ._catalogue import Error
+from ._inputs import static_int
+
+__all__ = ["ArrayMeta", "ArrayData", "become", "empty", "logical_size", "known_size", "require_static_size"]
+
+_LEAVES = ("_data", "_flags", "_traced_size", "_error", "_flow")
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayMeta:
+    """Static (aux) data of a TensorArray: everything that is not a leaf."""
+
+    dtype: np.dtype
+    element_shape: S.Shape
+    dynamic_size: bool
+    clear_after_read: bool
+    infer_shape: bool
+    name: str
+    static_size: Optional[int]  # the logical size; None when it lives in the ``traced_size`` leaf
+    capacity: Optional[int]  # jta: static slot budget allowing traced growth
+    is_grad: bool = False  # a gradient accumulator: writes add up, reads past the size grow it
+    marked_size: int = -1
+    closed: bool = False
+    checks: bool = True
+    slots: Optional[tuple[tuple[int, S.Shape], ...]] = None  # slots form: (bits, shape) per slot
+
+
+class ArrayData:
+    """Leaves and metadata of a TensorArray; :class:`jta.TensorArray` adds TensorFlow's API."""
+
+    __slots__ = (*_LEAVES, "_meta")
+    _data: Any
+    _flags: Optional[jax.Array]
+    _traced_size: Optional[jax.Array]
+    _error: Optional[jax.Array]
+    _flow: jax.Array
+    _meta: ArrayMeta
+
+    # -- pytree (no validation here: JAX rebuilds arrays with placeholder leaves) --------------
+    def tree_flatten_with_keys(self) -> tuple[list[tuple[Any, Any]], ArrayMeta]:
+        return [(GetAttrKey(k[1:]), getattr(self, k)) for k in _LEAVES], self._meta
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], ArrayMeta]:
+        return tuple(getattr(self, k) for k in _LEAVES), self._meta
+
+    @classmethod
+    def tree_unflatten(cls, meta: ArrayMeta, leaves: Any) -> Any:
+        self = object.__new__(cls)
+        for k, leaf in zip(_LEAVES, leaves, strict=True):
+            object.__setattr__(self, k, leaf)
+        object.__setattr__(self, "_meta", meta)
+        return self
+
+    def replace(self, *, data: Any = ..., flags: Any = ..., traced_size: Any = ..., error: Any = ...,
+                flow: Any = ..., **meta: Any) -> Any:
+        """A copy with the given leaves and metadata fields replaced (same class)."""
+        leaves: dict[str, Any] = dict(zip(_LEAVES, self.tree_flatten()[0], strict=True))
+        for key, value in (("_data", data), ("_flags", flags), ("_traced_size", traced_size),
+                           ("_error", error), ("_flow", flow)):
+            if value is not ...:
+                leaves[key] = value
+        new_meta = dataclasses.replace(self._meta, **meta) if meta else self._meta
+        return type(self).tree_unflatten(new_meta, tuple(leaves.values()))
+
+    # -- what every layer may ask -----------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        """The element dtype (JAX's canonical dtype)."""
+        return self._meta.dtype
+
+    @property
+    def element_shape(self) -> S.Shape:
+        """The (partial) element shape: a tuple with ``None`` for unknown dims, or ``None``."""
+        return self._meta.element_shape
+
+    @property
+    def dynamic_size(self) -> bool:
+        """Whether writes past the end grow the array (frozen to ``False`` by gradient creation)."""
+        return self._meta.dynamic_size
+
+    @property
+    def flow(self) -> jax.Array:
+        """TensorFlow's flow scalar (JAX orders operations by dataflow; kept for API parity)."""
+        return self._flow
+
+    @property
+    def name(self) -> str:
+        """The name in error messages; gradient arrays are named ``<forward>@<source>``."""
+        return self._meta.name
+
+    @property
+    def handle(self) -> None:
+        """Always ``None``: jta arrays are values, not resources."""
+        return None
+
+    @property
+    def is_dense(self) -> bool:
+        """Whether elements live in one ``[capacity, *element_shape]`` buffer (see module doc)."""
+        return self._meta.slots is None
+
+    @property
+    def is_accumulator(self) -> bool:
+        """Whether this is a gradient accumulator (``TensorArrayGradV3``): writes add up."""
+        return self._meta.is_grad
+
+    @property
+    def capacity(self) -> int:
+        """Number of allocated slots (static)."""
+        slots = self._meta.slots
+        return self._data.shape[0] if slots is None else len(slots)
+
+    def error_fields(self) -> dict[str, str]:
+        """Template fields of traced errors that come from static metadata."""
+        shape = self._meta.element_shape or ()
+        return {"rest": "".join(f",{d}" for d in shape[1:])}
+
+    def check_open(self) -> None:
+        if self._meta.closed:
+            Error.CLOSED.raise_(name=self.name)
+
+
+def logical_size(ta: ArrayData) -> Union[int, jax.Array]:
+    """The logical size: a Python int when static, else the traced leaf."""
+    size = ta._meta.static_size
+    if size is not None:
+        return size
+    assert ta._traced_size is not None
+    return ta._traced_size
+
+
+def known_size(ta: ArrayData) -> Optional[int]:
+    """The logical size when it is known while tracing, else ``None``."""
+    return static_int(logical_size(ta))
+
+
+def require_static_size(ta: ArrayData, what: str) -> int:
+    size = known_size(ta)
+    if size is None:
+        Error.SIZE_ONLY_AT_RUN_TIME.raise_(name=ta.name, what=what)
+    return size
+
+
+def empty(cls: type, meta: ArrayMeta, n: int, flow: Any = None) -> Any:
+    """A fresh array of ``n`` unwritten slots (``capacity`` slots allocated when larger)."""
+    cap = max(n, meta.capacity or 0)
+    error = C.no_error() if meta.checks else None
+    flow = jnp.zeros((), jnp.float32) if flow is None else jnp.asarray(flow, jnp.float32)
+    traced_size = jnp.asarray(n, jnp.int32) if meta.static_size is None else None
+    if S.fully_defined(meta.element_shape):
+        data = jnp.zeros((cap, *S.dims(meta.element_shape)), meta.dtype)
+        flags = jnp.zeros((cap,), jnp.int32) if meta.checks else None
+        return cls.tree_unflatten(meta, (data, flags, traced_size, error, flow))
+    meta = dataclasses.replace(meta, slots=((0, None),) * n)
+    return cls.tree_unflatten(meta, ((None,) * n, None, traced_size, error, flow))
+
+
+def raise_if_concrete(ta: Any) -> Any:
+    """Raise the recorded error now when the record is concrete (eager code); return ``ta``."""
+    if ta._error is not None and C.is_concrete(ta._error, ta._flags):
+        C.raise_if_error(ta.name, ta._error, ta._flags, ta.error_fields())
+    return ta
+
+
+def become(ta: ArrayData, other: ArrayData) -> None:
+    """Give the (new, uninitialised) ``ta`` the leaves and metadata of ``other``: ``__init__``."""
+    for key in ArrayData.__slots__:
+        object.__setattr__(ta, key, getattr(other, key))

@@ -1,0 +1,156 @@
+"""Every error jta raises: TensorFlow's exception class and message template, written once.
+
+Each member of :class:`Error` is one failure, in the style of Lineax's ``RESULTS``. Static
+problems are raised with ``Error.X.raise_(**fields)``; problems that depend on traced values
+are recorded as data (``jta._checks``) under the member's ``code`` with up to three integer
+fields (the member's ``fields``, in order) and formatted by the same template when raised.
+
+Texts are TensorFlow's (``tensorflow/core/kernels/tensor_array_ops.cc``, ``tensor_array.h``,
+``tensor_array.cc`` and ``tensorflow/python/ops/tensor_array_ops.py``); messages marked
+*jta* describe what only jta can hit (static capacities, traced lengths) or inputs on which
+TensorFlow aborts the process.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, NoReturn
+
+from .errors import InvalidArgumentError, NotFoundError, UnimplementedError
+
+__all__ = ["Error"]
+
+_Invalid, _Unimplemented, _NotFound = InvalidArgumentError, UnimplementedError, NotFoundError
+
+_UNKNOWN_SHAPE_READ = (
+    "TensorArray {name}: Could not read from TensorArray index {index}.  Furthermore, the element shape "
+    "is not fully defined: {element_shape}.  It is possible you are working with a resizeable TensorArray "
+    "and stop_gradients is not allowing the gradients to be written.  If you set the full element_shape "
+    "property on the forward TensorArray, the proper all-zeros tensor will be returned instead of "
+    "incurring this error.")
+_CAPACITY_HINT = "create it with TensorArray(..., dynamic_size=True, capacity=N)."
+
+
+class Error(enum.Enum):
+    """``(code, exception class, template, traced fields)``; code 0 is reserved for "no error"."""
+
+    # -- recordable at traced values (code, class, template, fields of the int32 record) --------
+    WRITE_OUT_OF_RANGE = (1, _Invalid, "TensorArray {name}: Tried to write to index {index} but array is "
+                          "not resizeable and size is: {size}", ("index", "size"))
+    READ_OUT_OF_RANGE = (2, _Invalid, "Tried to read from index {index} but array size is: {size}",
+                         ("index", "size"))
+    SCATTER_OUT_OF_RANGE = (3, _Invalid, "Max scatter index must be < array size ({index} vs. {size})",
+                            ("index", "size"))
+    WRITE_BEYOND_CAPACITY = (4, _Invalid, "TensorArray {name}: Tried to write to index {index} beyond the "
+                             "static capacity {capacity} of this dynamically sized array; pass a larger "
+                             "`capacity=` when creating it.", ("index", "capacity"))  # jta
+    READ_BEYOND_CAPACITY = (5, _Invalid, "TensorArray {name}: Tried to read from index {index} beyond the "
+                            "static capacity {capacity} of this gradient array; pass a larger `capacity=` "
+                            "to the forward array.", ("index", "capacity"))  # jta
+    TRACED_RAGGED_SPLIT = (6, _Invalid, "TensorArray {name}: split lengths must all equal {expected} when "
+                           "they are traced (the elements must share one shape), but lengths[{position}] is "
+                           "{length}. Pass concrete lengths for ragged splits.",
+                           ("position", "expected", "length"))  # jta
+    SPLIT_SUM = (7, _Invalid, "Expected sum of lengths to be equal to values.shape[0], but sum of lengths is "
+                 "{total} and value's shape is: [{rows}{rest}]", ("total", "rows"))
+    NEGATIVE_SPLIT_LENGTH = (8, _Invalid, "TensorArray {name}: Split lengths must be non-negative, but "
+                             "lengths[{position}] is {length}. (TensorFlow aborts the process here; jta "
+                             "refuses the input.)", ("position", "length"))
+    WRITE_AFTER_READ = (9, _Invalid, "TensorArray {name}: Could not write to TensorArray index {index} "
+                        "because it has already been read.", ("index",))
+    WRITTEN_TWICE = (10, _Invalid, "TensorArray {name}: Could not write to TensorArray index {index} "
+                     "because it has already been written to.", ("index",))
+    READ_CLEARED = (11, _Invalid, "TensorArray {name}: Could not read index {index} twice because it was "
+                    "cleared after a previous read (perhaps try setting clear_after_read = false?).",
+                    ("index",))
+
+    # -- static only ----------------------------------------------------------------------------
+    CLOSED = (101, _Invalid, "TensorArray {name} has already been closed.")
+    INDEX_NOT_SCALAR = (102, _Invalid, "TensorArray index must be scalar, but had shape: {shape}")
+    SIZE_NOT_SCALAR = (103, _Invalid, "TensorArray size must be scalar, but had shape: {shape}")
+    NEGATIVE_SIZE = (104, _Invalid, "Size should be >= 0.")
+    WRITE_DTYPE = (105, _Invalid, "TensorArray dtype is {dtype} but Op is trying to write dtype {given}.")
+    READ_DTYPE = (106, _Invalid, "TensorArray dtype is {dtype} but Op requested dtype {given}.")
+    WRITE_SHAPE = (107, _Invalid, "TensorArray {name}: Could not write to TensorArray index {index} because "
+                   "the value shape is {shape} which is incompatible with the TensorArray's inferred element "
+                   "shape: {element_shape} (consider setting infer_shape=False).")
+    AGGREGATE_SHAPE = (108, _Invalid, "TensorArray {name}: Could not aggregate to TensorArray index {index} "
+                       "because the existing shape is {existing} but the new input shape is {shape}.")
+    UNKNOWN_SHAPE_READ = (109, _Invalid, _UNKNOWN_SHAPE_READ)
+    PACK_ZERO_UNKNOWN_SHAPE = (110, _Unimplemented, "TensorArray has size zero, but element shape {shape} is "
+                               "not fully defined. Currently only static shapes are supported when packing "
+                               "zero-size TensorArrays.")
+    CONCAT_ZERO_UNKNOWN_SHAPE = (111, _Unimplemented, "TensorArray has size zero, but element_shape_except0 "
+                                 "{shape} is not fully defined. Currently only static shapes are supported "
+                                 "when concatenating zero-size TensorArrays.")
+    INDICES_NOT_VECTOR = (112, _Invalid, "Expected indices to be a vector, but received shape: {shape}")
+    LENGTHS_NOT_VECTOR = (113, _Invalid, "Expected lengths to be a vector, received shape: {shape}")
+    SPLIT_VALUE_SCALAR = (114, _Invalid, "Expected value to be at least a vector, but received shape: {shape}")
+    UNPACK_VALUE_SCALAR = (115, _Invalid, "Input value for unpack must be at least a vector but received "
+                           "shape: {shape}")
+    SCATTER_LENGTHS = (116, _Invalid, "Expected len(indices) == values.shape[0], but saw: {n} vs. {rows}")
+    SPLIT_SIZE = (117, _Invalid, "TensorArray's size is not equal to the size of lengths ({size} vs. {n}), "
+                  "and the TensorArray is not marked as dynamically resizeable")
+    CONCAT_SCALAR = (118, _Invalid, "Concat saw a scalar shape at index {index} but requires at least "
+                     "vectors.  Did you mean to call pack?")
+    CONCAT_INCONSISTENT = (119, _Invalid, "TensorArray has inconsistent shapes.  Index 0 has (excepting "
+                           "dimension 0) shape: {first} but index {index} has (excepting dimension 0) shape: "
+                           "{shape}")
+    CONCAT_ATTR = (120, _Invalid, "TensorArray was passed element_shape_except0 {attr} but index 0 has "
+                   "(excepting dimension 0) shape: {shape} which does not match.")
+    GATHER_ATTR = (121, _Invalid, "TensorArray was passed element_shape {attr} which does not match the "
+                   "Tensor at index 0: {shape}")
+    GATHER_INCONSISTENT = (122, _Invalid, "TensorArray has inconsistent shapes.  Index 0 has shape: {first} "
+                           "but index {index} has shape: {shape}")
+    MERGE_RANKS = (123, _Invalid, "PartialTensorShape: Incompatible ranks during merge: {a} vs. {b}")
+    MERGE_SHAPES = (124, _Invalid, "PartialTensorShape: Incompatible shapes during merge: {a} vs. {b}")
+    NOT_FOUND = (125, _NotFound, "Container per_step does not exist. (Could not find resource: "
+                 "per_step/_tensor_arrays{handle})")
+    WRONG_CONTAINER = (126, _Invalid, "Wrong input container. _tensor_array_grads{handle}")
+    CONCAT_UNSPLIT_GRAD = (127, _Invalid, "TensorArray {name}: cannot concat a gradient array whose forward "
+                           "array was never split (its concat size is unknown; TensorFlow aborts the process "
+                           "here).")  # jta
+    DYNAMIC_NEEDS_CAPACITY = (128, _Unimplemented, "TensorArray {name}: a dynamic_size array {what} needs a "
+                              "static capacity; " + _CAPACITY_HINT)  # jta
+    # ValueError: TensorFlow's Python layer, or jta's trace-time limits.
+    INCONSISTENT_SHAPES = (201, ValueError, "Inconsistent shapes: saw {shape} but expected {element_shape} ")
+    SIZE_REQUIRED = (202, ValueError, "Argument `size` must be provided if handle is not provided.")
+    NO_HANDLES = (203, ValueError, "jta.TensorArray has no resource handles; arrays are values. Pass the "
+                  "TensorArray itself instead of its handle.")  # jta
+    STATIC_SIZE_REQUIRED = (204, ValueError, "{what} needs a static `size` (a Python int): the buffer shape "
+                            "must be known when tracing.")  # jta
+    SIZE_ONLY_AT_RUN_TIME = (205, ValueError, "TensorArray {name}: {what} needs the array's size, which is only "
+                             "known at run time here (a dynamically sized array grown at traced indices inside "
+                             "jit). Use gather() with static indices, or call it outside jit.")  # jta
+    TRACED_INDEX_NEEDS_SHAPE = (206, ValueError, "TensorArray {name}: {what} needs a fully known element "
+                                "shape, but it is {element_shape}. Pass element_shape= when creating the "
+                                "array (or keep infer_shape=True and write once at a Python index).")  # jta
+    TRACED_SPLIT_UNEQUAL = (207, ValueError, "TensorArray {name}: traced split lengths need equal pieces, "
+                            "but {rows} rows do not divide into {n} pieces. Pass concrete lengths.")  # jta
+    NO_GRADIENT_SOURCE = (208, ValueError, "Expected op/tensor name to start with gradients (excluding "
+                          "scope), got: {name}. This means that a tf.gradients op with this op in its "
+                          "dependency path has a custom name that does not start with 'gradients'. Please "
+                          "make sure all calls to tf.gradients that have non-empty `name` arguments use "
+                          "names that start with 'gradients'.")
+    NOT_AN_ACCUMULATOR = (209, ValueError, "{handle!r} is not an accumulator of this registry.")  # jta
+
+    def __init__(self, code: int, cls: type[Exception], template: str, fields: tuple[str, ...] = ()):
+        self.code, self.cls, self.template, self.fields = code, cls, template, fields
+
+    def exception(self, **fields: Any) -> Exception:
+        """The exception, its template filled with ``fields``."""
+        return self.cls(self.template.format(**fields))
+
+    def raise_(self, **fields: Any) -> NoReturn:
+        raise self.exception(**fields)
+
+    def from_record(self, name: str, values: Any, extra: dict[str, str]) -> Exception:
+        """The exception for a traced record's integers ``values`` (in the order of ``fields``)."""
+        return self.exception(name=name, **dict(zip(self.fields, (int(v) for v in values), strict=False)), **extra)
+
+    @classmethod
+    def by_code(cls, code: int) -> Error:
+        return _BY_CODE[code]
+
+
+_BY_CODE = {e.code: e for e in Error}

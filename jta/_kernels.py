@@ -1,0 +1,328 @@
+"""TensorFlow's TensorArray kernels as functions on the pytree.
+
+One function per kernel of ``tensorflow/core/kernels/tensor_array_ops.cc`` (the class named in
+each docstring), checking its inputs in the kernel's order and raising the kernel's texts;
+the per-element work of ``tensor_array.h`` (``WriteOrAggregate``, ``Read`` and their ``*Many``
+loops) is in ``jta._storage``. Every function returns the new array first; ``mark`` says whether
+a read marks slots as read (the raw ops do, TensorFlow's functional Python reads do not matter
+because jta's high-level ``read`` returns no new array).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.core import Tracer
+
+from . import _checks as C
+from . import _shapes as S
+from . import _storage as St
+from ._array import known_size, logical_size, require_static_size
+from ._catalogue import Error
+from ._inputs import check_dtype, check_scalar_index, length_dtype, static_int, static_ints
+
+Index = Union[int, jax.Array]
+_TRACED = "<traced>"
+
+
+def check_value_shape(ta: Any, index: Any, shape: tuple[int, ...]) -> None:
+    """``TensorArray::LockedWriteOrAggregate``'s check of a value against the element shape."""
+    if not S.compatible(ta.element_shape, tuple(shape)):
+        Error.WRITE_SHAPE.raise_(name=ta.name, index=index, shape=S.debug_str(tuple(shape)),
+                                 element_shape=S.debug_str(ta.element_shape))
+
+
+def _traced_needs_shape(ta: Any, what: str) -> NoReturn:
+    Error.TRACED_INDEX_NEEDS_SHAPE.raise_(name=ta.name, what=what, element_shape=S.debug_str(ta.element_shape))
+
+
+def _write_out_of_range(ta: Any, index: int) -> NoReturn:
+    size = known_size(ta)
+    Error.WRITE_OUT_OF_RANGE.raise_(name=ta.name, index=index, size=_TRACED if size is None else size)
+
+
+def write(ta: Any, index: Index, value: jax.Array) -> Any:
+    """``TensorArrayWriteOp``: index shape, dtype, then ``WriteOrAggregate`` (closed, range, shape)."""
+    check_scalar_index(index)
+    check_dtype(ta.dtype, value.dtype)
+    ta.check_open()
+    i = static_int(index)
+    if i is not None:
+        size = known_size(ta)
+        if i < 0 or (not ta.dynamic_size and size is not None and i >= size):
+            _write_out_of_range(ta, i)
+        if ta.dynamic_size and size is not None and i >= size:
+            ta = St.grow(ta, i + 1)
+    check_value_shape(ta, i if i is not None else _TRACED, value.shape)
+    ta = St.pin_shape(ta, value.shape)
+    if ta.is_dense:
+        return St.dense_write(ta, index if i is None else i, value)
+    if i is None:
+        _traced_needs_shape(ta, "writing at a traced index")
+    return St.slots_write(ta, i, value)
+
+
+def read(ta: Any, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
+    """``TensorArrayReadOp``: index shape, then ``Read`` (closed, range, cleared, unknown shape)."""
+    check_scalar_index(index)
+    ta.check_open()
+    m = ta._meta
+    i = static_int(index)
+    if i is not None:
+        size = known_size(ta)
+        if i < 0 or (not m.is_grad and size is not None and i >= size):
+            Error.READ_OUT_OF_RANGE.raise_(index=i, size=size if size is not None else _TRACED)
+        if m.is_grad and size is not None and i >= size:  # gradient arrays grow on reads
+            if not S.fully_defined(m.element_shape):
+                raise St.unknown_shape_read(ta, i)
+            ta = St.grow(ta, i + 1)
+    if ta.is_dense:
+        return St.dense_read(ta, index if i is None else i, mark)
+    if i is None:
+        _traced_needs_shape(ta, "reading at a traced index")
+    return St.slots_read(ta, i, mark)
+
+
+def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any = None) -> tuple[Any, jax.Array]:
+    """``TensorArrayPackOrGatherOp``: merge the ``element_shape`` attribute, then ``ReadMany``."""
+    m = ta._meta
+    attr = S.as_shape(element_shape)
+    merge_error = S.merge_error(m.element_shape, attr)
+    if merge_error:
+        raise merge_error
+    if attr is not None:
+        merged = S.merge(m.element_shape, attr)
+        if merged != m.element_shape:
+            ta = ta.replace(element_shape=merged)
+            if St.can_be_dense(ta):
+                ta = St.to_dense(ta)
+    if np.ndim(indices) != 1:
+        Error.INDICES_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(indices)))
+    if np.shape(indices)[0] == 0:  # reads nothing, so even a closed array gives [0, ...]
+        es = S.merge(attr, ta.element_shape)
+        if not S.fully_defined(attr) and not (ta.is_dense and S.fully_defined(es)):
+            Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
+        return ta, jnp.zeros((0, *S.dims(es)), m.dtype)
+    ta.check_open()  # ReadMany
+    static = static_ints(indices)
+    if not ta.is_dense:
+        if static is None:
+            _traced_needs_shape(ta, "gather at traced indices")
+        values = []
+        for i in static:
+            ta, v = read(ta, int(i), mark=mark)
+            values.append(v)
+        _check_gathered_shapes([tuple(v.shape) for v in values], attr)
+        return ta, jnp.stack(values)
+    if static is None:
+        return St.dense_gather(ta, jnp.asarray(indices, jnp.int32), False, mark)
+    size = known_size(ta)
+    # ReadMany reads in order and stops at the first failure: an index out of range, or a cleared
+    # slot (read earlier in this gather, or by an earlier op when the bits are concrete).
+    clears = mark and m.checks and (m.clear_after_read or m.is_grad)
+    bits = St.static_bits(ta) if clears else None
+    seen: set[int] = set()
+    for i in static:
+        if i < 0 or (not m.is_grad and size is not None and i >= size):
+            Error.READ_OUT_OF_RANGE.raise_(index=int(i), size=size)
+        if clears and (int(i) in seen or (bits is not None and i < bits.shape[0] and bits[i] & C.READ)):
+            Error.READ_CLEARED.raise_(name=ta.name, index=int(i))
+        seen.add(int(i))
+    if m.is_grad and size is not None and static.max() >= size:
+        ta = St.grow(ta, int(static.max()) + 1)
+    # Kept NumPy: take_rows turns consecutive static indices into a slice.
+    return St.dense_gather(ta, static.astype(np.int32), True, mark)
+
+
+def _check_gathered_shapes(shapes: list[tuple[int, ...]], attr: S.Shape) -> None:
+    if not S.compatible(attr, shapes[0]):
+        Error.GATHER_ATTR.raise_(attr=S.debug_str(attr), shape=S.debug_str(shapes[0]))
+    for k, shape in enumerate(shapes[1:], 1):
+        if shape != shapes[0]:
+            Error.GATHER_INCONSISTENT.raise_(first=S.debug_str(shapes[0]), index=k, shape=S.debug_str(shape))
+
+
+def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
+    """``TensorArrayUnpackOrScatterOp``: dtype, rank, closed, indices, then ``WriteOrAggregateMany``."""
+    m = ta._meta
+    check_dtype(ta.dtype, value.dtype)
+    if value.ndim == 0:
+        Error.UNPACK_VALUE_SCALAR.raise_(shape=S.debug_str(()))
+    ta.check_open()  # the kernel's Size(), after the dtype and rank checks
+    if np.ndim(indices) != 1:
+        Error.INDICES_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(indices)))
+    n = np.shape(indices)[0]
+    if n != value.shape[0]:
+        Error.SCATTER_LENGTHS.raise_(n=n, rows=value.shape[0])
+    static = static_ints(indices)
+    if static is not None:
+        max_index = int(static.max()) if n else -1
+        size = known_size(ta)
+        if m.dynamic_size and size is not None and max_index + 1 > size:
+            ta = St.grow(ta, max_index + 1)
+            size = max_index + 1
+        if size is not None and max_index >= size:
+            Error.SCATTER_OUT_OF_RANGE.raise_(index=max_index, size=size)
+    if n == 0:
+        return ta
+    check_value_shape(ta, static[0] if static is not None else _TRACED, value.shape[1:])
+    ta = St.pin_shape(ta, value.shape[1:])
+    if not ta.is_dense:
+        if static is None:
+            _traced_needs_shape(ta, "scatter at traced indices")
+        for k, i in enumerate(static):
+            if i < 0:
+                _write_out_of_range(ta, int(i))
+            ta = St.slots_write(ta, int(i), value[k])
+        return ta
+    if static is None:
+        return St.dense_scatter(ta, jnp.asarray(indices, jnp.int32), False, value)
+    # WriteOrAggregateMany writes in order and stops at the first failure: a negative index, a
+    # slot already read, or a slot written before (earlier in this scatter, or by an earlier op
+    # when the bits are concrete).
+    bits = St.static_bits(ta)
+    seen: set[int] = set()
+    for i in static:
+        if i < 0:
+            _write_out_of_range(ta, int(i))
+        slot_bits = 0 if bits is None else int(bits[i])
+        if slot_bits & C.READ:
+            Error.WRITE_AFTER_READ.raise_(name=ta.name, index=int(i))
+        if m.checks and not m.is_grad and (int(i) in seen or slot_bits & C.WRITTEN):
+            Error.WRITTEN_TWICE.raise_(name=ta.name, index=int(i))
+        seen.add(int(i))
+    # Kept NumPy: add_rows turns a full range into an elementwise add.
+    return St.dense_scatter(ta, static.astype(np.int32), True, value)
+
+
+def concat_size(ta: Any) -> Any:
+    """How many elements ``concat`` reads: a gradient array's ``marked_size`` (set by the forward
+    ``split``; -1 if never split), else the size when it is static (``None`` otherwise)."""
+    return ta._meta.marked_size if ta.is_accumulator else known_size(ta)
+
+
+def concat(ta: Any, mark: bool = True, element_shape_except0: Any = None) -> tuple[Any, jax.Array, np.ndarray]:
+    """``TensorArrayConcatOp``: returns ``(array, value, lengths)``."""
+    ta.check_open()
+    m = ta._meta
+    attr = S.as_shape(element_shape_except0)
+    n = concat_size(ta) if m.is_grad else require_static_size(ta, "concat()")
+    if n < 0:  # a gradient array whose forward was never split: TensorFlow aborts the process here
+        Error.CONCAT_UNSPLIT_GRAD.raise_(name=ta.name)
+    if n == 0:
+        es = m.element_shape
+        known = attr if S.fully_defined(attr) else (
+            es[1:] if es is not None and len(es) >= 1 and S.fully_defined(es) else None)
+        if known is None:
+            Error.CONCAT_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
+        return ta, jnp.zeros((0, *S.dims(known)), m.dtype), np.zeros((0,), length_dtype())
+    if ta.is_dense:
+        ta, values = pack_or_gather(ta, np.arange(n), mark=mark)
+        if values.ndim < 2:
+            Error.CONCAT_SCALAR.raise_(index=0)
+        _check_concat_attr(attr, tuple(values.shape[2:]))
+        # `lengths` is static (element shapes are): a NumPy array stays concrete inside jit, so
+        # Concat's gradient can split a ragged cotangent with it (TF's concat_grad).
+        lengths = np.full((n,), values.shape[1], length_dtype())
+        # An explicit dim 0: ``-1`` is ambiguous (ZeroDivisionError) when a trailing dim is 0.
+        return ta, values.reshape((values.shape[0] * values.shape[1], *values.shape[2:])), lengths
+    parts = []
+    for i in range(n):  # the kernel reads every element (ReadMany) before checking them
+        ta, v = read(ta, i, mark=mark)
+        parts.append(v)
+    for i, v in enumerate(parts):  # per element, in order, as the kernel's loop
+        if v.ndim == 0:
+            Error.CONCAT_SCALAR.raise_(index=i)
+        if i == 0:
+            _check_concat_attr(attr, tuple(parts[0].shape[1:]))
+        elif tuple(v.shape[1:]) != tuple(parts[0].shape[1:]):
+            Error.CONCAT_INCONSISTENT.raise_(first=S.debug_str(tuple(parts[0].shape[1:])), index=i,
+                                             shape=S.debug_str(tuple(v.shape[1:])))
+    lengths = np.asarray([v.shape[0] for v in parts], length_dtype())
+    return ta, jnp.concatenate(parts), lengths
+
+
+def _check_concat_attr(attr: S.Shape, rest: tuple[int, ...]) -> None:
+    if not S.compatible(attr, rest):
+        Error.CONCAT_ATTR.raise_(attr=S.debug_str(attr), shape=S.debug_str(rest))
+
+
+def split(ta: Any, value: jax.Array, lengths: Any) -> Any:
+    """``TensorArraySplitOp``: lengths and value shapes, closed, size, dtype, then the writes."""
+    m = ta._meta
+    if np.ndim(lengths) != 1:
+        Error.LENGTHS_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(lengths)))
+    if value.ndim == 0:
+        Error.SPLIT_VALUE_SCALAR.raise_(shape=S.debug_str(()))
+    n = np.shape(lengths)[0]
+    static = static_ints(lengths)
+    rows = value.shape[0]
+    rest = "".join(f",{d}" for d in value.shape[1:])
+    if static is not None:
+        bad = np.nonzero(static < 0)[0]
+        if bad.size:  # TensorFlow aborts the process here
+            k = int(bad[0])
+            Error.NEGATIVE_SPLIT_LENGTH.raise_(name=ta.name, position=k, length=int(static[k]))
+        if int(static.sum()) != rows:
+            Error.SPLIT_SUM.raise_(total=int(static.sum()), rows=rows, rest=rest)
+    ta.check_open()  # the kernel's PackOrConcatSize(), after validating lengths and value
+    size = known_size(ta)
+    if m.dynamic_size and size is not None and n > size:
+        ta, size = St.grow(ta, n), n
+    if size is None:
+        Error.SIZE_ONLY_AT_RUN_TIME.raise_(name=ta.name, what="split()")
+    if size != n:
+        Error.SPLIT_SIZE.raise_(size=size, n=n)
+    check_dtype(ta.dtype, value.dtype)
+    marked = size if not m.is_grad else m.marked_size
+    if static is not None and not (n and np.all(static == static[0])):
+        offsets = np.concatenate([[0], np.cumsum(static)])
+        for i in range(n):
+            piece = value[int(offsets[i]):int(offsets[i + 1])]
+            check_value_shape(ta, i, piece.shape)
+            ta = St.pin_shape(ta, piece.shape)
+            ta = St.dense_write(ta, i, piece) if ta.is_dense else St.slots_write(ta, i, piece)
+        return ta.replace(marked_size=marked)
+    # Equal pieces (static) or traced lengths: one reshape, written as a scatter.
+    if n == 0:
+        return ta.replace(marked_size=marked)
+    if rows % n:
+        Error.TRACED_SPLIT_UNEQUAL.raise_(name=ta.name, rows=rows, n=n)
+    piece_shape = (rows // n, *value.shape[1:])
+    check_value_shape(ta, 0, piece_shape)
+    ta = St.pin_shape(ta, piece_shape)
+    if static is None and m.checks and ta.is_dense:
+        lengths = jnp.asarray(lengths, jnp.int32)
+        error = ta._error
+        neg = lengths < 0
+        error = C.record(error, neg.any(), Error.NEGATIVE_SPLIT_LENGTH, jnp.argmax(neg), jnp.min(lengths))
+        error = C.record(error, jnp.sum(lengths) != rows, Error.SPLIT_SUM, jnp.sum(lengths), rows)
+        unequal = lengths != rows // n
+        error = C.record(error, unequal.any(), Error.TRACED_RAGGED_SPLIT, jnp.argmax(unequal), rows // n,
+                         lengths[jnp.argmax(unequal)])
+        ta = ta.replace(error=error)
+    pieces = value.reshape((n, *piece_shape))
+    if ta.is_dense:
+        ta = St.dense_scatter(ta, np.arange(n, dtype=np.int32), True, pieces)
+    else:
+        for i in range(n):
+            ta = St.slots_write(ta, i, pieces[i])
+    return ta.replace(marked_size=marked)
+
+
+def size(ta: Any) -> jax.Array:
+    """``TensorArraySizeOp``."""
+    ta.check_open()
+    return jnp.asarray(logical_size(ta), jnp.int32)
+
+
+def close(ta: Any) -> Any:
+    """``TensorArrayCloseOp``: every later op on the array raises "has already been closed."."""
+    return ta.replace(closed=True)
+
+
+def is_traced(x: Any) -> bool:
+    return isinstance(x, Tracer)

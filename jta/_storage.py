@@ -1,0 +1,280 @@
+"""The two storage forms (see ``jta._array``): element access after the kernels' checks.
+
+Functions named ``dense_*`` work on the one-buffer form at static or traced indices and record
+the checks that depend on traced values; ``slots_*`` work on the per-slot form at Python-int
+indices and raise at once (everything there is static). ``grow``, ``pin_shape`` and
+``to_dense`` move an array between sizes and forms. The kernels in ``jta._kernels`` validate
+their inputs in TensorFlow's order first, then call exactly one of these per element access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from . import _buffer as B
+from . import _checks as C
+from . import _shapes as S
+from ._array import ArrayData, logical_size, raise_if_concrete
+from ._catalogue import Error
+
+Index = B.Index
+
+
+# -- sizes and forms ------------------------------------------------------------------------
+def grow(ta: Any, n: int) -> Any:
+    """Grow a statically sized array to ``n`` slots (eager code and Python indices)."""
+    m = ta._meta
+    if not ta.is_dense:
+        extra = n - len(m.slots)
+        changes: dict[str, Any] = dict(slots=m.slots + ((0, None),) * extra, data=tuple(ta._data) + (None,) * extra)
+        if m.static_size is not None:
+            changes["static_size"] = n
+        return ta.replace(**changes)
+    data, flags = ta._data, ta._flags
+    if n > data.shape[0]:
+        pad = n - data.shape[0]
+        data = jnp.concatenate([data, jnp.zeros((pad, *data.shape[1:]), data.dtype)])
+        if flags is not None:
+            flags = jnp.concatenate([flags, jnp.zeros((pad,), jnp.int32)])
+    if m.static_size is not None:
+        return ta.replace(data=data, flags=flags, static_size=n)
+    return ta.replace(data=data, flags=flags, traced_size=jnp.maximum(ta._traced_size, n))
+
+
+def pin_shape(ta: Any, shape: tuple[int, ...]) -> Any:
+    """``identical_element_shapes``: the first write fixes the element shape."""
+    m = ta._meta
+    if not m.infer_shape or S.fully_defined(m.element_shape):
+        return ta
+    ta = ta.replace(element_shape=tuple(shape))
+    return to_dense(ta) if can_be_dense(ta) else ta
+
+
+def can_be_dense(ta: ArrayData) -> bool:
+    m = ta._meta
+    if not S.fully_defined(m.element_shape) or m.slots is None:
+        return False
+    return all(shape is None or tuple(shape) == m.element_shape for _, shape in m.slots)
+
+
+def to_dense(ta: Any) -> Any:
+    m = ta._meta
+    shape = S.dims(m.element_shape)
+    zeros = jnp.zeros(shape, m.dtype)
+    rows = [zeros if v is None else v for v in ta._data]
+    data = jnp.stack(rows) if rows else jnp.zeros((0, *shape), m.dtype)
+    flags = jnp.asarray([bits for bits, _ in m.slots], jnp.int32) if m.checks else None
+    return ta.replace(data=data, flags=flags, slots=None)
+
+
+def _needs_capacity(ta: ArrayData, what: str) -> None:
+    if ta._meta.capacity is None:
+        Error.DYNAMIC_NEEDS_CAPACITY.raise_(name=ta.name, what=what)
+
+
+# -- one element ----------------------------------------------------------------------------
+def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
+    """Write (or, for a gradient array, add) ``value`` at slot ``i`` of the buffer."""
+    m = ta._meta
+    data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
+    cap = data.shape[0]
+    if isinstance(i, int) and m.static_size is not None:
+        ok: Any = True
+    else:
+        i = jnp.asarray(i, jnp.int32)
+        if m.dynamic_size:
+            _needs_capacity(ta, "written at a traced index (inside jit or lax.scan)")
+            ok = (i >= 0) & (i < cap)
+            if m.checks:
+                error = C.record(error, i < 0, Error.WRITE_OUT_OF_RANGE, i, logical_size(ta))
+                error = C.record(error, i >= cap, Error.WRITE_BEYOND_CAPACITY, i, cap)
+            size = jnp.where(ok, jnp.maximum(size, i + 1), size)
+        else:
+            limit = logical_size(ta)
+            ok = (i >= 0) & (i < limit)
+            if m.checks:
+                error = C.record(error, ~ok, Error.WRITE_OUT_OF_RANGE, i, limit)
+    if cap == 0:  # no rows, so any traced index is out of range (recorded above); JAX cannot index an empty axis
+        return raise_if_concrete(ta.replace(error=error, traced_size=size))
+    if ok is not True:
+        # The data write clamps a traced index into the buffer, so that it is one in-place
+        # dynamic-update-slice (a dropped scatter adds a bounds check and a select per step).
+        # Out of range, the error record above poisons the array (and the flags update is
+        # dropped); with checks=False the write lands in the nearest slot, as TensorFlow's XLA
+        # lowering does.
+        i = jnp.clip(i, 0, cap - 1)
+        j = jnp.where(ok, i, cap)
+    else:
+        j = i
+    if flags is not None:
+        old = flags.at[j].get(mode="fill", fill_value=0)
+        flags = flags.at[j].set(C.write_bits(old, m.is_grad), mode="drop")
+    data = B.write_row(data, i, value, m.is_grad)
+    return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
+
+
+def slots_write(ta: Any, i: int, value: jax.Array) -> Any:
+    m = ta._meta
+    bits, shape = m.slots[i]
+    if bits & C.READ:
+        Error.WRITE_AFTER_READ.raise_(name=ta.name, index=i)
+    old = ta._data[i]
+    if bits & C.WRITTEN:
+        if not m.is_grad:
+            Error.WRITTEN_TWICE.raise_(name=ta.name, index=i)
+        if tuple(shape) != tuple(value.shape):
+            Error.AGGREGATE_SHAPE.raise_(name=ta.name, index=i, existing=S.debug_str(shape),
+                                         shape=S.debug_str(tuple(value.shape)))
+        if old is not None:
+            value = old + value
+    slots = m.slots[:i] + ((bits | C.WRITTEN, tuple(value.shape)),) + m.slots[i + 1:]
+    return ta.replace(slots=slots, data=ta._data[:i] + (value,) + ta._data[i + 1:])
+
+
+def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
+    """The value at slot ``i``; with ``mark`` the slot is marked read (and cleared)."""
+    m = ta._meta
+    data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
+    cap = data.shape[0]
+    if isinstance(i, int) and m.static_size is not None:
+        ok: Any = True
+    else:
+        i = jnp.asarray(i, jnp.int32)
+        if m.is_grad:  # gradient arrays grow on reads past their size
+            ok = (i >= 0) & (i < cap)
+            if m.checks:
+                error = C.record(error, i < 0, Error.READ_OUT_OF_RANGE, i, logical_size(ta))
+                error = C.record(error, i >= cap, Error.READ_BEYOND_CAPACITY, i, cap)
+            if mark and size is not None:
+                size = jnp.where(ok, jnp.maximum(size, i + 1), size)
+        else:
+            limit = logical_size(ta)
+            ok = (i >= 0) & (i < limit)
+            if m.checks:
+                error = C.record(error, ~ok, Error.READ_OUT_OF_RANGE, i, limit)
+    if cap == 0:  # no rows: the traced index is out of range (recorded above)
+        ta = ta.replace(error=error, traced_size=size)
+        return raise_if_concrete(ta) if mark else ta, jnp.zeros(data.shape[1:], data.dtype)
+    value = lax.index_in_dim(data, i, 0, keepdims=False) if isinstance(i, int) else B.read_row(data, i)
+    if flags is not None and mark:
+        j = i if ok is True else jnp.where(ok, i, cap)
+        old = flags.at[j].get(mode="fill", fill_value=0)
+        flags = flags.at[j].set(C.read_bits(old, m.clear_after_read or m.is_grad), mode="drop")
+    ta = ta.replace(flags=flags, error=error, traced_size=size)
+    return raise_if_concrete(ta) if mark else ta, value
+
+
+def unknown_shape_read(ta: ArrayData, i: int) -> Exception:
+    return Error.UNKNOWN_SHAPE_READ.exception(name=ta.name, index=i, element_shape=S.debug_str(ta.element_shape))
+
+
+def slots_read(ta: Any, i: int, mark: bool) -> tuple[Any, jax.Array]:
+    m = ta._meta
+    bits, shape = m.slots[i]
+    if not bits & C.WRITTEN:
+        if not S.fully_defined(m.element_shape):
+            raise unknown_shape_read(ta, i)
+        shape = m.element_shape
+    if bits & C.READ and (m.clear_after_read or m.is_grad):
+        Error.READ_CLEARED.raise_(name=ta.name, index=i)
+    value = ta._data[i]
+    if value is None:
+        value = jnp.zeros(S.dims(shape), m.dtype)
+    if not mark:
+        return ta, value
+    slots = m.slots[:i] + ((bits | C.WRITTEN | C.READ, shape),) + m.slots[i + 1:]
+    return ta.replace(slots=slots), value
+
+
+# -- many elements --------------------------------------------------------------------------
+def dense_gather(ta: Any, idx: Any, static: bool, mark: bool) -> tuple[Any, jax.Array]:
+    """The rows ``idx`` (NumPy when ``static``: then in range and checked in order already)."""
+    m = ta._meta
+    data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
+    cap = data.shape[0]
+    limit = cap if m.is_grad else logical_size(ta)
+    ok = (idx >= 0) & (idx < limit)
+    # Per position, the error its read fails with (0: none); C.record_first keeps the first.
+    codes: Any = None
+    if m.checks and not static:
+        beyond = Error.READ_BEYOND_CAPACITY if m.is_grad else Error.READ_OUT_OF_RANGE
+        codes = jnp.where(ok, 0, jnp.where(idx < 0, Error.READ_OUT_OF_RANGE.code, beyond.code))
+    if m.is_grad and mark and size is not None and not static:
+        size = jnp.maximum(size, jnp.max(jnp.where(ok, idx + 1, 0)))
+    value = B.take_rows(data, idx) if cap else jnp.zeros(idx.shape + data.shape[1:], data.dtype)
+    if flags is not None and mark and cap:  # (no rows: every traced index is out of range)
+        j = jnp.where(ok, idx, cap)
+        old = flags.at[j].get(mode="fill", fill_value=0)
+        clears = m.clear_after_read or m.is_grad
+        new = C.read_bits(old, clears)
+        if clears:  # a second read of a slot: read before, or earlier in this gather
+            again = (((old & C.READ) != 0) | C.repeated(j, cap)) & ok
+            new = jnp.where(again, new | C.E_READ_CLEARED, new)
+            if codes is not None:
+                codes = jnp.where((codes == 0) & again, Error.READ_CLEARED.code, codes)
+            elif not C.is_concrete(old):  # (else the kernel has checked them in order)
+                codes = jnp.where(again, Error.READ_CLEARED.code, 0)
+        flags = flags.at[j].set(new, mode="drop")
+    if codes is not None:
+        error = C.record_first(error, codes, idx, jnp.where(codes == Error.READ_BEYOND_CAPACITY.code, cap,
+                                                            logical_size(ta)))
+    ta = ta.replace(flags=flags, error=error, traced_size=size)
+    return (raise_if_concrete(ta) if mark else ta), value
+
+
+def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
+    """Write ``value[k]`` at rows ``idx[k]`` (NumPy when ``static``: then in range and checked)."""
+    m = ta._meta
+    data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
+    cap = data.shape[0]
+    cur: Any = logical_size(ta)
+    if static:
+        ok: Any = jnp.ones(idx.shape, bool)
+    else:
+        if m.dynamic_size:
+            _needs_capacity(ta, "scattered at traced indices")
+        limit = cap if m.dynamic_size else logical_size(ta)
+        max_index = jnp.max(idx)
+        if m.dynamic_size:
+            size = jnp.maximum(size, jnp.minimum(max_index + 1, cap))
+        ok = (idx >= 0) & (idx < limit)
+        if m.checks:
+            cur = size if m.dynamic_size else limit
+            # The max-index check comes before any write, as in TF's kernel.
+            if m.dynamic_size:
+                error = C.record(error, max_index >= cap, Error.WRITE_BEYOND_CAPACITY, max_index, cap)
+            else:
+                error = C.record(error, max_index >= cur, Error.SCATTER_OUT_OF_RANGE, max_index, cur)
+    if cap == 0:  # no rows: every traced index is out of range (too large: recorded above)
+        if m.checks and not static:
+            error = C.record_first(error, jnp.where(idx < 0, Error.WRITE_OUT_OF_RANGE.code, 0), idx, cur)
+        return raise_if_concrete(ta.replace(error=error, traced_size=size))
+    if flags is not None:
+        j = jnp.where(ok, idx, cap)
+        old = flags.at[j].get(mode="fill", fill_value=0)
+        new = C.write_bits(old, m.is_grad)
+        rep = C.repeated(j, cap) if not m.is_grad else None  # written earlier in this scatter
+        if rep is not None:
+            new = jnp.where(rep, new | C.E_WRITTEN_TWICE, new)
+        if not (static and C.is_concrete(old)):  # (else the kernel has checked them in order)
+            # Per position, the error its write fails with (0: none); C.record_first keeps the first.
+            after_read = ((old & C.READ) != 0) & ok
+            codes = jnp.where(idx < 0, Error.WRITE_OUT_OF_RANGE.code,
+                              jnp.where(after_read, Error.WRITE_AFTER_READ.code, 0))
+            if rep is not None:
+                twice = ((((old & C.WRITTEN) != 0) & ~after_read) | rep) & ok
+                codes = jnp.where((codes == 0) & twice, Error.WRITTEN_TWICE.code, codes)
+            error = C.record_first(error, codes, idx, cur)
+        flags = flags.at[j].set(new, mode="drop")
+    data = B.add_rows(data, idx if static else jnp.where(ok, idx, cap), value)
+    return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
+
+
+def static_bits(ta: ArrayData) -> Any:
+    """The slot bits as NumPy when they are concrete (eager code), else ``None``."""
+    return np.asarray(ta._flags) if ta._flags is not None and C.is_concrete(ta._flags) else None
