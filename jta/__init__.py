@@ -3,7 +3,7 @@
 from . import errors, gradients, raw_ops
 from ._describe import describe
 from .tensor_array import TensorArray
-from .throwing import throw
+from .throwing import checked, throw
 
-__all__ = ["TensorArray", "describe", "errors", "gradients", "raw_ops", "throw"]
+__all__ = ["TensorArray", "checked", "describe", "errors", "gradients", "raw_ops", "throw"]
 __version__ = "0.1.0"

@@ -89,8 +89,8 @@ class Error(enum.Enum):
     UNPACK_VALUE_SCALAR = (115, _Invalid, "Input value for unpack must be at least a vector but received "
                            "shape: {shape}")
     SCATTER_LENGTHS = (116, _Invalid, "Expected len(indices) == values.shape[0], but saw: {n} vs. {rows}")
-    SPLIT_SIZE = (117, _Invalid, "TensorArray's size is not equal to the size of lengths ({size} vs. {n}), "
-                  "and the TensorArray is not marked as dynamically resizeable")
+    SPLIT_SIZE = (12, _Invalid, "TensorArray's size is not equal to the size of lengths ({size} vs. {n}), "
+                  "and the TensorArray is not marked as dynamically resizeable", ("size", "n"))
     CONCAT_SCALAR = (118, _Invalid, "Concat saw a scalar shape at index {index} but requires at least "
                      "vectors.  Did you mean to call pack?")
     CONCAT_INCONSISTENT = (119, _Invalid, "TensorArray has inconsistent shapes.  Index 0 has (excepting "

@@ -12,19 +12,16 @@ array's pytree:
   costs ~30%.
 
 The record is turned into the exception TensorFlow would raise (same class and text) by
-:func:`raise_if_error` as soon as it is concrete: after every eager op, by ``jta.throw``, or at
-run time by value-returning ops inside compiled code (see ``error_if``).
+:func:`raise_if_error` as soon as it is concrete; ``jta._channel`` decides when that happens.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 from jax.core import Tracer
 
 from ._catalogue import Error
@@ -47,8 +44,8 @@ SLOT_ERRORS: tuple[tuple[int, Error], ...] = (
 def repeated(j: jax.Array, n: int) -> jax.Array:
     """Per position of the slot indices ``j`` (``n`` = no slot): whether an earlier position has
     the same slot. One scatter-min over the slots, so O(len(j) + n)."""
-    pos = jnp.arange(j.shape[0], dtype=jnp.int32)
-    first = jnp.full((n + 1,), j.shape[0], jnp.int32).at[j].min(pos)
+    pos = jnp.arange(j.shape[0], dtype=j.dtype)
+    first = jnp.full((n + 1,), j.shape[0], j.dtype).at[j].min(pos)
     return (first[j] != pos) & (j != n)
 
 
@@ -67,7 +64,9 @@ def record_first(error: jax.Array, codes: jax.Array, index: jax.Array, size: Any
 
 
 def no_error() -> jax.Array:
-    return jnp.zeros((4,), jnp.int32)
+    """An empty record. Its integers are int64 under x64, so that a traced int64 index is
+    reported as it was given (TensorFlow's indices are int32, its sizes and lengths int64)."""
+    return jnp.zeros((4,), jax.dtypes.canonicalize_dtype(np.int64))
 
 
 def record(error: jax.Array, bad: Any, code: Error | jax.Array | int, *values: Any) -> jax.Array:
@@ -77,7 +76,7 @@ def record(error: jax.Array, bad: Any, code: Error | jax.Array | int, *values: A
         return error
     code = code.code if isinstance(code, Error) else code
     values = (*values, *(0,) * (3 - len(values)))
-    new = jnp.stack([jnp.asarray(code, jnp.int32), *(jnp.asarray(v, jnp.int32) for v in values)])
+    new = jnp.stack([jnp.asarray(code, error.dtype), *(jnp.asarray(v).astype(error.dtype) for v in values)])
     return jnp.where((error[0] == 0) & bad, new, error)
 
 
@@ -124,43 +123,6 @@ def raise_if_error(name: str, error: Any, flags: Any, extra: dict[str, str] | No
         raise exc
 
 
-def error_if(name: str, error: jax.Array, flags: jax.Array | None,
-             extra: dict[str, str] | None = None, indices: jax.Array | None = None) -> None:
-    """Raise the recorded error now if concrete, else at run time from compiled code.
-
-    Inside ``jit`` the exception is raised by a host callback that runs only when the record
-    is non-empty (``lax.cond``), so the fast path costs one predicate. JAX reports an exception
-    raised in a callback as ``JaxRuntimeError`` whose message contains jta's exception class
-    and TensorFlow's text; ``jta.throw`` on a returned array raises the original class.
-    """
-    if is_concrete(error, flags, indices):
-        raise_if_error(name, error, flags, extra, indices)
-        return
-    has_error = error[0] != 0
-    if flags is not None:
-        has_error = has_error | jnp.any((flags & ERROR_BITS) != 0)
-    callback = functools.partial(_callback, name, extra)
-    lax.cond(has_error, lambda: jax.debug.callback(callback, has_error, error, flags, indices),
-             lambda: None)
-
-
-def _callback(name: str, extra: dict[str, str] | None, has_error: Any, error: Any, flags: Any,
-              indices: Any) -> None:
-    # Under vmap the cond becomes a select and the callback runs for every batch member.
-    has_error = np.asarray(has_error)
-    if not has_error.any():
-        return
-    error, flags = np.asarray(error), None if flags is None else np.asarray(flags)
-    if has_error.ndim:
-        k = int(np.argmax(has_error.reshape(-1)))
-        error = error.reshape(-1, error.shape[-1])[k]
-        if flags is not None:
-            flags = flags.reshape(-1, flags.shape[-1])[k]
-        if indices is not None:
-            indices = np.asarray(indices).reshape(-1, np.shape(indices)[-1])[k]
-    raise_if_error(name, error, flags, extra, indices)
-
-
 def write_bits(old: jax.Array, aggregate: bool) -> jax.Array:
     """A slot's bits after a write (``aggregate``: a gradient array, where writes add up)."""
     # int32 constants: under x64, `int32 | convert(int64)` crashes XLA:CPU's compiler (jaxlib 0.10).
@@ -177,3 +139,14 @@ def read_bits(old: jax.Array, clears: bool) -> jax.Array:
     if clears:
         new = new | jnp.where(old & READ, jnp.int32(E_READ_CLEARED), jnp.int32(0))
     return new
+
+
+def slot_errors(old: jax.Array, ok: Any, write: bool, aggregate: bool, clears: bool) -> tuple[Any, Any]:
+    """Per slot with bits ``old``, the error a write (or a read) makes now: ``(bad, error)``
+    pairs in TensorFlow's check order, for :func:`record` (so that the first error recorded is
+    TensorFlow's first error, whatever the sticky bits say later)."""
+    read_before = ((old & READ) != 0) & ok
+    if write:
+        twice = ((old & WRITTEN) != 0) & ~read_before & ok if not aggregate else False
+        return (read_before, Error.WRITE_AFTER_READ), (twice, Error.WRITTEN_TWICE)
+    return ((read_before if clears else False), Error.READ_CLEARED), (False, Error.READ_CLEARED)

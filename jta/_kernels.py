@@ -55,7 +55,7 @@ def write(ta: Any, index: Index, value: jax.Array) -> Any:
         if i < 0 or (not ta.dynamic_size and size is not None and i >= size):
             _write_out_of_range(ta, i)
         if ta.dynamic_size and size is not None and i >= size:
-            ta = St.grow(ta, i + 1)
+            ta = _grow(ta, i + 1)
     check_value_shape(ta, i if i is not None else _TRACED, value.shape)
     ta = St.pin_shape(ta, value.shape)
     if ta.is_dense:
@@ -117,24 +117,25 @@ def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any 
             values.append(v)
         _check_gathered_shapes([tuple(v.shape) for v in values], attr)
         return ta, jnp.stack(values)
-    if static is None:
-        return St.dense_gather(ta, jnp.asarray(indices, jnp.int32), False, mark)
     size = known_size(ta)
+    if static is None or (size is None and not m.is_grad):  # range checks against a traced size
+        return St.dense_gather(ta, St.as_index(indices), False, mark)
     # ReadMany reads in order and stops at the first failure: an index out of range, or a cleared
     # slot (read earlier in this gather, or by an earlier op when the bits are concrete).
     clears = mark and m.checks and (m.clear_after_read or m.is_grad)
     bits = St.static_bits(ta) if clears else None
+    in_order = not clears or bits is not None  # else the bits are traced: failures are recorded in order
     seen: set[int] = set()
     for i in static:
         if i < 0 or (not m.is_grad and size is not None and i >= size):
             Error.READ_OUT_OF_RANGE.raise_(index=int(i), size=size)
-        if clears and (int(i) in seen or (bits is not None and i < bits.shape[0] and bits[i] & C.READ)):
+        if in_order and clears and (int(i) in seen or (bits is not None and i < bits.shape[0] and bits[i] & C.READ)):
             Error.READ_CLEARED.raise_(name=ta.name, index=int(i))
         seen.add(int(i))
     if m.is_grad and size is not None and static.max() >= size:
         ta = St.grow(ta, int(static.max()) + 1)
     # Kept NumPy: take_rows turns consecutive static indices into a slice.
-    return St.dense_gather(ta, static.astype(np.int32), True, mark)
+    return St.dense_gather(ta, static.astype(np.int32), in_order, mark)
 
 
 def _check_gathered_shapes(shapes: list[tuple[int, ...]], attr: S.Shape) -> None:
@@ -143,6 +144,20 @@ def _check_gathered_shapes(shapes: list[tuple[int, ...]], attr: S.Shape) -> None
     for k, shape in enumerate(shapes[1:], 1):
         if shape != shapes[0]:
             Error.GATHER_INCONSISTENT.raise_(first=S.debug_str(shapes[0]), index=k, shape=S.debug_str(shape))
+
+
+def _grow_within_capacity(ta: Any, n: int) -> Any:
+    """Grow an array whose size is traced (``dynamic_size`` with a static ``capacity``) to at
+    least ``n`` slots: the buffer cannot grow inside compiled code, so ``n`` must fit."""
+    if n > ta.capacity:
+        Error.WRITE_BEYOND_CAPACITY.raise_(name=ta.name, index=n - 1, capacity=ta.capacity)
+    return St.grow(ta, n)
+
+
+def _grow(ta: Any, n: int) -> Any:
+    """A ``dynamic_size`` array grown to ``n`` slots by a write; an array created with a
+    ``capacity`` keeps to it eagerly too, so that eager and compiled code agree."""
+    return St.grow(ta, n) if ta._meta.capacity is None else _grow_within_capacity(ta, n)
 
 
 def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
@@ -161,8 +176,10 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
     if static is not None:
         max_index = int(static.max()) if n else -1
         size = known_size(ta)
-        if m.dynamic_size and size is not None and max_index + 1 > size:
-            ta = St.grow(ta, max_index + 1)
+        if size is None and n:  # grown at traced indices before: grow to a static index within capacity
+            ta = _grow_within_capacity(ta, max_index + 1)
+        elif m.dynamic_size and size is not None and max_index + 1 > size:
+            ta = _grow(ta, max_index + 1)
             size = max_index + 1
         if size is not None and max_index >= size:
             Error.SCATTER_OUT_OF_RANGE.raise_(index=max_index, size=size)
@@ -179,11 +196,12 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
             ta = St.slots_write(ta, int(i), value[k])
         return ta
     if static is None:
-        return St.dense_scatter(ta, jnp.asarray(indices, jnp.int32), False, value)
+        return St.dense_scatter(ta, St.as_index(indices), False, value)
     # WriteOrAggregateMany writes in order and stops at the first failure: a negative index, a
-    # slot already read, or a slot written before (earlier in this scatter, or by an earlier op
-    # when the bits are concrete).
+    # slot already read, or a slot written before (earlier in this scatter, or by an earlier op).
     bits = St.static_bits(ta)
+    if bits is None and m.checks:  # compiled code: the bits are traced, so the failures are recorded in order
+        return St.dense_scatter(ta, static, True, value)
     seen: set[int] = set()
     for i in static:
         if i < 0:
@@ -271,13 +289,16 @@ def split(ta: Any, value: jax.Array, lengths: Any) -> Any:
     ta.check_open()  # the kernel's PackOrConcatSize(), after validating lengths and value
     size = known_size(ta)
     if m.dynamic_size and size is not None and n > size:
-        ta, size = St.grow(ta, n), n
-    if size is None:
-        Error.SIZE_ONLY_AT_RUN_TIME.raise_(name=ta.name, what="split()")
-    if size != n:
+        ta, size = _grow(ta, n), n
+    if size is None:  # grown at traced indices: the size is known at run time only
+        check_dtype(ta.dtype, value.dtype)
+        if ta._error is not None:
+            ta = ta.replace(error=C.record(ta._error, ta._traced_size > n, Error.SPLIT_SIZE, ta._traced_size, n))
+        ta = _grow_within_capacity(ta, n)
+    elif size != n:
         Error.SPLIT_SIZE.raise_(size=size, n=n)
     check_dtype(ta.dtype, value.dtype)
-    marked = size if not m.is_grad else m.marked_size
+    marked = n if not m.is_grad else m.marked_size
     if static is not None and not (n and np.all(static == static[0])):
         offsets = np.concatenate([[0], np.cumsum(static)])
         for i in range(n):

@@ -72,6 +72,13 @@ def to_dense(ta: Any) -> Any:
     return ta.replace(data=data, flags=flags, slots=None)
 
 
+def as_index(i: Any) -> jax.Array:
+    """A traced index in its own integer dtype (int64 under x64): range checks come before any
+    narrowing, so ``2**33 + 1`` is out of range rather than slot 1."""
+    i = jnp.asarray(i)
+    return i if jnp.issubdtype(i.dtype, jnp.integer) else i.astype(jnp.int32)
+
+
 def _needs_capacity(ta: ArrayData, what: str) -> None:
     if ta._meta.capacity is None:
         Error.DYNAMIC_NEEDS_CAPACITY.raise_(name=ta.name, what=what)
@@ -86,14 +93,14 @@ def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
     if isinstance(i, int) and m.static_size is not None:
         ok: Any = True
     else:
-        i = jnp.asarray(i, jnp.int32)
+        i = as_index(i)
         if m.dynamic_size:
             _needs_capacity(ta, "written at a traced index (inside jit or lax.scan)")
             ok = (i >= 0) & (i < cap)
             if m.checks:
                 error = C.record(error, i < 0, Error.WRITE_OUT_OF_RANGE, i, logical_size(ta))
                 error = C.record(error, i >= cap, Error.WRITE_BEYOND_CAPACITY, i, cap)
-            size = jnp.where(ok, jnp.maximum(size, i + 1), size)
+            size = jnp.where(ok, jnp.maximum(size, (i + 1).astype(jnp.int32)), size)
         else:
             limit = logical_size(ta)
             ok = (i >= 0) & (i < limit)
@@ -107,12 +114,15 @@ def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
         # Out of range, the error record above poisons the array (and the flags update is
         # dropped); with checks=False the write lands in the nearest slot, as TensorFlow's XLA
         # lowering does.
-        i = jnp.clip(i, 0, cap - 1)
+        i = jnp.clip(i, 0, cap - 1).astype(jnp.int32)
         j = jnp.where(ok, i, cap)
     else:
         j = i
     if flags is not None:
         old = flags.at[j].get(mode="fill", fill_value=0)
+        if error is not None:
+            for bad, err in C.slot_errors(old, ok, write=True, aggregate=m.is_grad, clears=False):
+                error = C.record(error, bad, err, i)
         flags = flags.at[j].set(C.write_bits(old, m.is_grad), mode="drop")
     data = B.write_row(data, i, value, m.is_grad)
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
@@ -144,14 +154,14 @@ def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
     if isinstance(i, int) and m.static_size is not None:
         ok: Any = True
     else:
-        i = jnp.asarray(i, jnp.int32)
+        i = as_index(i)
         if m.is_grad:  # gradient arrays grow on reads past their size
             ok = (i >= 0) & (i < cap)
             if m.checks:
                 error = C.record(error, i < 0, Error.READ_OUT_OF_RANGE, i, logical_size(ta))
                 error = C.record(error, i >= cap, Error.READ_BEYOND_CAPACITY, i, cap)
             if mark and size is not None:
-                size = jnp.where(ok, jnp.maximum(size, i + 1), size)
+                size = jnp.where(ok, jnp.maximum(size, (i + 1).astype(jnp.int32)), size)
         else:
             limit = logical_size(ta)
             ok = (i >= 0) & (i < limit)
@@ -160,11 +170,17 @@ def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
     if cap == 0:  # no rows: the traced index is out of range (recorded above)
         ta = ta.replace(error=error, traced_size=size)
         return raise_if_concrete(ta) if mark else ta, jnp.zeros(data.shape[1:], data.dtype)
+    if not isinstance(i, int) and i.dtype != jnp.int32:  # narrowed after the range check above
+        i = jnp.clip(i, 0, cap - 1).astype(jnp.int32)
     value = lax.index_in_dim(data, i, 0, keepdims=False) if isinstance(i, int) else B.read_row(data, i)
     if flags is not None and mark:
         j = i if ok is True else jnp.where(ok, i, cap)
         old = flags.at[j].get(mode="fill", fill_value=0)
-        flags = flags.at[j].set(C.read_bits(old, m.clear_after_read or m.is_grad), mode="drop")
+        clears = m.clear_after_read or m.is_grad
+        if error is not None:
+            for bad, err in C.slot_errors(old, ok, write=False, aggregate=m.is_grad, clears=clears):
+                error = C.record(error, bad, err, i)
+        flags = flags.at[j].set(C.read_bits(old, clears), mode="drop")
     ta = ta.replace(flags=flags, error=error, traced_size=size)
     return raise_if_concrete(ta) if mark else ta, value
 
@@ -205,7 +221,7 @@ def dense_gather(ta: Any, idx: Any, static: bool, mark: bool) -> tuple[Any, jax.
         beyond = Error.READ_BEYOND_CAPACITY if m.is_grad else Error.READ_OUT_OF_RANGE
         codes = jnp.where(ok, 0, jnp.where(idx < 0, Error.READ_OUT_OF_RANGE.code, beyond.code))
     if m.is_grad and mark and size is not None and not static:
-        size = jnp.maximum(size, jnp.max(jnp.where(ok, idx + 1, 0)))
+        size = jnp.maximum(size, jnp.max(jnp.where(ok, idx + 1, 0)).astype(jnp.int32))
     value = B.take_rows(data, idx) if cap else jnp.zeros(idx.shape + data.shape[1:], data.dtype)
     if flags is not None and mark and cap:  # (no rows: every traced index is out of range)
         j = jnp.where(ok, idx, cap)
@@ -233,15 +249,17 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
     data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
     cap = data.shape[0]
     cur: Any = logical_size(ta)
+    given = idx  # the indices as given, for the error record
     if static:
-        ok: Any = jnp.ones(idx.shape, bool)
+        ok: Any = idx >= 0  # NumPy (negative static indices: only when recording in compiled code)
+        idx = np.where(ok, idx, cap).astype(np.int32)  # dropped, as out-of-range writes are
     else:
         if m.dynamic_size:
             _needs_capacity(ta, "scattered at traced indices")
         limit = cap if m.dynamic_size else logical_size(ta)
         max_index = jnp.max(idx)
         if m.dynamic_size:
-            size = jnp.maximum(size, jnp.minimum(max_index + 1, cap))
+            size = jnp.maximum(size, jnp.minimum(max_index + 1, cap).astype(jnp.int32))
         ok = (idx >= 0) & (idx < limit)
         if m.checks:
             cur = size if m.dynamic_size else limit
@@ -252,7 +270,7 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
                 error = C.record(error, max_index >= cur, Error.SCATTER_OUT_OF_RANGE, max_index, cur)
     if cap == 0:  # no rows: every traced index is out of range (too large: recorded above)
         if m.checks and not static:
-            error = C.record_first(error, jnp.where(idx < 0, Error.WRITE_OUT_OF_RANGE.code, 0), idx, cur)
+            error = C.record_first(error, jnp.where(idx < 0, Error.WRITE_OUT_OF_RANGE.code, 0), given, cur)
         return raise_if_concrete(ta.replace(error=error, traced_size=size))
     if flags is not None:
         j = jnp.where(ok, idx, cap)
@@ -264,12 +282,12 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
         if not (static and C.is_concrete(old)):  # (else the kernel has checked them in order)
             # Per position, the error its write fails with (0: none); C.record_first keeps the first.
             after_read = ((old & C.READ) != 0) & ok
-            codes = jnp.where(idx < 0, Error.WRITE_OUT_OF_RANGE.code,
+            codes = jnp.where(~ok if static else idx < 0, Error.WRITE_OUT_OF_RANGE.code,
                               jnp.where(after_read, Error.WRITE_AFTER_READ.code, 0))
             if rep is not None:
                 twice = ((((old & C.WRITTEN) != 0) & ~after_read) | rep) & ok
                 codes = jnp.where((codes == 0) & twice, Error.WRITTEN_TWICE.code, codes)
-            error = C.record_first(error, codes, idx, cur)
+            error = C.record_first(error, codes, given, cur)
         flags = flags.at[j].set(new, mode="drop")
     data = B.add_rows(data, idx if static else jnp.where(ok, idx, cap), value)
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
