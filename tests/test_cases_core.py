@@ -1,7 +1,7 @@
 """Spec §8 conformance cases 1–9, 13–25, 29, 32, 36, 42–46, 51–53, 56, 61–67, 77–79.
 
 Every case runs through ``jta.raw_ops`` (mode K, driven by ``RawTA``) and, where it applies,
-through ``jta.TensorArray``, in each execution mode of ``_kmodes.MODES`` (eagerly, under
+through ``jta.TensorArray``, in each execution mode of ``tests.helpers.MODES`` (eagerly, under
 ``jax.jit``, as a ``lax.scan`` body, under ``jax.disable_jit()``). Errors are checked by
 class and exact mode-K text. Indices here are Python ints; traced indices are covered by
 ``test_traced_errors.py`` and ``test_transforms.py``. String dtypes do not exist in JAX and
@@ -13,11 +13,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _kmodes import APIS, MODES, NAMES, RawTA, expect_error, k_text, pytree, run, x64_if
 
 import jta
 from jta import raw_ops as ops
 from jta.errors import InvalidArgumentError, NotFoundError, UnimplementedError
+from tests.helpers import APIS, MODES, NAMES, RawTA, expect_error, k_text, pytree, run, x64_if
 
 f32 = jnp.float32
 NUMERIC = [np.float32, np.float64, np.int32, np.int64, np.complex64, np.complex128]

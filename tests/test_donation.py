@@ -13,6 +13,7 @@ import pytest
 
 import jta
 from jta import raw_ops as ops
+from tests.helpers.internals import buffer_of, flags_of
 
 
 def _leaves(tree):
@@ -35,11 +36,11 @@ def _write_step(ta, t, x):
 def test_write_step_updates_in_place():
     ta = jta.TensorArray(jnp.float32, size=5, element_shape=(3,), tensor_array_name="buf")
     for t in range(5):
-        old, pointer = ta, ta._data.unsafe_buffer_pointer()
+        old, pointer = ta, buffer_of(ta).unsafe_buffer_pointer()
         ta = _write_step(ta, jnp.int32(t), jnp.full((3,), t, jnp.float32))
         assert all(x.is_deleted() for x in _leaves(old)), "every donated leaf is consumed"
         assert not any(x.is_deleted() for x in _leaves(ta))
-        assert ta._data.unsafe_buffer_pointer() == pointer, "the buffer is reused, not copied"
+        assert buffer_of(ta).unsafe_buffer_pointer() == pointer, "the buffer is reused, not copied"
     np.testing.assert_array_equal(ta.stack(), 2.0 * np.repeat(np.arange(5.0)[:, None], 3, 1))
     assert ta.error is None
     with pytest.raises((RuntimeError, ValueError), match="deleted"):  # the class depends on the path
@@ -67,7 +68,7 @@ def test_scan_chunks_with_carry_and_donation():
     for start in range(0, steps, chunk):
         old_ta, old_h = ta, h
         ta, h = run_chunk(ta, h, start)
-        assert old_ta._data.is_deleted() and old_ta._flags.is_deleted() and old_h.is_deleted()
+        assert buffer_of(old_ta).is_deleted() and flags_of(old_ta).is_deleted() and old_h.is_deleted()
 
     expected, hh = [], np.zeros(2, np.float32)
     for _ in range(steps):

@@ -20,14 +20,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _gradkit import SOURCE, assert_close, f32
-from _kmodes import MODES, k_text, run
 from jax import lax
 
 import jta
 from jta import gradients as G
 from jta import raw_ops as ops
 from jta.errors import InvalidArgumentError
+from tests.helpers import MODES, SOURCE, assert_close, f32, k_text, run
 
 mode_param = pytest.mark.parametrize("mode", MODES)
 rng = np.random.default_rng(7)

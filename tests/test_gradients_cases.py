@@ -1,13 +1,13 @@
 """Spec §8 gradient cases 10–12, 26–28, 30, 31, 33–35, 37, 38, 40, 41, 47–50, 54, 55, 57, 60, 68–75.
 
-Each case is one program text run through three routes, in every mode of ``_kmodes.MODES``
+Each case is one program text run through three routes, in every mode of ``tests.helpers.MODES``
 (eagerly, under ``jax.jit``, as a ``lax.scan`` body, under ``jax.disable_jit()``):
 
 * ``raw`` — mode K over ``jta.raw_ops``: the forward ops, then TF's backward graph
   (``tensor_array_grad.py``) built from ``TensorArrayGradV3`` and raw reads/writes on the
-  accumulator (:class:`_gradkit.Raw`);
+  accumulator (:class:`tests.helpers.Raw`);
 * ``ta`` — the high-level API: ``jta.TensorArray`` + ``ta.grad`` + the rules of
-  ``jta.gradients`` on an explicit registry (:class:`_gradkit.Rules`);
+  ``jta.gradients`` on an explicit registry (:class:`tests.helpers.Rules`);
 * ``autodiff`` — ``jax.vjp`` of the same forward program built with ``jta.TensorArray``.
 
 Errors are checked by class and exact mode-K text (``foo_<n>`` for raw arrays, ``foo`` for
@@ -25,13 +25,25 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _gradkit import BACKENDS, SOURCE, Rules, assert_close, f32
-from _kmodes import MODES, k_text, run, x64_if
 from jax import lax
 
 import jta
 from jta import gradients as G
 from jta.errors import InvalidArgumentError
+from tests.helpers import (
+    BACKENDS,
+    MODES,
+    NAMES,
+    SOURCE,
+    Rules,
+    assert_close,
+    expect_error,
+    f32,
+    k_text,
+    run,
+    with_backend,
+    x64_if,
+)
 
 mode_param = pytest.mark.parametrize("mode", MODES)
 api_param = pytest.mark.parametrize("api", list(BACKENDS))
@@ -49,19 +61,9 @@ def convert(x, dtype):
 
 def run_program(mode, api, build, *args):
     """Run ``build(backend, *args)`` in ``mode``; raise what the final state records."""
-    def fn(*a):
-        b = BACKENDS[api]()
-        return build(b, *a), b.carry
-
-    out, tree = run(mode, fn, *args)
+    tree, out = run(mode, with_backend(api, build), *args)
     jta.throw(tree)
     return out
-
-
-def expect_error(mode, api, build, text, *args, cls=InvalidArgumentError):
-    """``build`` fails with ``cls`` and exactly ``text`` (``NAME`` = the array's runtime name)."""
-    with pytest.raises(cls, match=k_text(text, BACKENDS[api].name_re)):
-        run_program(mode, api, build, *(args or (np.float32(0),)))
 
 
 # -- value cases: forward + TF-style backward (raw, ta) and jax.vjp (autodiff) -----------------
@@ -552,8 +554,9 @@ def test_case26_forward_double_write_fails(api, mode):
         b.write(h, 2, np.float32(3))
         b.write(h, 2, np.float32(4))
 
-    expect_error(mode, api, build,
-                 "TensorArray NAME: Could not write to TensorArray index 2 because it has already been written to.")
+    expect_error(mode, with_backend(api, build), InvalidArgumentError,
+                 k_text("TensorArray NAME: Could not write to TensorArray index 2 because it has already been "
+                        "written to.", NAMES[api]), np.float32(0))
 
 
 @mode_param
@@ -565,8 +568,9 @@ def test_case26_aggregate_shape_mismatch(api, mode):
         b.write(g, 1, np.float32(1))
         b.write(g, 1, np.float32([1]))
 
-    expect_error(mode, api, build, "TensorArray NAME@grad: Could not aggregate to TensorArray index 1 because "
-                                   "the existing shape is [] but the new input shape is [1].")
+    expect_error(mode, with_backend(api, build), InvalidArgumentError,
+                 k_text("TensorArray NAME@grad: Could not aggregate to TensorArray index 1 because the "
+                        "existing shape is [] but the new input shape is [1].", NAMES[api]), np.float32(0))
 
 
 @mode_param
@@ -589,9 +593,10 @@ def test_case27_with_shape_prepends_to_a_known_element_shape(api, mode):
         g = b.grad(h, "source", shape_to_prepend=[4, 5])
         b.write(g, 0, np.zeros((2, 3), np.float32))
 
-    expect_error(mode, api, wrong, "TensorArray NAME@source: Could not write to TensorArray index 0 because the "
-                                   "value shape is [2,3] which is incompatible with the TensorArray's inferred "
-                                   "element shape: [4,5,2,3] (consider setting infer_shape=False).")
+    expect_error(mode, with_backend(api, wrong), InvalidArgumentError,
+                 k_text("TensorArray NAME@source: Could not write to TensorArray index 0 because the value "
+                        "shape is [2,3] which is incompatible with the TensorArray's inferred element shape: "
+                        "[4,5,2,3] (consider setting infer_shape=False).", NAMES[api]), np.float32(0))
 
 
 @mode_param
@@ -666,12 +671,12 @@ def test_case69_soft_zeros_and_unknown_shape_read(api, mode):
         b.write(h, 0, v)
         b.read(b.grad(h, "grad"), 1)
 
-    expect_error(mode, api, unknown,
-                 "TensorArray NAME@grad: Could not read from TensorArray index 1.  Furthermore, the element shape "
-                 "is not fully defined: <unknown>.  It is possible you are working with a resizeable TensorArray "
-                 "and stop_gradients is not allowing the gradients to be written.  If you set the full "
-                 "element_shape property on the forward TensorArray, the proper all-zeros tensor will be "
-                 "returned instead of incurring this error.", np.float32([[1, 2, 3]]))
+    expect_error(mode, with_backend(api, unknown), InvalidArgumentError,
+                 k_text("TensorArray NAME@grad: Could not read from TensorArray index 1.  Furthermore, the element "
+                        "shape is not fully defined: <unknown>.  It is possible you are working with a resizeable "
+                        "TensorArray and stop_gradients is not allowing the gradients to be written.  If you set "
+                        "the full element_shape property on the forward TensorArray, the proper all-zeros tensor "
+                        "will be returned instead of incurring this error.", NAMES[api]), np.float32([[1, 2, 3]]))
 
 
 @mode_param
@@ -691,7 +696,8 @@ def test_case70_accumulator_read_past_the_end_grows_it(api, mode):
         h = b.new(3, element_shape=(2,))
         b.read(b.grad(h, "grad"), -1)
 
-    expect_error(mode, api, negative, "Tried to read from index -1 but array size is: 3")
+    expect_error(mode, with_backend(api, negative), InvalidArgumentError,
+                 k_text("Tried to read from index -1 but array size is: 3", NAMES[api]), np.float32(0))
 
 
 @mode_param
@@ -703,22 +709,25 @@ def test_case71_grad_freezes_a_dynamic_forward(api, mode):
         b.grad(h, "grad")
         b.write(h, 1, v)
 
-    expect_error(mode, api, late_write,
-                 "TensorArray NAME: Tried to write to index 1 but array is not resizeable and size is: 1")
+    expect_error(mode, with_backend(api, late_write), InvalidArgumentError,
+                 k_text("TensorArray NAME: Tried to write to index 1 but array is not resizeable and size "
+                        "is: 1", NAMES[api]), np.float32(0))
 
     def late_scatter(b, v):
         h = b.new(0, dynamic_size=True, element_shape=())
         b.grad(h, "grad")
         b.scatter(h, np.array([0]), jnp.reshape(v, (1,)))
 
-    expect_error(mode, api, late_scatter, "Max scatter index must be < array size (0 vs. 0)")
+    expect_error(mode, with_backend(api, late_scatter), InvalidArgumentError,
+                 k_text("Max scatter index must be < array size (0 vs. 0)", NAMES[api]), np.float32(0))
 
     def empty_grad(b, v):
         h = b.new(0, dynamic_size=True)
         b.write(b.grad(h, "grad"), 0, v)
 
-    expect_error(mode, api, empty_grad,
-                 "TensorArray NAME@grad: Tried to write to index 0 but array is not resizeable and size is: 0")
+    expect_error(mode, with_backend(api, empty_grad), InvalidArgumentError,
+                 k_text("TensorArray NAME@grad: Tried to write to index 0 but array is not resizeable and "
+                        "size is: 0", NAMES[api]), np.float32(0))
 
 
 @mode_param
@@ -729,13 +738,15 @@ def test_case72_grad_of_closed_forward_and_of_a_gradient(api, mode):
         b.close(h)
         b.grad(h, "grad")
 
-    expect_error(mode, api, closed, "TensorArray NAME has already been closed.")
+    expect_error(mode, with_backend(api, closed), InvalidArgumentError,
+                 k_text("TensorArray NAME has already been closed.", NAMES[api]), np.float32(0))
 
     def grad_of_grad(b, v):
         h = b.new(3)
         b.grad(b.grad(h, "grad"), "grad")
 
-    expect_error(mode, api, grad_of_grad, "Wrong input container. _tensor_array_gradsNAME@grad")
+    expect_error(mode, with_backend(api, grad_of_grad), InvalidArgumentError,
+                 k_text("Wrong input container. _tensor_array_gradsNAME@grad", NAMES[api]), np.float32(0))
 
 
 @mode_param
@@ -751,8 +762,9 @@ def test_case73_accumulator_clears_after_read(api, mode, shape):
         b.read(g, 2)
         b.read(g, 2)
 
-    expect_error(mode, api, twice, "TensorArray NAME@grad: Could not read index 2 twice because it was cleared "
-                                   "after a previous read (perhaps try setting clear_after_read = false?).")
+    expect_error(mode, with_backend(api, twice), InvalidArgumentError,
+                 k_text("TensorArray NAME@grad: Could not read index 2 twice because it was cleared after a "
+                        "previous read (perhaps try setting clear_after_read = false?).", NAMES[api]), np.float32(0))
 
     def write_after_read(b, v):
         h = b.new(3, element_shape=shape, infer_shape=shape is not None)
@@ -762,8 +774,9 @@ def test_case73_accumulator_clears_after_read(api, mode, shape):
         b.read(g, 2)
         b.write(g, 2, v)
 
-    expect_error(mode, api, write_after_read,
-                 "TensorArray NAME@grad: Could not write to TensorArray index 2 because it has already been read.")
+    expect_error(mode, with_backend(api, write_after_read), InvalidArgumentError,
+                 k_text("TensorArray NAME@grad: Could not write to TensorArray index 2 because it has already "
+                        "been read.", NAMES[api]), np.float32(0))
 
 
 @mode_param
@@ -777,16 +790,18 @@ def test_case73_through_the_backward_rules(api, mode):
         b.write_grad(h, 2)
         b.write_grad(h, 2)
 
-    expect_error(mode, api, twice, "TensorArray NAME@gradients: Could not read index 2 twice because it was "
-                                   "cleared after a previous read (perhaps try setting clear_after_read = false?).")
+    expect_error(mode, with_backend(api, twice), InvalidArgumentError,
+                 k_text("TensorArray NAME@gradients: Could not read index 2 twice because it was cleared "
+                        "after a previous read (perhaps try setting clear_after_read = false?).", NAMES[api]), np.float32(0))
 
     def late(b, v):
         h = b.new(3, element_shape=())
         b.write_grad(h, 2)
         b.read_grad(h, 2, v)
 
-    expect_error(mode, api, late, "TensorArray NAME@gradients: Could not write to TensorArray index 2 because "
-                                  "it has already been read.")
+    expect_error(mode, with_backend(api, late), InvalidArgumentError,
+                 k_text("TensorArray NAME@gradients: Could not write to TensorArray index 2 because it has "
+                        "already been read.", NAMES[api]), np.float32(0))
 
 
 @mode_param
@@ -807,8 +822,9 @@ def test_case74_soft_zero_shape_and_sums(api, mode):
         b.write(h, 0, np.float32([1]))
         b.write(b.grad(h, "grad"), 0, np.float32([1, 2]))
 
-    expect_error(mode, api, wrong, "TensorArray NAME@grad: Could not aggregate to TensorArray index 0 because the "
-                                   "existing shape is [1] but the new input shape is [2].")
+    expect_error(mode, with_backend(api, wrong), InvalidArgumentError,
+                 k_text("TensorArray NAME@grad: Could not aggregate to TensorArray index 0 because the "
+                        "existing shape is [1] but the new input shape is [2].", NAMES[api]), np.float32(0))
 
 
 @mode_param

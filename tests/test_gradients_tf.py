@@ -8,23 +8,22 @@ jta's three: ``jax.grad`` of the ``jta.TensorArray`` program, TF's backward thro
 ``jta.gradients`` (registry) and through ``jta.raw_ops`` (accumulator state).
 
 Control flow v1 is a process-wide switch in TF: :func:`k_graph` turns it off only while one
-fresh graph is built and run, and restores it afterwards.
+fresh graph is built and run, and restores it afterwards (``tests.helpers.k_graph``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import types
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _gradkit import BACKENDS, SOURCE, Rules, assert_close, f32
 from jax import lax
 
 import jta
 from jta import gradients as G
+from tests.helpers import BACKENDS, SOURCE, Rules, assert_close, f32, k_graph
 
 tf = pytest.importorskip("tensorflow")
 from tensorflow.python.ops import tensor_array_grad  # noqa: E402
@@ -32,20 +31,6 @@ from tensorflow.python.ops.parallel_for import gradients as pfor_gradients  # no
 
 rng = np.random.default_rng(2021)
 RTOL, ATOL = 1e-5, 1e-5
-
-
-@contextlib.contextmanager
-def k_graph():
-    """A fresh TF1 graph with control flow v1 (mode K); the global switch is restored on exit."""
-    was_v2 = tf.compat.v1.control_flow_v2_enabled()
-    tf.compat.v1.disable_control_flow_v2()
-    try:
-        graph = tf.Graph()
-        with graph.as_default():
-            yield graph
-    finally:
-        if was_v2:
-            tf.compat.v1.enable_control_flow_v2()
 
 
 def run_k(build, *args):

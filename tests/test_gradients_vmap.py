@@ -17,8 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _gradkit import BACKENDS, Raw, Rules, assert_close
 from jax import lax
+
+from tests.helpers import BACKENDS, Raw, Rules, assert_close
 
 rng = np.random.default_rng(76)
 T, H = 4, 3

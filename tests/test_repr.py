@@ -1,4 +1,7 @@
-"""Text and HTML reprs of TensorArrays, raw_ops states and gradient registries (``jta._repr``)."""
+"""Text and HTML reprs of TensorArrays, raw_ops states and gradient registries.
+
+The constants of jta's repr module (``jta._repr``) are reached through ``tests.helpers.internals``;
+``_repr_html_`` is the IPython display protocol, not a jta internal."""
 
 from __future__ import annotations
 
@@ -10,9 +13,9 @@ import numpy as np
 import pytest
 
 import jta
-from jta import _repr as R
 from jta import gradients as G
 from jta import raw_ops as ops
+from tests.helpers import internals
 
 
 def _ta(size=5, **kw):
@@ -32,7 +35,7 @@ def test_eager_strip_and_legend():
     ta = _ta().write(0, jnp.ones(2)).write(1, jnp.ones(2))
     text = repr(ta)
     assert _first_line(text) == "TensorArray<xs>(float32, size=5, element_shape=[2]) [W W . . .]"
-    assert text.splitlines()[1].strip() == R.LEGEND
+    assert text.splitlines()[1].strip() == internals.repr_legend()
     assert str(ta) == text
 
 
@@ -71,7 +74,7 @@ def test_repr_under_jit_shows_traced():
     def f(ta, i):
         ta = ta.write(i, jnp.ones(2))
         seen.append(repr(ta))
-        seen.append(R.array_html(ta))
+        seen.append(internals.array_html(ta))
         seen.append(repr(jta.describe({"carry": ta})))
         return ta
 
@@ -139,13 +142,13 @@ def test_html_strip():
     assert page.startswith('<div class="jta-repr"')
     assert _boxes(page) == 5
     assert 'title="slot 0: written"' in page and 'title="slot 4: empty"' in page
-    assert R.CODES["W"][1] in page  # written slots are coloured
+    assert internals.repr_codes()["W"][1] in page  # written slots are coloured
     assert "TensorArray&lt;xs&gt;" in page  # escaped
     assert "jta-legend" in page
     errored = jax.jit(lambda ta, i: ta.write(i, jnp.ones(2)))(_ta(), 9)
     assert "error:</b> InvalidArgumentError" in errored._repr_html_()
     big = jta.TensorArray(jnp.float32, size=1000, element_shape=())
-    assert _boxes(big._repr_html_()) == R.MAX_SLOTS_HTML
+    assert _boxes(big._repr_html_()) == internals.max_slots_html()
 
 
 def test_state_repr_lists_accumulators_by_source():
@@ -164,7 +167,7 @@ def test_state_repr_lists_accumulators_by_source():
     assert "sources: 'gradients' (1 array), 'gradients_1' (1 array)" in text
     assert re.search(r"TensorArray<foo_0@gradients>\(.*grad\) \[c \. \.\]", text)
     assert re.search(r"TensorArray<foo_0@gradients_1>\(.*grad\) \[W \. \.\]", text)
-    assert lines[-1].strip() == R.LEGEND
+    assert lines[-1].strip() == internals.repr_legend()
     page = s._repr_html_()
     assert "<table>" in page and "gradients_1" in page and _boxes(page) == 3 + 2 + 3 + 3
     assert repr(ops.new_state()) == "State(0 arrays, 0 gradient accumulators, counter=0)"
@@ -190,7 +193,7 @@ def test_describe_registry_pytree_and_state():
     reg = G.read_grad({}, ta, 0, jnp.ones(2), source="gradients")
     reg = G.read_grad(reg, ta, 1, jnp.ones(2), source="gradients_1")
     d = jta.describe(reg)
-    assert isinstance(d, R.Description)
+    assert isinstance(d, internals.description_type())
     text = str(d)
     assert text.splitlines()[0] == "Registry(2 gradient accumulators)"
     assert "('xs', 'gradients'):" in text and "('xs', 'gradients_1'):" in text

@@ -6,7 +6,7 @@ so that this pytest process keeps its single device. Each check runs on two mesh
 default in jax 0.10: shardings are part of the types). A check verifies values against a NumPy
 or plain-JAX reference *and* the output shardings.
 
-Run ``python tests/test_sharding.py`` to see the results directly.
+Run ``python -m tests.test_sharding`` (from the repository root) to see the results directly.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.internals import buffer_of, error_of, flags_of
 
 T, B, F = 6, 8, 4  # steps, batch (sharded over 8 devices), features
 MODES = ("auto", "explicit")
@@ -54,7 +56,7 @@ def _tree_shardings(mesh, ta, spec):
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    data_ndim = ta._data.ndim
+    data_ndim = buffer_of(ta).ndim
     return jax.tree.map(lambda x: NamedSharding(mesh, spec if x.ndim == data_ndim else P()), ta)
 
 
@@ -104,11 +106,11 @@ def check_device_put_pytree(mode: str) -> None:
     mesh, xs_np, xs = _setup(mode)
     ta = jta.TensorArray(jnp.float32, size=T, element_shape=(B, F), tensor_array_name="h")
     ta = jax.device_put(ta, _tree_shardings(mesh, ta, P(None, "x")))
-    _assert_sharded(mesh, ta._data, P(None, "x"))
-    _assert_sharded(mesh, ta._flags, P())
+    _assert_sharded(mesh, buffer_of(ta), P(None, "x"))
+    _assert_sharded(mesh, flags_of(ta), P())
     assert "sharded P(None, 'x'" in repr(ta), repr(ta)
     ta = ta.unstack(xs)  # eager ops keep the sharding
-    _assert_sharded(mesh, ta._data, P(None, "x"))
+    _assert_sharded(mesh, buffer_of(ta), P(None, "x"))
     np.testing.assert_array_equal(ta.stack(), xs_np)
     _assert_sharded(mesh, ta.stack(), P(None, "x"))
 
@@ -128,7 +130,7 @@ def check_scan_write_read_keeps_sharding(mode: str) -> None:
     ta = jax.device_put(ta, _tree_shardings(mesh, ta, P(None, "x")))
     out, reads = jax.jit(_rnn)(ta, xs, W)
     ref = np.asarray(_rnn_reference(xs_np, W))
-    _assert_sharded(mesh, out._data, P(None, "x"))
+    _assert_sharded(mesh, buffer_of(out), P(None, "x"))
     _assert_sharded(mesh, reads, P(None, "x"))
     np.testing.assert_allclose(out.stack(), ref, rtol=1e-6)
     np.testing.assert_allclose(reads, ref[np.maximum(np.arange(T) - 1, 0)], rtol=1e-6)
@@ -193,7 +195,7 @@ def check_constraint_inside_jit(mode: str) -> None:
         return ta
 
     ta = fill(xs)
-    _assert_sharded(mesh, ta._data, P(None, "x"))
+    _assert_sharded(mesh, buffer_of(ta), P(None, "x"))
     np.testing.assert_allclose(ta.stack(), 2 * xs_np)
 
 
@@ -257,7 +259,7 @@ def check_shard_map_batched_arrays(mode: str) -> None:
 
     body = jax.shard_map(jax.vmap(fill_one), mesh=mesh, in_specs=(P("x"), P("x")), out_specs=P("x"))
     out = jax.jit(body)(batch, xb)
-    for leaf in (out._data, out._flags, out._error):
+    for leaf in (buffer_of(out), flags_of(out), error_of(out)):
         _assert_sharded(mesh, leaf, P("x"))
     stack = jax.shard_map(jax.vmap(lambda ta: ta.stack()), mesh=mesh, in_specs=P("x"), out_specs=P("x"))
     stacked = jax.jit(stack)(out)
@@ -298,7 +300,7 @@ def check_tf_style_registry(mode: str) -> None:
         return reg, d0, d1
 
     reg, d0, d1 = backward(ta, xs[0])
-    for x in (d0, d1, reg[("fwd", "gradients")]._data):
+    for x in (d0, d1, buffer_of(reg[("fwd", "gradients")])):
         _assert_sharded(mesh, x, P(None, "x"))
     expected0 = np.zeros_like(xs_np)
     expected0[2] = 2 * xs_np[0]
@@ -326,7 +328,7 @@ def results() -> dict[str, str]:
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
                PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run([sys.executable, __file__, "--json"], env=env, cwd=root, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "tests.test_sharding", "--json"], env=env, cwd=root, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-5000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -13,12 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _kmodes import APIS, MODES, NAMES, RawTA, expect_error, k_text, pytree, run, x64_if
 from jax import lax
 
 import jta
 from jta import raw_ops as ops
 from jta.errors import InvalidArgumentError
+from tests.helpers import APIS, MODES, NAMES, RawTA, expect_error, k_text, pytree, run, x64_if
 
 f32 = jnp.float32
 ONES = np.ones((3, 2), np.float32)

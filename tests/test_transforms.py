@@ -9,11 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _kmodes import APIS, MODES, pytree, run, x64_if
 from jax import lax
 
 import jta
 from jta import raw_ops as ops
+from tests.helpers import APIS, MODES, pytree, run, x64_if
 
 DTYPES = [np.float32, np.int32, np.complex64, np.bool_, np.float64, np.int64, np.complex128]
 

@@ -452,7 +452,7 @@ def compare(ref: Result, got: Result, program) -> list[str]:
             continue
         for k, (x, y) in enumerate(zip(a, b, strict=True)):
             # Concat's lengths are int64 in TF; jta's are int64 only under x64 (JAX's default int
-            # is int32 otherwise, see jta.tensor_array._length_dtype).
+            # is int32 otherwise).
             loose = program[pos]["op"] == "concat" and k == 1 and not wide
             d = _same_array(x, y, lengths_dtype_loose=loose)
             if d:
@@ -466,14 +466,14 @@ def _template_regex(template: str) -> str:
 
 
 def _value_dependent_texts() -> list[str]:
-    from jta import _checks as C
+    from tests.helpers.internals import value_dependent_templates
 
-    return [_template_regex(t) for _, t in C.MESSAGES.values()] + \
-        [_template_regex(t) for t in C.SLOT_MESSAGES.values()]
+    return [_template_regex(t) for t in value_dependent_templates()]
 
 
 def is_value_dependent(error: Optional[tuple[str, str]]) -> bool:
-    """Whether ``error`` is one jta records in the state at traced values (``jta._checks``)."""
+    """Whether ``error`` is one jta records in the state at traced values (jta's value-dependent
+    checks, see ``tests.helpers.internals.value_dependent_templates``)."""
     return error is not None and any(re.match(rx, error[1], re.S) for rx in _value_dependent_texts())
 
 

@@ -7,11 +7,11 @@ A *method body* ``body(make, *args)`` builds arrays with ``make(dtype, size, **k
   v1 — mode K, fetched with a ``Session``), :func:`run_e` (eagerly — E), :func:`run_l` (inside
   ``tf.function`` — L), and :func:`run_tf_raw` (:class:`TfRawTA`: the ``tf.raw_ops`` V3 kernels
   called eagerly in program order — mode K);
-* jta: :func:`run_jta` with ``make=jta.TensorArray`` or ``make=_kmodes.RawTA`` (``jta.raw_ops``).
+* jta: :func:`run_jta` with ``make=jta.TensorArray`` or ``make=tests.helpers.RawTA`` (``jta.raw_ops``).
 
-A *handle program* ``program(b, *args)`` uses the handle interface of ``_gradkit.Raw``
+A *handle program* ``program(b, *args)`` uses the handle interface of ``tests.helpers.Raw``
 (``b.new``, ``b.write(h, i, v)``, ``b.grad(h, source)``, ...) and runs on :class:`TfRaw` (live
-kernels) and on ``_gradkit.Raw`` / ``_gradkit.Rules`` (jta); see :func:`run_program`.
+kernels) and on ``tests.helpers.Raw`` / ``tests.helpers.Rules`` (jta); see :func:`run_program`.
 
 Each run gives an :class:`Outcome`: the results (values, dtypes, static shapes) or the error
 (class name, normalised message). Results that are arrays (``TensorArray`` objects) are only
@@ -27,11 +27,10 @@ from typing import Any
 import jax
 import numpy as np
 import tensorflow as tf
-from _kmodes import RawTA
-from test_gradients_tf import k_graph  # a TF1 graph with control flow v1 (mode K)
 
 import jta
-from jta import _shapes as S
+from tests.helpers import RawTA, TensorArrayView, k_graph, pytree
+from tests.helpers.internals import as_shape, shape_compatible, shape_debug_str, shape_fully_defined
 
 f32 = np.float32
 
@@ -101,7 +100,7 @@ def assert_agree(want: Outcome, got: Outcome, label: str = "") -> None:
             assert isinstance(gv, np.ndarray), (where, gv)
             assert gv.dtype == wv.dtype, (where, gv.dtype, wv.dtype)
             assert gv.shape == wv.shape, (where, gv.shape, wv.shape)
-            assert S.compatible(ws, gs), (where, "static shapes", ws, gs)
+            assert shape_compatible(ws, gs), (where, "static shapes", ws, gs)
             if wv.dtype.kind in "fc" or wv.dtype == jax.numpy.bfloat16:
                 np.testing.assert_allclose(gv.astype(wv.dtype), wv, rtol=1e-6, atol=1e-6, err_msg=where)
             else:
@@ -188,7 +187,7 @@ def run_k(body: Any, *args: Any) -> Outcome:
 def _leaf(x: Any) -> tuple[Any, Any]:
     """An eager result as ``(value, static shape)``; arrays are forced."""
     if isinstance(x, (jta.TensorArray, RawTA, jta.raw_ops.State)):
-        jta.throw(x.state if isinstance(x, RawTA) else x)
+        jta.throw(pytree(x))
         return FORCED, None
     if _is_tf_array(x) or isinstance(x, (TfRawTA, tf.Operation)) or x is None:  # E's close() gives None
         return FORCED, None
@@ -250,20 +249,20 @@ JTA_MAKE = {"K": jta.TensorArray, "E": jta.TensorArray, "L": jta.TensorArray, "r
 
 def shape_str(shape: Any) -> str:
     """A (partial) element shape, the same text for TF (``TensorShape``) and jta (tuples)."""
-    return S.debug_str(S.as_shape(shape))
+    return shape_debug_str(as_shape(shape))
 
 
 # -- the live kernels behind jta's raw-op interfaces ---------------------------------------------
 
-def _tf_shape(shape: S.Shape) -> tf.TensorShape:
+def _tf_shape(shape: Any) -> tf.TensorShape:
     return tf.TensorShape(None if shape is None else list(shape))
 
 
 class TfRaw:
     """Mode K on live TensorFlow: the ``tf.raw_ops`` TensorArray kernels called eagerly, behind the
-    handle interface of ``_gradkit.Raw`` (handles are ``<name>_<k>`` and ``<handle>@<source>``).
+    handle interface of ``tests.helpers.Raw`` (handles are ``<name>_<k>`` and ``<handle>@<source>``).
 
-    Like TF's Python layer (and ``_kmodes.RawTA``), ``stack``/``gather``/``concat`` pass the
+    Like TF's Python layer (and ``tests.helpers.Raw``), ``stack``/``gather``/``concat`` pass the
     element shape as their attribute: the creation attribute, pinned by the first write when
     ``infer_shape`` (the kernel's ``identical_element_shapes``)."""
 
@@ -273,16 +272,19 @@ class TfRaw:
         self.handles: dict[str, Any] = {}
         self.flows: dict[str, Any] = {}
         self.dtypes: dict[str, Any] = {}
-        self.shapes: dict[str, S.Shape] = {}
+        self.shapes: dict[str, Any] = {}  # jta's normal form (internals.as_shape)
         self.infer: dict[str, bool] = {}
 
     def dtype(self, h: str) -> Any:
         return self.dtypes[h]
 
+    def element_shape(self, h: str) -> Any:
+        return self.shapes[h]
+
     def new(self, size: int, dtype: Any = f32, name: str = "foo", infer_shape: bool = True,
             element_shape: Any = None, dynamic_size: bool = False, clear_after_read: bool = True) -> str:
         dt = tf.as_dtype(np.dtype(dtype))
-        es = S.as_shape(element_shape)
+        es = as_shape(element_shape)
         handle, flow = tf.raw_ops.TensorArrayV3(
             size=size, dtype=dt, element_shape=_tf_shape(es), dynamic_size=dynamic_size,
             clear_after_read=clear_after_read, identical_element_shapes=infer_shape, tensor_array_name=name)
@@ -291,7 +293,7 @@ class TfRaw:
         return h
 
     def _pin(self, h: str, shape: Any) -> None:
-        if self.infer[h] and not S.fully_defined(self.shapes[h]):
+        if self.infer[h] and not shape_fully_defined(self.shapes[h]):
             self.shapes[h] = tuple(int(d) for d in shape)
 
     def write(self, h: str, i: Any, v: Any) -> None:
@@ -356,54 +358,12 @@ class TfRaw:
         return g
 
 
-class TfRawTA:
-    """``_kmodes.RawTA`` (the ``tf.TensorArray`` method names over raw ops) on the live kernels."""
+class TfRawTA(TensorArrayView):
+    """:class:`~tests.helpers.RawTA` (the ``tf.TensorArray`` method names over one handle) on the
+    live kernels: the same view, over :class:`TfRaw`."""
 
-    def __init__(self, dtype: Any, size: Any, dynamic_size: bool = False, clear_after_read: bool = True,
-                 tensor_array_name: Any = None, infer_shape: bool = True, element_shape: Any = None) -> None:
-        self.b = TfRaw()
-        self.h = self.b.new(size, dtype, tensor_array_name or "TensorArray", infer_shape,
-                            element_shape=element_shape, dynamic_size=dynamic_size,
-                            clear_after_read=clear_after_read)
-
-    @property
-    def element_shape(self) -> S.Shape:
-        return self.b.shapes[self.h]
-
-    def write(self, index: Any, value: Any) -> TfRawTA:
-        self.b.write(self.h, index, value)
-        return self
-
-    def read(self, index: Any) -> Any:
-        return self.b.read(self.h, index)
-
-    def gather(self, indices: Any) -> Any:
-        return self.b.gather(self.h, indices)
-
-    def stack(self) -> Any:
-        return self.b.stack(self.h)
-
-    def scatter(self, indices: Any, value: Any) -> TfRawTA:
-        self.b.scatter(self.h, indices, value)
-        return self
-
-    def unstack(self, value: Any) -> TfRawTA:
-        self.b.unstack(self.h, value)
-        return self
-
-    def concat(self) -> Any:
-        return self.b.concat(self.h)[0]
-
-    def split(self, value: Any, lengths: Any) -> TfRawTA:
-        self.b.split(self.h, value, lengths)
-        return self
-
-    def size(self) -> Any:
-        return self.b.size(self.h)
-
-    def close(self) -> TfRawTA:
-        self.b.close(self.h)
-        return self
+    driver_cls = TfRaw
+    default_name = "TensorArray"
 
 
 def run_program(program: Any, backend: Any, *args: Any) -> Outcome:

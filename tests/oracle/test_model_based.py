@@ -31,6 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 import jta
 from jta.errors import InvalidArgumentError, UnimplementedError
+from tests.helpers import scaled
 
 NAME = "foo"
 DTYPES = (np.dtype(np.float32), np.dtype(np.int32))
@@ -573,10 +574,13 @@ class TensorArrayMachine(RuleBasedStateMachine):
             assert_array(ta, m)
 
 
+# 15 runs of 20 steps by default, 200 runs of 30 steps under --long (tests/conftest.py);
+# derandomized, so every machine runs the same examples.
 TensorArrayMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=20, deadline=None, derandomize=True, database=None,
-    suppress_health_check=list(HealthCheck))
+    max_examples=scaled(15, 200), stateful_step_count=scaled(20, 30), deadline=None, derandomize=True,
+    database=None, suppress_health_check=list(HealthCheck))
 test_tensor_array_machine = TensorArrayMachine.TestCase
+test_tensor_array_machine.pytestmark = [pytest.mark.long]
 
 
 # -- regressions: the jta bugs this machine found (orders and texts checked against live mode K) ----

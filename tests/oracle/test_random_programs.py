@@ -23,11 +23,12 @@ and dtypes, bad split lengths, duplicate scatter indices, use after close, gradi
   Documented differences are accepted and counted (see ``_programs.compare_jit``).
 * ``test_regression``: every mismatch these found, as an explicit program (see ``REGRESSIONS``).
 
-Knobs (environment): ``JTA_ORACLE_PROGRAMS`` (default 300) programs per run, ``JTA_ORACLE_SEED``
-(default 0), ``JTA_ORACLE_JIT_PROGRAMS`` (default 100) of them under jit. Run with ``-s`` to see
-the counts. Many more locally, without pytest::
+Sizes: 60 programs against TF and 20 under jit by default, 1500 and 300 under ``pytest --long``
+(see ``tests/conftest.py``); the environment overrides both: ``JTA_ORACLE_PROGRAMS`` programs per
+run, ``JTA_ORACLE_JIT_PROGRAMS`` of them under jit, ``JTA_ORACLE_SEED`` (default 0). Run with
+``-s`` to see the counts. Many more locally, without pytest (from the repository root)::
 
-    python tests/oracle/test_random_programs.py --programs 5000 --seed 1 [--jit 500]
+    python -m tests.oracle.test_random_programs --programs 5000 --seed 1 [--jit 500]
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _programs as P  # noqa: E402
+from tests.helpers import scaled
+from tests.oracle import _programs as P
 
-N_PROGRAMS = int(os.environ.get("JTA_ORACLE_PROGRAMS", "300"))
+# Default / --long counts (tests/conftest.py); the environment knobs override both.
+N_PROGRAMS = int(os.environ.get("JTA_ORACLE_PROGRAMS", scaled(60, 1500)))
 SEED = int(os.environ.get("JTA_ORACLE_SEED", "0"))
-N_JIT = int(os.environ.get("JTA_ORACLE_JIT_PROGRAMS", "100"))
+N_JIT = int(os.environ.get("JTA_ORACLE_JIT_PROGRAMS", scaled(20, 300)))
 SHOW = 3  # mismatching programs printed in a failure
 
 
@@ -120,6 +122,7 @@ def _generated() -> str:
             f"({100 * STATS['intended_invalid'] / max(STATS['generated_ops'], 1):.0f}%)")
 
 
+@pytest.mark.long
 def test_programs_against_tf(tf, programs):
     counts, failures, t0 = _counts(), [], time.perf_counter()
     check_against_tf(programs, counts, failures)
@@ -128,6 +131,7 @@ def test_programs_against_tf(tf, programs):
     assert not failures, _report(failures)
 
 
+@pytest.mark.long
 def test_programs_under_jit(programs):
     counts, failures, t0 = _counts(), [], time.perf_counter()
     check_under_jit(jit_programs(programs, N_JIT, SEED), N_JIT, counts, failures)

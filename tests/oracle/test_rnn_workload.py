@@ -28,9 +28,9 @@ from jax import lax
 
 import jta
 from jta import gradients as G
+from tests.helpers import k_graph
 
 tf = pytest.importorskip("tensorflow")
-from test_gradients_tf import k_graph  # noqa: E402
 
 T, B, D, H = 12, 4, 3, 8  # steps, batch, input = output size, hidden
 NAMES = ("W_xh", "W_hh", "b", "W_hy", "b_y")

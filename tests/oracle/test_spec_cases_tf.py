@@ -13,7 +13,7 @@ How the two sides meet (runners in ``_tf_cases.py``):
   control flow v1, run by a ``Session``) and, where the case says those modes hold, **E**
   (eagerly) and **L** (``tf.function``). jta's errors are K's everywhere (README), so errors are
   compared with K only; E/L error texts are checked against the spec's §5.3 cells.
-* ``jta.raw_ops`` (``_kmodes.RawTA``, ``_gradkit.Raw``) and ``jta.gradients`` (``_gradkit.Rules``)
+* ``jta.raw_ops`` (``tests.helpers.RawTA``, ``tests.helpers.Raw``) and ``jta.gradients`` (``tests.helpers.Rules``)
   against the ``tf.raw_ops`` V3 kernels called eagerly in program order (mode K).
 * gradient cases [G]: ``tf.gradients`` in a K graph (and ``tf.GradientTape`` in E/L where the
   case lists them) against ``jax.vjp`` and TF's backward graph replayed through jta (the
@@ -40,20 +40,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _kmodes import RawTA, x64_if
 
 tf = pytest.importorskip("tensorflow")
 
-import test_gradients_cases as GC  # noqa: E402  (jta's programs for the gradient cases)
-from _gradkit import BACKENDS, Raw, Rules, assert_close  # noqa: E402
-from _tf_cases import (  # noqa: E402
+from tensorflow.python.ops import tensor_array_grad  # noqa: E402
+from tensorflow.python.ops.parallel_for import gradients as pfor_gradients  # noqa: E402
+
+import jta  # noqa: E402
+from jta import gradients as G  # noqa: E402
+from jta import raw_ops as ops  # noqa: E402
+from tests import test_gradients_cases as GC  # noqa: E402  (jta's programs for the gradient cases)
+from tests.helpers import BACKENDS, Raw, RawTA, Rules, assert_close, k_graph, x64_if  # noqa: E402
+from tests.oracle._tf_cases import (  # noqa: E402
     JTA_MAKE,
     TF_RUNNERS,
     Tensor,
     TfRaw,
     Unknown,
     assert_agree,
-    k_graph,
     normalise,
     run_e,
     run_jta,
@@ -64,12 +68,6 @@ from _tf_cases import (  # noqa: E402
     shape_str,
     tf_make,
 )
-from tensorflow.python.ops import tensor_array_grad  # noqa: E402
-from tensorflow.python.ops.parallel_for import gradients as pfor_gradients  # noqa: E402
-
-import jta  # noqa: E402
-from jta import gradients as G  # noqa: E402
-from jta import raw_ops as ops  # noqa: E402
 
 f32, i32 = np.float32, np.int32
 NUMERIC = [np.float32, np.float64, np.int32, np.int64, np.complex64, np.complex128]

@@ -1,12 +1,18 @@
-"""Helpers shared by the gradient tests (``test_gradients_*.py``).
+"""The drivers that run one program text through jta's TF-style routes.
 
-Two *backends* run one program text through the two TF-style routes of jta:
-
-* :class:`Raw` — mode K over ``jta.raw_ops``: one explicit state threaded in program order;
+* :class:`Raw` — **the** raw-op driver: mode K over ``jta.raw_ops``, one explicit state threaded
+  through the ops in program order (as the flow chain orders a K graph), behind a *handle
+  interface* (``b.new(...) -> h``, ``b.write(h, i, v)``, ``b.grad(h, source)``, ...). Gradient
   accumulators come from ``TensorArrayGradV3``/``TensorArrayGradWithShape`` and are read and
   written with the raw ops, exactly as ``tensor_array_grad.py`` builds TF's backward graph.
-* :class:`Rules` — the high-level API: functional ``jta.TensorArray`` values, ``ta.grad`` and
-  the backward rules of ``jta.gradients`` on an explicit registry dict.
+* :class:`Rules` — the same handle interface over the high-level API: functional
+  ``jta.TensorArray`` values, ``ta.grad`` and the backward rules of ``jta.gradients`` on an
+  explicit registry dict.
+* :class:`RawTA` — the ``tf.TensorArray`` method names (``ta = ta.write(i, v)``, ``ta.stack()``)
+  over one handle of a :class:`Raw` driver, so code written for the functional
+  ``jta.TensorArray`` runs unchanged on raw ops. It only binds the handle: every op is the
+  driver's. (:class:`TensorArrayView` is the same view over any handle driver; the oracle's
+  ``TfRawTA`` is it over the live TF kernels.)
 
 Handles are strings (a raw handle, or a ``jta.TensorArray`` name); a gradient handle is
 ``"<forward>@<source>"``. Reading/writing a gradient handle through :class:`Rules` goes through
@@ -14,7 +20,7 @@ the public rules (``gradients.write_grad`` = TensorArrayGradV3 + read, ``gradien
 TensorArrayGradV3 + aggregating write), so both routes have kernel semantics on accumulators
 (aggregation, clear-after-read, the kernel's error texts).
 
-``b.carry`` is the backend's whole state as a pytree: a program carries it through
+``b.carry`` is a driver's whole state as a pytree: a program carries it through
 ``lax.scan``/``fori_loop``/``cond`` by assigning it in and out of loop bodies.
 """
 
@@ -29,15 +35,21 @@ import jta
 from jta import gradients as G
 from jta import raw_ops as ops
 
+from . import internals
+from .modes import NAMES
+
 f32 = jnp.float32
 SOURCE = "gradients"  # what TF's _GetGradSource gives for the first tf.gradients call
 
 
 class Raw:
-    """Mode K through ``jta.raw_ops`` (TF's ``_GraphTensorArray`` + ``tensor_array_grad.py``)."""
+    """Mode K through ``jta.raw_ops`` (TF's ``_GraphTensorArray`` + ``tensor_array_grad.py``).
+
+    Like TF's Python layer, ``infer_shape`` becomes the kernel's ``identical_element_shapes``
+    and ``stack``/``gather``/``concat`` pass the (kernel's) element shape as their attribute."""
 
     kind = "raw"
-    name_re = r"foo_\d+"  # runtime name of an array created with tensor_array_name="foo"
+    name_re = NAMES["raw"]  # runtime name of an array created with tensor_array_name="foo"
 
     def __init__(self) -> None:
         self.state = ops.new_state()
@@ -57,6 +69,9 @@ class Raw:
     def array(self, h: str) -> jta.TensorArray:
         return self.state[h]
 
+    def element_shape(self, h: str) -> Any:
+        return self.state[h].element_shape
+
     # -- forward ops (TF's Python layer over the kernels) ---------------------------------
     def new(self, size: int, dtype: Any = f32, name: str = "foo", infer_shape: bool = True,
             **kw: Any) -> str:
@@ -74,15 +89,16 @@ class Raw:
 
     def peek(self, h: str, i: Any) -> Any:
         """A read whose output TF never computes (only its gradient is asked for): no effect."""
-        return self.state[h]._read(i, mark=False)[1]
+        return internals.peek(self.state[h], i)
 
     def gather(self, h: str, indices: Any) -> Any:
         self.state, v = ops.TensorArrayGatherV3(self.state, h, indices, self.flows[h], self.dtype(h),
-                                                element_shape=self.state[h].element_shape)
+                                                element_shape=self.element_shape(h))
         return v
 
     def stack(self, h: str) -> Any:
-        return self.gather(h, np.arange(self.state[h]._static_size("stack()")))
+        # TF's Python layer gathers range(size()); the size is static here (also inside jit).
+        return self.gather(h, np.arange(internals.static_size(self.state[h], "stack()")))
 
     def scatter(self, h: str, indices: Any, v: Any) -> None:
         self.state, self.flows[h] = ops.TensorArrayScatterV3(self.state, h, indices, v, self.flows[h])
@@ -91,7 +107,7 @@ class Raw:
         self.scatter(h, np.arange(np.shape(v)[0]), v)
 
     def concat(self, h: str) -> tuple[Any, Any]:
-        es = self.state[h].element_shape
+        es = self.element_shape(h)
         self.state, v, lengths = ops.TensorArrayConcatV3(
             self.state, h, self.flows[h], self.dtype(h), element_shape_except0=None if es is None else es[1:])
         return v, lengths
@@ -140,7 +156,7 @@ class Rules:
     """The high-level route: ``jta.TensorArray`` values + ``ta.grad`` + ``jta.gradients``."""
 
     kind = "ta"
-    name_re = "foo"
+    name_re = NAMES["ta"]
 
     def __init__(self) -> None:
         self.arrays: dict[str, jta.TensorArray] = {}
@@ -166,6 +182,9 @@ class Rules:
 
     def dtype(self, h: str) -> Any:
         return self.array(h).dtype
+
+    def element_shape(self, h: str) -> Any:
+        return self.array(h).element_shape
 
     # -- forward ops ------------------------------------------------------------------------
     def new(self, size: int, dtype: Any = f32, name: str = "foo", **kw: Any) -> str:
@@ -206,7 +225,7 @@ class Rules:
         ta = self.arrays[h]
         value = ta.concat()
         # The forward `lengths` (TF's second Concat output): dim 0 of every element.
-        n = ta._static_size("concat()")
+        n = internals.static_size(ta, "concat()")
         lengths = np.asarray([np.shape(ta.read(i))[0] for i in range(n)], np.int64)
         return value, lengths
 
@@ -258,25 +277,111 @@ class Rules:
         return d
 
 
+# The two TF-style routes of the gradient tests, by the ids used in parametrizations.
 BACKENDS = {"raw": Raw, "ta": Rules}
 
 
-def assert_close(actual: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6, label: str = "") -> None:
-    """Element-wise comparison of (nested tuples of) arrays, shapes included. A tuple in
-    ``expected`` is structure (matched by a tuple or list); a list is array data. ``label``
-    names what is compared (e.g. the route) in failure messages."""
-    if isinstance(expected, tuple):
-        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected), (label, actual, expected)
-        for a, e in zip(actual, expected, strict=True):
-            assert_close(a, e, rtol, atol, label)
-        return
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    assert actual.shape == expected.shape, (label, actual.shape, expected.shape)
-    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=label)
+class TensorArrayView:
+    """The ``tf.TensorArray`` constructor and method names over one handle of a handle driver
+    (``driver_cls``). Mutators return ``self``, so code written for the functional
+    ``jta.TensorArray`` (``ta = ta.write(...)``) runs unchanged; every op is the driver's."""
+
+    driver_cls: Any = Raw
+    default_name = ""  # the name used when tensor_array_name is None
+
+    def __init__(self, dtype: Any, size: Any, dynamic_size: bool = False, clear_after_read: bool = True,
+                 tensor_array_name: Any = None, infer_shape: bool = True, element_shape: Any = None) -> None:
+        self.driver = self.driver_cls()
+        self.handle = self.driver.new(size, dtype, tensor_array_name or self.default_name, infer_shape,
+                                      element_shape=element_shape, dynamic_size=dynamic_size,
+                                      clear_after_read=clear_after_read)
+
+    @property
+    def dtype(self) -> Any:
+        return self.driver.dtype(self.handle)
+
+    @property
+    def element_shape(self) -> Any:
+        return self.driver.element_shape(self.handle)
+
+    def write(self, index: Any, value: Any) -> Any:
+        self.driver.write(self.handle, index, value)
+        return self
+
+    def read(self, index: Any) -> Any:
+        return self.driver.read(self.handle, index)
+
+    def gather(self, indices: Any) -> Any:
+        return self.driver.gather(self.handle, indices)
+
+    def stack(self) -> Any:
+        return self.driver.stack(self.handle)
+
+    def scatter(self, indices: Any, value: Any) -> Any:
+        self.driver.scatter(self.handle, indices, value)
+        return self
+
+    def unstack(self, value: Any) -> Any:
+        self.driver.unstack(self.handle, value)
+        return self
+
+    def concat(self) -> Any:
+        return self.driver.concat(self.handle)[0]
+
+    def split(self, value: Any, lengths: Any) -> Any:
+        self.driver.split(self.handle, value, lengths)
+        return self
+
+    def size(self) -> Any:
+        return self.driver.size(self.handle)
+
+    def close(self) -> Any:
+        self.driver.close(self.handle)
+        return self
 
 
-def max_abs_diff(a: Any, b: Any) -> float:
-    import jax
+class RawTA(TensorArrayView):
+    """Mode K's ``tf.TensorArray`` over ``jta.raw_ops``: one array of a fresh :class:`Raw` driver.
+    ``state`` is the driver's raw-op state (what a traced function returns or a loop carries)."""
 
-    leaves = zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True)
-    return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)), initial=0.0)) for x, y in leaves)
+    driver_cls = Raw
+
+    @property
+    def state(self) -> Any:
+        return self.driver.state
+
+    @state.setter
+    def state(self, value: Any) -> None:
+        self.driver.state = value
+
+    @property
+    def flow(self) -> Any:
+        return self.driver.flows[self.handle]
+
+
+# The two APIs of the conformance tests, by the ids used in parametrizations.
+APIS = {"raw": RawTA, "ta": jta.TensorArray}
+
+
+def pytree(x: Any) -> Any:
+    """What a case returns from a traced function: ``x`` with every :class:`RawTA` in it (also
+    inside tuples, lists and dicts) replaced by its raw-op state; anything else is unchanged
+    (``jta.TensorArray`` values and raw-op states are pytrees already)."""
+    if isinstance(x, RawTA):
+        return x.state
+    if isinstance(x, (tuple, list)):
+        return type(x)(pytree(y) for y in x)
+    if isinstance(x, dict):
+        return {k: pytree(v) for k, v in x.items()}
+    return x
+
+
+def with_backend(api: str, program: Any) -> Any:
+    """``program(b, *args)`` as a function of ``args`` alone that returns ``(b.carry, outputs)``
+    for a fresh ``BACKENDS[api]`` driver ``b`` (the carry first: ``jta.throw`` raises what the
+    arrays record)."""
+    def fn(*args: Any) -> Any:
+        b = BACKENDS[api]()
+        out = program(b, *args)
+        return b.carry, out
+    return fn

@@ -1,0 +1,1 @@
+"""jta's test suite (a package, so helpers import as ``tests.helpers`` and ``tests.oracle``)."""

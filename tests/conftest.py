@@ -1,0 +1,37 @@
+"""Suite-wide pytest configuration.
+
+``--long``: the long runs. By default the statistical tests (random differential programs
+against TensorFlow, the same programs under ``jax.jit``, the hypothesis state machine of
+``jta.TensorArray``) use small counts, so that ``python -m pytest`` stays within CI's time budget
+(10 minutes on a clean 2-core machine; about 5 here). ``pytest --long`` runs them with the large
+counts; every assertion is the same, only the number of generated programs/examples grows.
+Tests whose size depends on ``--long`` carry the marker ``long`` (``pytest --long -m long`` runs
+just those). The counts, default / ``--long``:
+
+* ``tests/oracle/test_random_programs.py``: programs against TF 60 / 1500, under jit 20 / 300
+  (the environment knobs ``JTA_ORACLE_PROGRAMS`` / ``JTA_ORACLE_JIT_PROGRAMS`` override both;
+  it was 300 / 100 before ``--long`` existed);
+* ``tests/oracle/test_model_based.py``: hypothesis ``max_examples`` 15 / 200 (20 / 30 steps each;
+  it was 60 of 20 before ``--long`` existed).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import budget
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--long", action="store_true", default=False,
+                     help="run the long versions of the statistical tests (more random programs and "
+                          "hypothesis examples; see tests/conftest.py)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "long: a statistical test whose size grows under --long")
+    budget.LONG = bool(config.getoption("--long"))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"jta: long runs {'on' if budget.LONG else 'off (--long to enable)'}"

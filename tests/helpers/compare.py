@@ -1,0 +1,28 @@
+"""Numerical comparison of (nested) results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+
+def assert_close(actual: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6, label: str = "") -> None:
+    """Element-wise comparison of (nested tuples of) arrays, shapes included. A tuple in
+    ``expected`` is structure (matched by a tuple or list); a list is array data. ``label``
+    names what is compared (e.g. the route) in failure messages."""
+    if isinstance(expected, tuple):
+        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected), (label, actual, expected)
+        for a, e in zip(actual, expected, strict=True):
+            assert_close(a, e, rtol, atol, label)
+        return
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, (label, actual.shape, expected.shape)
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=label)
+
+
+def max_abs_diff(a: Any, b: Any) -> float:
+    """The largest absolute difference between the leaves of two pytrees of the same structure."""
+    leaves = zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True)
+    return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)), initial=0.0)) for x, y in leaves)

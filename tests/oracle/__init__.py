@@ -1,0 +1,1 @@
+"""The oracle suite: jta against live TensorFlow (see ``conftest.py``)."""
