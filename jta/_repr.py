@@ -2,7 +2,14 @@
 
 Every view is built from what is *known*: static metadata always, leaf values only when they
 are concrete. Inside ``jit``/``lax.scan``/``vmap`` the leaves are tracers and are shown as
-``traced`` (never concretised), so printing an array while tracing is safe.
+``traced`` (never concretised), so printing an array while tracing is safe. Leaves that are not
+arrays at all (``jax.tree.map(lambda x: x.shape, ta)``, ``jax.eval_shape`` outputs, dtypes,
+a ``PartitionSpec`` per leaf...) are listed after ``leaves:`` in place of the slot strip::
+
+    TensorArray<xs>(float32, size=5, element_shape=[2]) [leaves: data=(5, 2), flags=(5,), ...]
+
+A view never raises: should formatting fail anyway, a one-line header from static metadata is
+shown instead (:func:`_never_raises`).
 
 The slot strip shows each slot's bookkeeping bits (see ``jta._checks``)::
 
@@ -16,7 +23,9 @@ renders as HTML with the slots as a coloured strip.
 
 from __future__ import annotations
 
+import functools
 import html
+from collections.abc import Callable
 from typing import Any, Optional
 
 import jax
@@ -25,13 +34,14 @@ from jax.core import Tracer
 
 from . import _checks as C
 from . import _shapes as S
-from ._array import ArrayData
+from ._array import ArrayData, ArrayMeta
 
 __all__ = ["array_repr", "array_html", "state_repr", "state_html",
            "registry_repr", "registry_html"]
 
 TRACED = "traced"
 DELETED = "deleted"
+UNKNOWN = "?"  # a leaf that is not an array (see :func:`leaves_note`)
 
 # code -> (meaning, background colour, text colour)
 CODES: dict[str, tuple[str, str, str]] = {
@@ -49,12 +59,23 @@ MAX_BATCH_ROWS = 3  # vmapped arrays: strips shown per batch member
 
 
 # -- leaves ---------------------------------------------------------------------------------
+_SHAPED = (jax.Array, Tracer, np.ndarray, np.generic, jax.ShapeDtypeStruct)  # leaves with a shape
+
+
+def _is_array(x: Any) -> bool:
+    """Whether ``x`` is a leaf the views can read: a JAX array (concrete, deleted or a tracer) or
+    a NumPy value."""
+    return isinstance(x, (jax.Array, Tracer, np.ndarray, np.generic))
+
+
 def _value(x: Any) -> Any:
-    """``x`` as a NumPy array if concrete; :data:`TRACED` for tracers and abstract values,
-    :data:`DELETED` for donated/deleted buffers, ``None`` for ``None``."""
+    """``x`` as a NumPy array if concrete; :data:`TRACED` for tracers, :data:`DELETED` for
+    donated/deleted buffers, :data:`UNKNOWN` for what is not an array, ``None`` for ``None``."""
     if x is None:
         return None
-    if isinstance(x, Tracer) or isinstance(x, jax.ShapeDtypeStruct):
+    if not _is_array(x):
+        return UNKNOWN
+    if isinstance(x, Tracer):
         return TRACED
     if isinstance(x, jax.Array):
         try:
@@ -66,6 +87,36 @@ def _value(x: Any) -> Any:
         return np.asarray(x)
     except Exception:  # e.g. not fully addressable across processes
         return TRACED
+
+
+def _short(x: Any) -> str:
+    """A few characters saying what a leaf is: ``float32[3,2]`` for arrays, tracers and
+    ``jax.ShapeDtypeStruct`` leaves, ``(3, 2)`` for shape tuples, the repr (cut short) of anything else."""
+    if isinstance(x, tuple):
+        text = "(" + ", ".join(map(_short, x)) + ("," if len(x) == 1 else "") + ")"
+    elif isinstance(x, np.dtype):
+        text = x.name
+    elif isinstance(x, _SHAPED):
+        text = f"{getattr(x.dtype, 'name', x.dtype)}[{','.join(map(str, x.shape))}]"
+    elif type(x).__repr__ is object.__repr__:
+        text = f"<{type(x).__name__}>"  # no memory addresses
+    else:
+        text = repr(x)
+    return text if len(text) <= 48 else text[:45] + "..."
+
+
+def leaves_note(ta: Any) -> Optional[str]:
+    """``None`` when ``ta`` holds its leaves as arrays (concrete, deleted or traced); otherwise
+    what the leaves are, e.g. ``data=(5, 2), flags=(5,), error=(4,), flow=()`` for
+    ``jax.tree.map(lambda x: x.shape, ta)``, ``data=float32[5,2], ...`` for ``jax.eval_shape``."""
+    leaves = [(key.name, leaf) for key, leaf in ta.tree_flatten_with_keys()[0]]
+    data = ta._data
+    parts = list(data) if not ta.is_dense and isinstance(data, tuple) else [data]
+    readable = (all(p is None or _is_array(p) for p in parts) and (not ta.is_dense or _is_array(data))
+                and all(leaf is None or _is_array(leaf) for _, leaf in leaves[1:]))
+    if readable:
+        return None
+    return ", ".join(f"{name}={_short(leaf)}" for name, leaf in leaves if leaf is not None) or "all None"
 
 
 def _is_deleted(ta: Any) -> bool:
@@ -150,13 +201,18 @@ def _strip_text(row: str) -> str:
     return "[" + " ".join(head) + " ... " + " ".join(tail) + f"] ({counts})"
 
 
-def _capacity_and_batch(ta: Any) -> tuple[int, tuple[int, ...]]:
-    """Slot count and leading batch dims (arrays returned by ``vmap`` carry batched leaves)."""
+def _capacity_and_batch(ta: Any) -> tuple[Optional[int], tuple[int, ...]]:
+    """Slot count and leading batch dims (arrays returned by ``vmap`` carry batched leaves), read
+    from the buffer's shape (also a ``ShapeDtypeStruct``'s); capacity ``None`` when not known."""
     m = ta._meta
     if not ta.is_dense:
         return len(m.slots or ()), ()
     data = ta._data
-    k = data.ndim - len(m.element_shape or ()) - 1
+    if not isinstance(data, _SHAPED):
+        return None, ()
+    k = len(data.shape) - len(m.element_shape or ()) - 1
+    if k < 0:
+        return None, ()
     return int(data.shape[k]), tuple(int(d) for d in data.shape[:k])
 
 
@@ -167,11 +223,10 @@ def plural(n: int, word: str) -> str:
 def _header(ta: Any) -> str:
     m = ta._meta
     size = _size_of(ta)
-    size_s = str(size) if isinstance(size, int) else (
-        TRACED if isinstance(size, str) else np.array2string(np.asarray(size), separator=","))
+    size_s = str(size) if isinstance(size, (int, str)) else np.array2string(np.asarray(size), separator=",")
     parts = [m.dtype.name, f"size={size_s}", f"element_shape={S.debug_str(m.element_shape)}"]
     capacity, batch = _capacity_and_batch(ta)
-    if capacity != size:
+    if capacity is not None and not (isinstance(size, int) and capacity == size):  # size may be batched
         parts.append(f"capacity={capacity}")
     if batch:
         parts.append(f"batch={batch}")
@@ -199,6 +254,9 @@ def _error_text(ta: Any) -> Optional[str]:
 
 def _strip_lines(ta: Any) -> tuple[str, list[str]]:
     """(text appended to the header line, extra lines for batched arrays)."""
+    note = leaves_note(ta)
+    if note is not None:
+        return f" [leaves: {note}]", []
     if _is_deleted(ta):
         return " [deleted: buffers were donated or freed]", []
     rows = slot_rows(ta)
@@ -218,17 +276,51 @@ def array_line(ta: Any, indent: str = "") -> list[str]:
     """The lines describing one array, without the legend."""
     strip, extra = _strip_lines(ta)
     lines = [indent + _header(ta) + strip] + [indent + e for e in extra]
-    if not _is_deleted(ta):
+    if _readable(ta):
         err = _error_text(ta)
         if err is not None and err != TRACED:
             lines.append(f"{indent}  error: {err}")
     return lines
 
 
+def _readable(ta: Any) -> bool:
+    """Whether the leaves are arrays that still exist (they may be traced)."""
+    return leaves_note(ta) is None and not _is_deleted(ta)
+
+
 def _wants_legend(ta: Any) -> bool:
-    return not _is_deleted(ta) and isinstance(slot_rows(ta), list)
+    return _readable(ta) and isinstance(slot_rows(ta), list)
 
 
+# -- the last resort ------------------------------------------------------------------------
+def _fallback_line(x: Any, exc: Exception) -> str:
+    """One line from static metadata, for when formatting ``x`` failed unexpectedly."""
+    meta = getattr(x, "_meta", None)
+    if isinstance(meta, ArrayMeta):
+        size = "" if meta.static_size is None else f"size={meta.static_size}, "
+        what = (f"TensorArray<{meta.name}>({getattr(meta.dtype, 'name', meta.dtype)}, {size}"
+                f"element_shape={S.debug_str(meta.element_shape)})")
+    else:
+        what = type(x).__name__
+    return f"{what} [not shown: {type(exc).__name__} while formatting]"
+
+
+def _never_raises(as_html: bool) -> Callable[[Callable[[Any], str]], Callable[[Any], str]]:
+    """A repr must never raise: the known odd inputs (non-array leaves, batches, tracers, donated
+    buffers) are handled explicitly above; anything else falls back to :func:`_fallback_line`."""
+    def decorate(view: Callable[[Any], str]) -> Callable[[Any], str]:
+        @functools.wraps(view)
+        def safe(x: Any) -> str:
+            try:
+                return view(x)
+            except Exception as exc:  # the last resort
+                line = _fallback_line(x, exc)
+                return wrap(f"<code>{html.escape(line)}</code>") if as_html else line
+        return safe
+    return decorate
+
+
+@_never_raises(as_html=False)
 def array_repr(ta: Any) -> str:
     """``repr(TensorArray)``: header, slot strip, recorded error, legend."""
     lines = array_line(ta)
@@ -252,6 +344,7 @@ def _registry_lines(grads: dict, forward_names: Any = ()) -> list[str]:
     return ([f"  sources: {summary}"] if sources else []) + lines
 
 
+@_never_raises(as_html=False)
 def registry_repr(grads: dict) -> str:
     """A gradient registry ``{(forward name, source): accumulator}``."""
     lines = [f"Registry({plural(len(grads), 'gradient accumulator')})"] + _registry_lines(grads)
@@ -260,6 +353,7 @@ def registry_repr(grads: dict) -> str:
     return "\n".join(lines)
 
 
+@_never_raises(as_html=False)
 def state_repr(state: Any) -> str:
     """``repr(raw_ops.State)``: its arrays, then its accumulators grouped by forward array."""
     lines = [f"State({plural(len(state.arrays), 'array')}, {plural(len(state.grads), 'gradient accumulator')}, "
@@ -310,6 +404,10 @@ def _legend_html() -> str:
 
 def _array_block_html(ta: Any) -> str:
     parts = [f"<div><code>{html.escape(_header(ta))}</code></div>"]
+    note = leaves_note(ta)
+    if note is not None:
+        parts.append(f"<div><i>leaves: {html.escape(note)}</i></div>")
+        return "".join(parts)
     if _is_deleted(ta):
         parts.append("<div><i>deleted: buffers were donated or freed</i></div>")
         return "".join(parts)
@@ -334,6 +432,7 @@ def wrap(body: str) -> str:
     return f'<div class="jta-repr" style="font-family:monospace;margin:2px 0">{body}</div>'
 
 
+@_never_raises(as_html=True)
 def array_html(ta: Any) -> str:
     """``TensorArray._repr_html_``: the header and the slots as a coloured strip."""
     legend = _legend_html() if _wants_legend(ta) else ""
@@ -350,11 +449,13 @@ def _grads_html(grads: dict) -> str:
             '<th style="text-align:left">accumulator</th></tr>' + "".join(rows) + "</table>")
 
 
+@_never_raises(as_html=True)
 def registry_html(grads: dict) -> str:
     legend = _legend_html() if any(_wants_legend(g) for g in grads.values()) else ""
     return wrap(f"<div><b>Registry</b> ({plural(len(grads), 'gradient accumulator')})</div>" + _grads_html(grads) + legend)
 
 
+@_never_raises(as_html=True)
 def state_html(state: Any) -> str:
     rows = []
     for handle, ta in state.arrays.items():

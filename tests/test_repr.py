@@ -206,3 +206,143 @@ def test_describe_registry_pytree_and_state():
     assert str(jta.describe(s)) == repr(s)
     with pytest.raises(AttributeError):
         jta.describe(ta).missing  # noqa: B018
+
+
+# -- a repr never raises --------------------------------------------------------------------------
+
+def _views(x) -> list[str]:
+    """Every view of ``x``: repr, str, ``_repr_html_``, and ``jta.describe``'s text and HTML."""
+    d = jta.describe(x)
+    return [repr(x), str(x), x._repr_html_(), str(d), d._repr_html_()]
+
+
+def _donated():
+    ta = _ta().write(0, jnp.ones(2))
+    jax.jit(lambda t: t, donate_argnums=0)(ta)
+    return ta
+
+
+def _traced_views():
+    seen = []
+
+    @jax.jit
+    def f(ta):
+        seen.append(_views(ta.write(0, jnp.ones(2))))
+        return ta
+
+    f(_ta())
+    return seen[0]
+
+
+def _dynamic(**kw):
+    return jta.TensorArray(jnp.float32, size=0, dynamic_size=True, capacity=3, element_shape=(),
+                           tensor_array_name="xs", **kw)
+
+
+def _vmapped_dynamic():
+    return jax.vmap(lambda x: _dynamic().write(0, x))(jnp.arange(4.0))
+
+
+def _ragged():
+    return jta.TensorArray(jnp.float32, size=3, infer_shape=False, tensor_array_name="xs") \
+        .write(0, jnp.ones(2)).write(1, jnp.ones(3))
+
+
+def _accumulator():
+    return _ta().write(0, jnp.ones(2)).grad("gradients", {})[1]
+
+
+def _state():
+    s, h, f = ops.TensorArrayV3(ops.new_state(), 3, jnp.float32, element_shape=(2,), tensor_array_name="xs")
+    s, _ = ops.TensorArrayWriteV3(s, h, 0, jnp.ones(2), f)
+    return ops.TensorArrayGradV3(s, h, f, "gradients")[0]
+
+
+def _shapes(x):
+    return jax.tree.map(lambda leaf: leaf.shape, x)
+
+
+ODD = {
+    "shape tuples": lambda: _shapes(_ta().write(0, jnp.ones(2))),
+    "dtypes": lambda: jax.tree.map(lambda leaf: leaf.dtype, _ta()),
+    "PartitionSpecs": lambda: jax.tree.map(lambda leaf: jax.sharding.PartitionSpec(), _ta()),
+    "objects": lambda: jax.tree.map(lambda leaf: object(), _ta()),
+    "Nones": lambda: jax.tree.map(lambda leaf: None, _ta()),
+    "Python ints": lambda: jax.tree.map(lambda leaf: 0, _ta()),
+    "traced": _traced_views,
+    "donated": _donated,
+    "vmap": lambda: jax.vmap(lambda i: _ta(size=3).write(i, jnp.ones(2)))(jnp.arange(3)),
+    "vmap dynamic": _vmapped_dynamic,
+    "shapes of vmap dynamic": lambda: _shapes(_vmapped_dynamic()),
+    "eval_shape": lambda: jax.eval_shape(lambda: _ta().write(0, jnp.ones(2))),
+    "eval_shape dynamic": lambda: jax.eval_shape(lambda: _dynamic().write(0, 1.0)),
+    "eval_shape of vmap": lambda: jax.eval_shape(_vmapped_dynamic),
+    "accumulator": _accumulator,
+    "shapes of accumulator": lambda: _shapes(_accumulator()),
+    "closed": lambda: _ta().close(),
+    "ragged": _ragged,
+    "shapes of ragged": lambda: _shapes(_ragged()),
+    "checks=False": lambda: _ta(checks=False),
+    "shapes of checks=False": lambda: _shapes(_ta(checks=False)),
+    "dynamic checks=False": lambda: _dynamic(checks=False).write(0, 1.0),
+    "state": _state,
+    "shapes of state": lambda: _shapes(_state()),
+    "objects of state": lambda: jax.tree.map(lambda leaf: object(), _state()),
+    "eval_shape of state": lambda: jax.eval_shape(_state),
+}
+
+
+@pytest.mark.parametrize("case", ODD, ids=list(ODD))
+def test_views_never_raise(case):
+    built = ODD[case]()
+    views = built if isinstance(built, list) else _views(built)
+    assert len(views) == 5
+    for view in views:
+        assert isinstance(view, str) and "xs" in view, view
+    if case == "traced":
+        assert all("traced" in view for view in views)
+    if case == "donated":
+        assert "deleted" in views[0]
+
+
+def test_views_of_shape_trees_show_the_shapes():
+    text = repr(_shapes(_ta().write(0, jnp.ones(2))))
+    assert text == "TensorArray<xs>(float32, size=5, element_shape=[2]) [leaves: data=(5, 2), flags=(5,), " \
+                   "error=(4,), flow=()]"  # one line: no strip, no legend, no error
+    assert "<i>leaves: data=(5, 2), flags=(5,)" in _shapes(_ta())._repr_html_()
+    assert repr(jax.tree.map(lambda leaf: leaf.dtype, _ta())).endswith(
+        "[leaves: data=float32, flags=int32, error=int32, flow=float32]")
+    assert repr(jax.tree.map(lambda leaf: object(), _ta())).endswith("[leaves: data=<object>, flags=<object>, "
+                                                                      "error=<object>, flow=<object>]")
+    assert repr(jax.tree.map(lambda leaf: None, _ta())).endswith("[leaves: all None]")
+    assert repr(_shapes(_ragged())).endswith("ragged) [leaves: data=((2,), (3,), None), error=(4,), flow=()]")
+    state = repr(_shapes(_state()))
+    assert "TensorArray<xs_0>(float32, size=3, element_shape=[2]) [leaves: data=(3, 2)" in state
+    assert "TensorArray<xs_0@gradients>(float32, size=3, element_shape=[2], grad) [leaves: data=(3, 2)" in state
+
+
+def test_views_of_abstract_and_batched_arrays_show_the_batch():
+    text = repr(_vmapped_dynamic())
+    assert _first_line(text) == ("TensorArray<xs>(float32, size=[1,1,1,1], element_shape=[], capacity=3, "
+                                 "batch=(4,), dynamic) (batch of 4)")
+    assert "batch[0] [W - -]" in text and "(1 more batch members)" in text
+    assert "batch=(4,)" in _vmapped_dynamic()._repr_html_()
+    abstract = repr(jax.eval_shape(_vmapped_dynamic))
+    assert abstract.startswith("TensorArray<xs>(float32, size=?, element_shape=[], capacity=3, batch=(4,), dynamic)")
+    assert "[leaves: data=float32[4,3], flags=int32[4,3], traced_size=int32[4]," in abstract
+    assert repr(jax.eval_shape(lambda: _ta())).endswith("[leaves: data=float32[5,2], flags=int32[5], "
+                                                        "error=int32[4], flow=float32[]]")
+
+
+def test_unexpected_failures_fall_back_to_one_line():
+    """A record no kernel writes (error code 99) makes formatting fail: the view says so."""
+    def corrupt(path, leaf):
+        return jnp.array([99, 0, 0, 0], jnp.int32) if jax.tree_util.keystr(path) == ".error" else leaf
+
+    ta = jax.tree_util.tree_map_with_path(corrupt, _ta())
+    line = "TensorArray<xs>(float32, size=5, element_shape=[2]) [not shown: KeyError while formatting]"
+    assert repr(ta) == str(jta.describe(ta)) == line
+    assert "TensorArray&lt;xs&gt;(float32, size=5, element_shape=[2]) [not shown: KeyError" in ta._repr_html_()
+    state = ops.State({"xs_0": ta})
+    assert repr(state) == "State [not shown: KeyError while formatting]"
+    assert "State [not shown" in state._repr_html_()
