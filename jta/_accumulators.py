@@ -15,10 +15,12 @@ from typing import Any, Optional
 
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from . import _checks as C
 from . import _storage as St
 from ._catalogue import Error
+from ._inputs import indices
 
 Key = tuple[str, str]
 
@@ -42,6 +44,7 @@ def get_or_create(registry: dict[Key, Any], forward: Any, source: str, shape_to_
 
     ``shape_to_prepend`` is ignored when the accumulator already exists, as in TensorFlow.
     """
+    shape_to_prepend = indices(shape_to_prepend, "TensorArrayGradWithShape", "shape_to_prepend")
     if forward.is_accumulator:
         Error.WRONG_CONTAINER.raise_(handle=forward.name)
     forward.check_open()
@@ -50,9 +53,18 @@ def get_or_create(registry: dict[Key, Any], forward: Any, source: str, shape_to_
     key = (forward.name, str(source))
     if key in registry:
         return forward, registry, registry[key]
-    prepend = tuple(int(d) for d in np.asarray(shape_to_prepend).reshape(-1))
-    g = _new(forward, str(source), prepend)
+    g = _new(forward, str(source), _static_prepend(shape_to_prepend))
     return forward, {**registry, key: g}, g
+
+
+def _static_prepend(shape_to_prepend: Any) -> tuple[int, ...]:
+    if isinstance(shape_to_prepend, Tracer):
+        Error.STATIC_PREPEND_REQUIRED.raise_()
+    dims = tuple(int(d) for d in np.asarray(shape_to_prepend).reshape(-1))
+    for d in dims:
+        if d < 0:
+            Error.NEGATIVE_DIMENSION.raise_(dim=d)
+    return dims
 
 
 def _new(forward: Any, source: str, prepend: tuple[int, ...]) -> Any:

@@ -36,6 +36,8 @@ def take_rows(data: jax.Array, idx: Any) -> jax.Array:
     rows = static_range(idx)
     if rows is not None and 0 <= rows[0] and rows[1] <= data.shape[0]:
         return lax.slice_in_dim(data, rows[0], rows[1])
+    if not isinstance(idx, np.ndarray):  # clamped, not wrapped, as read_row does
+        idx = jnp.clip(idx, 0, data.shape[0] - 1)
     return data.at[idx].get(mode="clip")
 
 
@@ -47,10 +49,17 @@ def add_rows(data: jax.Array, idx: Any, value: jax.Array) -> jax.Array:
     return add_at(data, idx, value, mode="drop")
 
 
+def _slice(data: jax.Array, i: Index) -> jax.Array:
+    """Row ``i``, clamped into the buffer as XLA clamps (no wrap-around of negative indices, as
+    ``data[i]`` would do): an out-of-range index is an error recorded elsewhere, or, with checks
+    off, reads the nearest row, in the value and in its tangent alike."""
+    return lax.dynamic_index_in_dim(data, i, 0, keepdims=False, allow_negative_indices=False)
+
+
 @jax.custom_jvp
 def read_row(data: jax.Array, i: jax.Array) -> jax.Array:
     """``data[i]`` at a traced index (a dynamic slice)."""
-    return lax.dynamic_index_in_dim(data, i, 0, keepdims=False)
+    return _slice(data, i)
 
 
 @read_row.defjvp
@@ -66,19 +75,18 @@ def _read_row_jvp(primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
     data, i = primals
 
     def opaque(data: jax.Array, i: jax.Array) -> jax.Array:
-        return lax.cond(i >= 0, lambda: lax.dynamic_index_in_dim(data, i, 0, keepdims=False),
-                        lambda: lax.dynamic_index_in_dim(data, 0, 0, keepdims=False))
+        return lax.cond(i >= 0, lambda: _slice(data, i), lambda: _slice(data, 0))
 
     value = lax.platform_dependent(data, i, cpu=opaque, default=read_row.fun)
-    return value, lax.dynamic_index_in_dim(tangents[0], i, 0, keepdims=False)
+    return value, _slice(tangents[0], i)
 
 
 def _row(data: jax.Array, i: Index) -> jax.Array:
-    return lax.dynamic_index_in_dim(data, i, 0, keepdims=False)
+    return _slice(data, i)
 
 
 def _set_row(data: jax.Array, i: Index, row: jax.Array) -> jax.Array:
-    return lax.dynamic_update_index_in_dim(data, row, i, 0)
+    return lax.dynamic_update_index_in_dim(data, row, i, 0, allow_negative_indices=False)
 
 
 def _add_row(data: jax.Array, i: Index, value: jax.Array) -> jax.Array:

@@ -112,6 +112,29 @@ class Error(enum.Enum):
                            "here).")  # jta
     DYNAMIC_NEEDS_CAPACITY = (128, _Unimplemented, "TensorArray {name}: a dynamic_size array {what} needs a "
                               "static capacity; " + _CAPACITY_HINT)  # jta
+    NEGATIVE_DIMENSION = (129, _Invalid, "Dimension {dim} must be >= 0")
+    SIZE_TOO_LARGE = (130, _Invalid, "TensorArray {name}: {what} {size} does not fit TensorFlow's int32 "
+                      "indices (at most 2147483647 slots).")  # jta: TF would try to allocate
+    # TypeError / ValueError: TensorFlow's Python layer (op-wrapper conversion of arguments).
+    NONE_ARGUMENT = (301, ValueError, "Tried to convert '{param}' to a tensor and failed. Error: None values "
+                     "not supported.")
+    PYTHON_NOT_INT32 = (302, TypeError, "Expected int32 passed to parameter '{param}' of op '{op}', got "
+                        "{value!r} of type '{type}' instead. Error: Expected int32, but got {element} of type "
+                        "'{element_type}'.")
+    TENSOR_NOT_INT32 = (303, TypeError, "Input '{param}' of '{op}' Op has type {dtype} that does not match "
+                        "expected type of int32.")
+    NOT_A_DTYPE = (304, TypeError, "Cannot convert the argument `type_value`: {dtype!r} to a TensorFlow DType.")
+    WIDE_DTYPE_WITHOUT_X64 = (305, ValueError, "jta stores {dtype} only with 64-bit types enabled in JAX: call "
+                              "jax.config.update('jax_enable_x64', True) first (or use {narrow}).")  # jta
+    NONE_VALUE = (306, ValueError, "None values not supported.")
+    NOT_CONVERTIBLE = (307, TypeError, "Failed to convert elements of {value} to Tensor. Consider casting "
+                       "elements to a supported type. See https://www.tensorflow.org/api_docs/python/tf/dtypes "
+                       "for supported TF dtypes.")
+    STATIC_PREPEND_REQUIRED = (308, ValueError, "shape_to_prepend must be static (Python ints or a concrete "
+                               "array): it is part of the accumulator's element shape.")  # jta
+    BATCHED_OUTSIDE_VMAP = (309, ValueError, "TensorArray {name} holds a batch of arrays (batch shape "
+                            "{batch}) made by jax.vmap; call its methods inside jax.vmap (for example "
+                            "jax.vmap(lambda ta: ta.stack())(ta)).")  # jta
     # ValueError: TensorFlow's Python layer, or jta's trace-time limits.
     INCONSISTENT_SHAPES = (201, ValueError, "Inconsistent shapes: saw {shape} but expected {element_shape} ")
     SIZE_REQUIRED = (202, ValueError, "Argument `size` must be provided if handle is not provided.")

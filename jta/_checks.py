@@ -141,12 +141,11 @@ def read_bits(old: jax.Array, clears: bool) -> jax.Array:
     return new
 
 
-def slot_errors(old: jax.Array, ok: Any, write: bool, aggregate: bool, clears: bool) -> tuple[Any, Any]:
-    """Per slot with bits ``old``, the error a write (or a read) makes now: ``(bad, error)``
-    pairs in TensorFlow's check order, for :func:`record` (so that the first error recorded is
-    TensorFlow's first error, whatever the sticky bits say later)."""
-    read_before = ((old & READ) != 0) & ok
-    if write:
-        twice = ((old & WRITTEN) != 0) & ~read_before & ok if not aggregate else False
-        return (read_before, Error.WRITE_AFTER_READ), (twice, Error.WRITTEN_TWICE)
-    return ((read_before if clears else False), Error.READ_CLEARED), (False, Error.READ_CLEARED)
+def record_slot_error(error: jax.Array, bits: jax.Array, index: Any) -> jax.Array:
+    """Record the error that slot ``index``'s sticky ``bits`` say an op just made there. The bits
+    are read back after the op updated them (a reader of the new flags, which XLA orders after
+    the in-place update; reading the old bits twice costs a copy of all the flags per loop step).
+    A bit that an earlier op set has its error recorded already, so first-error-wins is kept."""
+    for bit, err in SLOT_ERRORS:
+        error = record(error, (bits & bit) != 0, err, index)
+    return error

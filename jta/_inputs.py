@@ -20,6 +20,69 @@ def canonical_dtype(dtype: Any) -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(dtype))
 
 
+_NARROW = {"int64": "int32", "uint64": "uint32", "float64": "float32", "complex128": "complex64"}
+
+
+def element_dtype(dtype: Any) -> np.dtype:
+    """The dtype of a new array: a real dtype, stored as asked (64-bit types need x64)."""
+    if dtype is None:
+        Error.NOT_A_DTYPE.raise_(dtype=dtype)
+    try:
+        wanted = np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
+    except TypeError:
+        Error.NOT_A_DTYPE.raise_(dtype=dtype)
+    if wanted.kind not in "biufc" and wanted.name != "bfloat16":
+        Error.NOT_A_DTYPE.raise_(dtype=dtype)
+    stored = canonical_dtype(wanted)
+    if stored != wanted:  # e.g. int64 without x64: values would silently wrap
+        Error.WIDE_DTYPE_WITHOUT_X64.raise_(dtype=wanted.name, narrow=_NARROW.get(wanted.name, stored.name))
+    return stored
+
+
+def _python_name(x: Any) -> str:
+    return type(x).__name__
+
+
+def indices(x: Any, op: str, param: str) -> Any:
+    """An index argument as TensorFlow's op wrappers accept it: a Python int or bool (and lists of
+    them), a NumPy or JAX integer value, or an integral NumPy float. Anything else raises TF's
+    ``TypeError``/``ValueError``. Integer JAX values keep their dtype (int64 under x64) so that
+    range checks come before any narrowing."""
+    if x is None:
+        Error.NONE_ARGUMENT.raise_(param=param)
+    if isinstance(x, (list, tuple)) and any(isinstance(v, (jax.Array, Tracer)) for v in x):
+        x = jnp.stack([jnp.asarray(v) for v in x])
+    if isinstance(x, (jax.Array, Tracer)):
+        if not jnp.issubdtype(x.dtype, jnp.integer):
+            Error.TENSOR_NOT_INT32.raise_(param=param, op=op, dtype=np.dtype(x.dtype).name)
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        if x.dtype.kind == "b":
+            return x.astype(np.int32)
+        if x.dtype.kind in "iu":
+            return x
+        if x.dtype.kind == "f" and np.all(np.isfinite(x)) and np.all(x == np.round(x)):
+            return x.astype(np.int64)
+        Error.TENSOR_NOT_INT32.raise_(param=param, op=op, dtype=x.dtype.name)
+    flat = list(np.ravel(np.asarray(x, dtype=object))) if isinstance(x, (list, tuple)) else [x]
+    for element in flat:
+        if element is None:
+            Error.NONE_ARGUMENT.raise_(param=param)
+        if not isinstance(element, (int, np.integer, np.bool_)):
+            Error.PYTHON_NOT_INT32.raise_(param=param, op=op, value=x, type=_python_name(x), element=element,
+                                          element_type=_python_name(element))
+    try:
+        arr = np.asarray(x)
+    except (OverflowError, ValueError):
+        arr = np.asarray(x, dtype=object)
+    if arr.dtype == object:  # beyond int64
+        Error.PYTHON_NOT_INT32.raise_(param=param, op=op, value=x, type=_python_name(x), element=flat[0],
+                                      element_type=_python_name(flat[0]))
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.int32)
+    return int(arr) if arr.ndim == 0 and not isinstance(x, np.ndarray) else arr
+
+
 def length_dtype() -> Any:
     """TensorFlow's int64 for lengths; int32 unless x64 is enabled."""
     return jax.dtypes.canonicalize_dtype(np.int64)
@@ -58,19 +121,33 @@ def convert(value: Any, dtype: np.dtype, preferred: bool) -> jax.Array:
     ``preferred`` is the Python API's ``preferred_dtype=dtype``; the raw ops infer the dtype
     from the value as TensorFlow's op wrappers do (``3`` is int32, ``3.0`` float32).
     """
-    if isinstance(value, jax.Array):  # a tensor: its dtype is what it is
+    kind_order = "bifc"
+    target = "f" if dtype == jnp.bfloat16 else "i" if dtype.kind == "u" else dtype.kind
+    if value is None:
+        Error.NONE_VALUE.raise_()
+    if isinstance(value, jax.Array):  # a tensor: its dtype is what it is ...
         arr = value
+        weak = getattr(getattr(value, "aval", value), "weak_type", False)  # ... unless a traced Python scalar
+        if preferred and weak and arr.dtype.kind in kind_order and target in kind_order and (
+                kind_order.index(arr.dtype.kind) <= kind_order.index(target)):
+            return arr.astype(dtype)
     else:
         python = not isinstance(value, (np.ndarray, np.generic))
-        arr = np.asarray(value)
-        if arr.dtype.kind in "USO":
+        if python and isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63 \
+                and target in "fc":
+            value = float(value)  # beyond int64: TF converts it to the float array's dtype
+        try:
+            arr = np.asarray(value)
+        except (OverflowError, ValueError, TypeError):
+            Error.NOT_CONVERTIBLE.raise_(value=value)
+        if arr.dtype.kind == "O":
+            Error.NOT_CONVERTIBLE.raise_(value=value)
+        if arr.dtype.kind in "US":
             check_dtype(dtype, np.dtype(np.str_))
         # TF's conversion of Python values (convert_to_tensor with preferred_dtype): bool < int <
         # float < complex, unsigned ints count as ints and bfloat16 as a float; integers wrap
         # (300 -> uint8 44), as in TF. A NumPy value is cast to the array's dtype whatever it is
         # (TF's constant conversion is NumPy's astype); the raw ops keep a NumPy value's dtype.
-        kind_order = "bifc"
-        target = "f" if dtype == jnp.bfloat16 else "i" if dtype.kind == "u" else dtype.kind
         if preferred and not python:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", np.exceptions.ComplexWarning)  # complex -> real drops .imag

@@ -23,9 +23,27 @@ from . import _storage as St
 from ._array import known_size, logical_size, require_static_size
 from ._catalogue import Error
 from ._inputs import check_dtype, check_scalar_index, length_dtype, static_int, static_ints
+from ._inputs import indices as index_operand
 
 Index = Union[int, jax.Array]
 _TRACED = "<traced>"
+
+
+def check_unbatched(ta: Any) -> None:
+    """Refuse an array that ``jax.vmap`` returned (its leaves carry batch axes) outside ``vmap``."""
+    batch = batch_shape(ta)
+    if batch:
+        Error.BATCHED_OUTSIDE_VMAP.raise_(name=ta.name, batch=batch)
+
+
+def batch_shape(ta: Any) -> tuple[int, ...]:
+    """The leading batch axes of an array returned by ``jax.vmap`` (``()`` for one array)."""
+    record = ta._error if ta._error is not None else ta._flags  # int32[4] / int32[capacity] per array
+    if record is not None and hasattr(record, "shape"):
+        return tuple(record.shape[:-1])
+    if ta.is_dense and hasattr(ta._data, "ndim") and ta.element_shape is not None:
+        return tuple(ta._data.shape[: ta._data.ndim - 1 - len(ta.element_shape)])
+    return ()
 
 
 def check_value_shape(ta: Any, index: Any, shape: tuple[int, ...]) -> None:
@@ -46,6 +64,8 @@ def _write_out_of_range(ta: Any, index: int) -> NoReturn:
 
 def write(ta: Any, index: Index, value: jax.Array) -> Any:
     """``TensorArrayWriteOp``: index shape, dtype, then ``WriteOrAggregate`` (closed, range, shape)."""
+    check_unbatched(ta)
+    index = index_operand(index, "TensorArrayWriteV3", "index")
     check_scalar_index(index)
     check_dtype(ta.dtype, value.dtype)
     ta.check_open()
@@ -67,6 +87,8 @@ def write(ta: Any, index: Index, value: jax.Array) -> Any:
 
 def read(ta: Any, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
     """``TensorArrayReadOp``: index shape, then ``Read`` (closed, range, cleared, unknown shape)."""
+    check_unbatched(ta)
+    index = index_operand(index, "TensorArrayReadV3", "index")
     check_scalar_index(index)
     ta.check_open()
     m = ta._meta
@@ -88,6 +110,8 @@ def read(ta: Any, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
 
 def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any = None) -> tuple[Any, jax.Array]:
     """``TensorArrayPackOrGatherOp``: merge the ``element_shape`` attribute, then ``ReadMany``."""
+    check_unbatched(ta)
+    indices = index_operand(indices, "TensorArrayGatherV3", "indices")
     m = ta._meta
     attr = S.as_shape(element_shape)
     merge_error = S.merge_error(m.element_shape, attr)
@@ -157,11 +181,17 @@ def _grow_within_capacity(ta: Any, n: int) -> Any:
 def _grow(ta: Any, n: int) -> Any:
     """A ``dynamic_size`` array grown to ``n`` slots by a write; an array created with a
     ``capacity`` keeps to it eagerly too, so that eager and compiled code agree."""
-    return St.grow(ta, n) if ta._meta.capacity is None else _grow_within_capacity(ta, n)
+    if ta._meta.capacity is not None:
+        return _grow_within_capacity(ta, n)
+    if n >= 2**31:
+        Error.SIZE_TOO_LARGE.raise_(name=ta.name, what="growing to size", size=n)
+    return St.grow(ta, n)
 
 
 def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
     """``TensorArrayUnpackOrScatterOp``: dtype, rank, closed, indices, then ``WriteOrAggregateMany``."""
+    check_unbatched(ta)
+    indices = index_operand(indices, "TensorArrayScatterV3", "indices")
     m = ta._meta
     check_dtype(ta.dtype, value.dtype)
     if value.ndim == 0:
@@ -224,6 +254,7 @@ def concat_size(ta: Any) -> Any:
 
 def concat(ta: Any, mark: bool = True, element_shape_except0: Any = None) -> tuple[Any, jax.Array, np.ndarray]:
     """``TensorArrayConcatOp``: returns ``(array, value, lengths)``."""
+    check_unbatched(ta)
     ta.check_open()
     m = ta._meta
     attr = S.as_shape(element_shape_except0)
@@ -270,6 +301,7 @@ def _check_concat_attr(attr: S.Shape, rest: tuple[int, ...]) -> None:
 
 def split(ta: Any, value: jax.Array, lengths: Any) -> Any:
     """``TensorArraySplitOp``: lengths and value shapes, closed, size, dtype, then the writes."""
+    check_unbatched(ta)
     m = ta._meta
     if np.ndim(lengths) != 1:
         Error.LENGTHS_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(lengths)))
@@ -336,6 +368,7 @@ def split(ta: Any, value: jax.Array, lengths: Any) -> Any:
 
 def size(ta: Any) -> jax.Array:
     """``TensorArraySizeOp``."""
+    check_unbatched(ta)
     ta.check_open()
     return jnp.asarray(logical_size(ta), jnp.int32)
 

@@ -37,7 +37,8 @@ def grow(ta: Any, n: int) -> Any:
         return ta.replace(**changes)
     data, flags = ta._data, ta._flags
     if n > data.shape[0]:
-        pad = n - data.shape[0]
+        # Geometric growth: n writes in a Python loop reallocate (and recompile) log(n) times, not n.
+        pad = max(n, 2 * data.shape[0]) - data.shape[0] if m.static_size is not None else n - data.shape[0]
         data = jnp.concatenate([data, jnp.zeros((pad, *data.shape[1:]), data.dtype)])
         if flags is not None:
             flags = jnp.concatenate([flags, jnp.zeros((pad,), jnp.int32)])
@@ -120,10 +121,9 @@ def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
         j = i
     if flags is not None:
         old = flags.at[j].get(mode="fill", fill_value=0)
-        if error is not None:
-            for bad, err in C.slot_errors(old, ok, write=True, aggregate=m.is_grad, clears=False):
-                error = C.record(error, bad, err, i)
         flags = flags.at[j].set(C.write_bits(old, m.is_grad), mode="drop")
+        if error is not None:  # TF's first error is this write's: record it now, from the new bits
+            error = C.record_slot_error(error, flags.at[j].get(mode="fill", fill_value=0), i)
     data = B.write_row(data, i, value, m.is_grad)
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
 
@@ -175,12 +175,10 @@ def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
     value = lax.index_in_dim(data, i, 0, keepdims=False) if isinstance(i, int) else B.read_row(data, i)
     if flags is not None and mark:
         j = i if ok is True else jnp.where(ok, i, cap)
+        # A read after clear sets a sticky bit only: recording it in the record as well costs a
+        # second reader of the flags, and XLA then copies them in every step of a backward loop.
         old = flags.at[j].get(mode="fill", fill_value=0)
-        clears = m.clear_after_read or m.is_grad
-        if error is not None:
-            for bad, err in C.slot_errors(old, ok, write=False, aggregate=m.is_grad, clears=clears):
-                error = C.record(error, bad, err, i)
-        flags = flags.at[j].set(C.read_bits(old, clears), mode="drop")
+        flags = flags.at[j].set(C.read_bits(old, m.clear_after_read or m.is_grad), mode="drop")
     ta = ta.replace(flags=flags, error=error, traced_size=size)
     return raise_if_concrete(ta) if mark else ta, value
 
@@ -289,7 +287,9 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
                 codes = jnp.where((codes == 0) & twice, Error.WRITTEN_TWICE.code, codes)
             error = C.record_first(error, codes, given, cur)
         flags = flags.at[j].set(new, mode="drop")
-    data = B.add_rows(data, idx if static else jnp.where(ok, idx, cap), value)
+    if not static:  # out of range: dropped when recorded, clamped (as write does) when checks are off
+        idx = jnp.where(ok, idx, cap) if m.checks else jnp.clip(idx, 0, cap - 1)
+    data = B.add_rows(data, idx, value)
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
 
 

@@ -36,7 +36,7 @@ from . import _repr
 from . import _shapes as S
 from ._array import ArrayMeta, empty
 from ._catalogue import Error
-from ._inputs import canonical_dtype, check_scalar_index, convert
+from ._inputs import canonical_dtype, check_scalar_index, convert, element_dtype
 from .tensor_array import TensorArray, checked_size
 from .throwing import throw
 
@@ -122,7 +122,7 @@ def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None
     n = checked_size(size, "jta.raw_ops.TensorArrayV3")
     # TF names an unnamed array after its node, whose default name is the op type.
     name = f"{tensor_array_name or 'TensorArrayV3'}_{state.counter}"
-    meta = ArrayMeta(dtype=canonical_dtype(dtype), element_shape=S.as_shape(element_shape),
+    meta = ArrayMeta(dtype=element_dtype(dtype), element_shape=S.as_shape(element_shape),
                      dynamic_size=bool(dynamic_size), clear_after_read=bool(clear_after_read),
                      infer_shape=bool(identical_element_shapes), name=name,
                      static_size=None if (dynamic_size and capacity is not None) else n,

@@ -20,7 +20,7 @@ from . import _shapes as S
 from . import _storage as St
 from ._array import ArrayData, ArrayMeta, become, empty, require_static_size
 from ._catalogue import Error
-from ._inputs import canonical_dtype, convert, static_int, static_ints
+from ._inputs import convert, element_dtype, indices, static_int, static_ints
 
 __all__ = ["TensorArray"]
 
@@ -70,7 +70,7 @@ class TensorArray(ArrayData):
         if size is None:
             Error.SIZE_REQUIRED.raise_()
         n = checked_size(size, "jta.TensorArray")
-        meta = ArrayMeta(dtype=canonical_dtype(dtype), element_shape=S.as_shape(element_shape),
+        meta = ArrayMeta(dtype=element_dtype(dtype), element_shape=S.as_shape(element_shape),
                          dynamic_size=bool(dynamic_size), clear_after_read=clear_after_read in (None, True),
                          infer_shape=bool(infer_shape), name=tensor_array_name or "TensorArray",
                          static_size=None if (dynamic_size and capacity is not None) else n,
@@ -135,6 +135,7 @@ class TensorArray(ArrayData):
     def read(self, index: Index, name: Optional[str] = None) -> jax.Array:
         """The element at ``index`` (``TensorArrayReadV3``); unwritten slots read as zeros."""
         del name
+        index = indices(index, "TensorArrayReadV3", "index")
         ta, value = K.read(self, index, mark=False)
         Ch.check_read(ta, index)
         return value
@@ -200,15 +201,17 @@ class TensorArray(ArrayData):
         shape (with ``infer_shape``), even when zero elements are written."""
         return St.pin_shape(ta, tuple(shape))
 
-    def _gather(self, indices: ArrayLike) -> jax.Array:
+    def _gather(self, indices_: ArrayLike) -> jax.Array:
         # TF's Python gather/stack pass the inferred element shape as the op's attribute.
-        ta, value = K.pack_or_gather(self, indices, mark=False, element_shape=self.element_shape)
-        Ch.check_gather(ta, indices)
+        indices_ = indices(indices_, "TensorArrayGatherV3", "indices")
+        ta, value = K.pack_or_gather(self, indices_, mark=False, element_shape=self.element_shape)
+        Ch.check_gather(ta, indices_)
         return value
 
 
 def checked_size(size: Any, what: str) -> int:
     """The static size of a new array: ``TensorArrayOp``'s checks, then jta's static-size rule."""
+    size = indices(size, "TensorArrayV3", "size")
     if np.ndim(size) != 0:
         Error.SIZE_NOT_SCALAR.raise_(shape=S.debug_str(np.shape(size)))
     n = static_int(size)
@@ -216,4 +219,6 @@ def checked_size(size: Any, what: str) -> int:
         Error.STATIC_SIZE_REQUIRED.raise_(what=what)
     if n < 0:
         Error.NEGATIVE_SIZE.raise_()
+    if n >= 2**31:
+        Error.SIZE_TOO_LARGE.raise_(name="TensorArray", what="size", size=n)
     return n

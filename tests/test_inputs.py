@@ -1,0 +1,217 @@
+"""Every input either right or a clear error (issue 12): one regression test per defect, eagerly
+and under ``jax.jit`` where it applies."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jta
+from jta import gradients as G
+from jta import raw_ops as ops
+
+MODES = ["eager", "jit"]
+
+
+def run(mode, fn, *args):
+    return jax.jit(fn)(*args) if mode == "jit" else fn(*args)
+
+
+def small(**kw):
+    return jta.TensorArray(jnp.float32, size=3, element_shape=(), **kw)
+
+
+# -- 1. arrays returned by jax.vmap, used outside it ------------------------------------------
+
+@pytest.fixture
+def batched():
+    return jax.vmap(lambda x: small().write(0, x))(jnp.arange(4.0))
+
+
+@pytest.mark.parametrize("method", ["stack", "gather", "read", "write", "size", "concat", "scatter", "unstack"])
+def test_vmapped_array_outside_vmap_raises_one_clear_error(batched, method):
+    call = {"stack": lambda t: t.stack(), "gather": lambda t: t.gather([1, 0]), "read": lambda t: t.read(0),
+            "write": lambda t: t.write(1, 1.0), "size": lambda t: t.size(), "concat": lambda t: t.concat(),
+            "scatter": lambda t: t.scatter([1], jnp.ones(1)), "unstack": lambda t: t.unstack(jnp.ones(3))}[method]
+    for fn in (call, jax.jit(call)):
+        with pytest.raises(ValueError, match=r"holds a batch of arrays \(batch shape \(4,\)\).*inside jax.vmap"):
+            fn(batched)
+
+
+def test_vmapped_array_inside_vmap_works(batched):
+    np.testing.assert_array_equal(jax.vmap(lambda t: t.gather([1, 0]))(batched), [[0, 0], [0, 1], [0, 2], [0, 3]])
+
+
+# -- 2. non-integer indices -------------------------------------------------------------------
+
+@pytest.mark.parametrize("index, cls, text", [
+    (0.5, TypeError, "Expected int32 passed to parameter 'index' of op 'TensorArrayWriteV3', got 0.5 of type "
+                     "'float' instead. Error: Expected int32, but got 0.5 of type 'float'."),
+    ("2", TypeError, "Expected int32 passed to parameter 'index' of op 'TensorArrayWriteV3', got '2' of type "
+                     "'str' instead. Error: Expected int32, but got 2 of type 'str'."),
+    (None, ValueError, "Tried to convert 'index' to a tensor and failed. Error: None values not supported."),
+    (1j, TypeError, "Expected int32 passed to parameter 'index' of op 'TensorArrayWriteV3', got 1j"),
+    (np.float32(1.5), TypeError, "Input 'index' of 'TensorArrayWriteV3' Op has type float32"),
+])
+def test_non_integer_write_index_is_refused(index, cls, text):
+    with pytest.raises(cls, match="^" + __import__("re").escape(text)):
+        small().write(index, 1.0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_traced_float_index_is_refused(mode):
+    with pytest.raises(TypeError, match="Input 'index' of 'TensorArrayReadV3' Op has type float32 that does not "
+                                        "match expected type of int32."):
+        run(mode, lambda i: small().read(i), jnp.float32(1.0))
+
+
+@pytest.mark.parametrize("index", [True, np.bool_(True), np.int8(1), np.uint64(1), np.float32(1.0), 1])
+def test_integer_like_indices_write_their_slot(index):
+    np.testing.assert_array_equal(small().write(index, 5.0).stack(), [0, 5, 0])  # TF: True is slot 1
+
+
+def test_gather_and_scatter_refuse_float_indices_also_in_raw_ops():
+    with pytest.raises(TypeError, match="parameter 'indices' of op 'TensorArrayGatherV3'"):
+        small().gather([0.5, 1.0])
+    with pytest.raises(TypeError, match="parameter 'indices' of op 'TensorArrayScatterV3'"):
+        small().scatter([0.5], jnp.ones(1))
+    state, h, flow = ops.TensorArrayV3(ops.new_state(), 3, jnp.float32, element_shape=())
+    with pytest.raises(TypeError, match="Input 'indices' of 'TensorArrayGatherV3' Op has type float32"):
+        jax.jit(lambda i: ops.TensorArrayGatherV3(state, h, i, flow, jnp.float32))(jnp.array([0.0]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gather_with_a_traced_element_in_a_list(mode):
+    got = run(mode, lambda i: small().unstack(jnp.arange(3.0)).gather([i, 0]), 2)
+    np.testing.assert_array_equal(got, [2.0, 0.0])
+
+
+# -- 3. 64-bit dtypes without x64 -------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [jnp.int64, jnp.uint64, jnp.float64, jnp.complex128])
+def test_wide_dtype_without_x64_is_refused(dtype):
+    with pytest.raises(ValueError, match="jax_enable_x64"):
+        jta.TensorArray(dtype, size=2)
+    with pytest.raises(ValueError, match="jax_enable_x64"):
+        ops.TensorArrayV3(ops.new_state(), 2, dtype)
+
+
+def test_wide_dtype_with_x64_stores_exactly():
+    with jax.enable_x64(True):
+        ta = jta.TensorArray(jnp.int64, size=1).write(0, 2**40)
+        assert int(ta.read(0)) == 2**40
+
+
+# -- 5. checks=False: the gradient is the gradient of what the forward returned ---------------
+
+@pytest.mark.xfail(strict=True, reason="issue 12 item 5, left open: with checks off a second write overwrites "
+                   "the value but both writes get the gradient (adding in the forward pass makes XLA copy the "
+                   "buffer in every step of a loop that reads what it wrote)")
+def test_checks_off_second_write_adds_in_value_and_gradient():
+    f = lambda x: small(checks=False).write(0, x).write(0, 2 * x).read(0)  # noqa: E731
+    assert float(f(1.0)) == 3.0 and float(jax.grad(f)(1.0)) == 3.0
+
+
+@pytest.mark.parametrize("op", ["read", "write", "scatter"])
+def test_checks_off_out_of_range_traced_index_clamps_in_value_and_gradient(op):
+    if op == "read":
+        f = lambda x, i: small(checks=False).unstack(jnp.array([1.0, 2.0, 3.0]) * x).read(i)  # noqa: E731
+        value, grad = jax.jit(jax.value_and_grad(f))(10.0, -1)
+        assert (float(value), float(grad)) == (10.0, 1.0)
+    else:
+        def f(x, i):
+            ta = small(checks=False)
+            ta = ta.write(i, x) if op == "write" else ta.scatter(jnp.stack([i]), jnp.stack([x]))
+            return ta.stack()
+        np.testing.assert_array_equal(jax.jit(f)(5.0, -1), [5.0, 0.0, 0.0])
+        np.testing.assert_array_equal(jax.jit(jax.jacrev(f))(5.0, -1), [1.0, 0.0, 0.0])
+
+
+# -- 8. writes without element_shape: per-write cost independent of n -------------------------
+
+def test_eager_growth_is_geometric():
+    ta, capacities = jta.TensorArray(jnp.float32, size=0, dynamic_size=True), set()
+    for i in range(300):
+        ta = ta.write(i, jnp.ones(2))
+        capacities.add(ta.capacity)
+    assert int(ta.size()) == 300 and ta.stack().shape == (300, 2)
+    assert len(capacities) <= 10, capacities  # log2(300) reallocations, not 300
+
+
+# -- 9. impossible sizes are refused before allocating ----------------------------------------
+
+def test_sizes_beyond_int32_are_refused():
+    with pytest.raises(jta.errors.InvalidArgumentError, match="does not fit TensorFlow's int32 indices"):
+        jta.TensorArray(jnp.float32, size=2**31)
+    with pytest.raises(jta.errors.InvalidArgumentError, match="does not fit TensorFlow's int32 indices"):
+        jta.TensorArray(jnp.float32, size=0, dynamic_size=True).write(2**31, 1.0)
+
+
+# -- 12. shape_to_prepend ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape, cls, text", [
+    ([-1], jta.errors.InvalidArgumentError, "Dimension -1 must be >= 0"),
+    ([2.5], TypeError, "Expected int32 passed to parameter 'shape_to_prepend' of op 'TensorArrayGradWithShape'"),
+    (None, ValueError, "Tried to convert 'shape_to_prepend' to a tensor and failed"),
+])
+def test_bad_shape_to_prepend_is_refused(shape, cls, text):
+    with pytest.raises(cls, match=__import__("re").escape(text)):
+        small().grad("gradients", {}, shape)
+    state, h, flow = ops.TensorArrayV3(ops.new_state(), 2, jnp.float32, element_shape=())
+    with pytest.raises(cls, match=__import__("re").escape(text)):
+        ops.TensorArrayGradWithShape(state, h, flow, shape, "gradients")
+
+
+def test_traced_shape_to_prepend_is_refused():
+    with pytest.raises(ValueError, match="shape_to_prepend must be static"):
+        jax.jit(lambda k: small().grad("gradients", {}, k)[1].stack())(jnp.array([2]))
+
+
+# -- 13. gradient sources containing '@' ------------------------------------------------------
+
+def test_source_with_at_sign():
+    ta = small().unstack(jnp.arange(3.0))
+    _, g, registry = ta.grad("grads@scope", {})
+    registry = G.put(registry, g.write(1, 4.0))
+    _, dvalue = G.unstack_grad(registry, ta, source="grads@scope")
+    np.testing.assert_array_equal(dvalue, [0.0, 4.0, 0.0])
+    state, h, flow = ops.TensorArrayV3(ops.new_state(), 2, jnp.float32, element_shape=())
+    state, gh, _ = ops.TensorArrayGradV3(state, h, flow, "a@b")
+    state, _ = ops.TensorArrayWriteV3(state, gh, 0, 1.0, flow)
+    assert gh == f"{h}@a@b" and float(state[gh].read(0)) == 1.0
+
+
+# -- 14. bad values, dtypes and sizes ---------------------------------------------------------
+
+@pytest.mark.parametrize("value, cls, text", [
+    (None, ValueError, "None values not supported."),
+    (object(), TypeError, "Failed to convert elements of <object object at"),
+])
+def test_bad_values_are_named(value, cls, text):
+    with pytest.raises(cls, match=__import__("re").escape(text)):
+        small().write(0, value)
+
+
+def test_python_int_beyond_int64_into_a_float_array():
+    assert float(small().write(0, 2**70).read(0)) == np.float32(2**70)
+
+
+@pytest.mark.parametrize("dtype", [None, object, "not a dtype"])
+def test_bad_dtype_is_refused(dtype):
+    with pytest.raises(TypeError, match="to a TensorFlow DType"):
+        jta.TensorArray(dtype, size=2)
+
+
+@pytest.mark.parametrize("size, n", [(True, 1), (np.float32(2), 2), (np.int64(3), 3)])
+def test_sizes_tensorflow_accepts(size, n):
+    assert int(jta.TensorArray(jnp.float32, size=size).size()) == n
+
+
+# -- 15. x64: a weakly typed float64 argument ---------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+def test_x64_weakly_typed_float_is_written(mode):
+    with jax.enable_x64(True):
+        np.testing.assert_array_equal(run(mode, lambda v: small().write(0, v).stack(), 1.0), [1.0, 0.0, 0.0])
