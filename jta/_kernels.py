@@ -150,9 +150,12 @@ def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any 
     bits = St.static_bits(ta) if clears else None
     in_order = not clears or bits is not None  # else the bits are traced: failures are recorded in order
     seen: set[int] = set()
+    grown = size  # a gradient array grows as ReadMany reads past its size, in order
     for i in static:
         if i < 0 or (not m.is_grad and size is not None and i >= size):
-            Error.READ_OUT_OF_RANGE.raise_(index=int(i), size=size)
+            Error.READ_OUT_OF_RANGE.raise_(index=int(i), size=grown)
+        if m.is_grad and grown is not None and i >= grown:
+            grown = int(i) + 1
         if in_order and clears and (int(i) in seen or (bits is not None and i < bits.shape[0] and bits[i] & C.READ)):
             Error.READ_CLEARED.raise_(name=ta.name, index=int(i))
         seen.add(int(i))
@@ -204,6 +207,9 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
         Error.SCATTER_LENGTHS.raise_(n=n, rows=value.shape[0])
     static = static_ints(indices)
     if static is not None:
+        for i in static:  # the kernel's first pass over the indices, before it grows the array
+            if i < 0:
+                _write_out_of_range(ta, int(i))
         max_index = int(static.max()) if n else -1
         size = known_size(ta)
         if size is None and n:  # grown at traced indices before: grow to a static index within capacity

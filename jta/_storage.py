@@ -235,8 +235,13 @@ def dense_gather(ta: Any, idx: Any, static: bool, mark: bool) -> tuple[Any, jax.
                 codes = jnp.where(again, Error.READ_CLEARED.code, 0)
         flags = flags.at[j].set(new, mode="drop")
     if codes is not None:
-        error = C.record_first(error, codes, idx, jnp.where(codes == Error.READ_BEYOND_CAPACITY.code, cap,
-                                                            logical_size(ta)))
+        sizes: Any = logical_size(ta)
+        if m.is_grad and mark and ta._traced_size is not None and idx.shape[0]:
+            # A gradient array grows as ReadMany reads past its size: position k sees the size
+            # that the reads before it left.
+            before = jnp.concatenate([jnp.zeros((1,), idx.dtype), jnp.where(ok, idx + 1, 0)[:-1]])
+            sizes = jnp.maximum(ta._traced_size, lax.cummax(before))
+        error = C.record_first(error, codes, idx, jnp.where(codes == Error.READ_BEYOND_CAPACITY.code, cap, sizes))
     ta = ta.replace(flags=flags, error=error, traced_size=size)
     return (raise_if_concrete(ta) if mark else ta), value
 
@@ -260,8 +265,11 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
             size = jnp.maximum(size, jnp.minimum(max_index + 1, cap).astype(jnp.int32))
         ok = (idx >= 0) & (idx < limit)
         if m.checks:
+            # TF's kernel first looks for a negative index (reported with the size before growing),
+            # then checks the largest index, before any write.
+            error = C.record_first(error, jnp.where(idx < 0, Error.WRITE_OUT_OF_RANGE.code, 0), given,
+                                   logical_size(ta))
             cur = size if m.dynamic_size else limit
-            # The max-index check comes before any write, as in TF's kernel.
             if m.dynamic_size:
                 error = C.record(error, max_index >= cap, Error.WRITE_BEYOND_CAPACITY, max_index, cap)
             else:

@@ -215,3 +215,28 @@ def test_sizes_tensorflow_accepts(size, n):
 def test_x64_weakly_typed_float_is_written(mode):
     with jax.enable_x64(True):
         np.testing.assert_array_equal(run(mode, lambda v: small().write(0, v).stack(), 1.0), [1.0, 0.0, 0.0])
+
+
+# -- 7. growth order of multi-index ops, as TensorFlow's kernels do it --------------------------
+
+def _raw(size, **kw):
+    state, h, flow = ops.TensorArrayV3(ops.new_state(), size, jnp.float32, element_shape=(), **kw)
+    return state, h, flow
+
+
+def test_scatter_reports_a_negative_index_with_the_size_before_growing():
+    state, h, flow = _raw(0, dynamic_size=True)
+    with pytest.raises(jta.errors.InvalidArgumentError, match="index -1 but array is not resizeable and size is: 0$"):
+        ops.TensorArrayScatterV3(state, h, [-1, 2], jnp.array([1.0, 2.0]), flow)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gradient_gather_grows_in_order_before_failing(mode):
+    def f(idx):
+        state, h, flow = _raw(2, capacity=4, dynamic_size=True) if mode == "jit" else _raw(2)
+        state, flow = ops.TensorArrayScatterV3(state, h, [0, 1], jnp.array([1.0, 2.0]), flow)
+        state, gh, gflow = ops.TensorArrayGradWithShape(state, h, flow, [2], "g")
+        return ops.TensorArrayGatherV3(state, gh, idx, gflow, jnp.float32, element_shape=(2,))
+
+    with pytest.raises(jta.errors.InvalidArgumentError, match="Tried to read from index -1 but array size is: 4$"):
+        (jta.checked(jax.jit(f)) if mode == "jit" else f)(jnp.array([3, -1]) if mode == "jit" else [3, -1])
