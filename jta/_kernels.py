@@ -29,11 +29,17 @@ Index = Union[int, jax.Array]
 _TRACED = "<traced>"
 
 
-def check_unbatched(ta: Any) -> None:
-    """Refuse an array that ``jax.vmap`` returned (its leaves carry batch axes) outside ``vmap``."""
+def usable(ta: Any) -> Any:
+    """``ta``, ready for a kernel. Refuses an array that ``jax.vmap`` returned (its leaves carry
+    batch axes) outside ``vmap``. A cotangent array (from ``jax.vjp``/``jax.grad`` with respect
+    to a TensorArray: its bookkeeping leaves are ``float0``) reads as the gradient of each
+    element, without checks."""
     batch = batch_shape(ta)
     if batch:
         Error.BATCHED_OUTSIDE_VMAP.raise_(name=ta.name, batch=batch)
+    if any(getattr(leaf, "dtype", None) == jax.dtypes.float0 for leaf in (ta._flags, ta._error)):
+        return ta.replace(flags=None, error=None, checks=False)
+    return ta
 
 
 def batch_shape(ta: Any) -> tuple[int, ...]:
@@ -64,7 +70,7 @@ def _write_out_of_range(ta: Any, index: int) -> NoReturn:
 
 def write(ta: Any, index: Index, value: jax.Array) -> Any:
     """``TensorArrayWriteOp``: index shape, dtype, then ``WriteOrAggregate`` (closed, range, shape)."""
-    check_unbatched(ta)
+    ta = usable(ta)
     index = index_operand(index, "TensorArrayWriteV3", "index")
     check_scalar_index(index)
     check_dtype(ta.dtype, value.dtype)
@@ -87,7 +93,7 @@ def write(ta: Any, index: Index, value: jax.Array) -> Any:
 
 def read(ta: Any, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
     """``TensorArrayReadOp``: index shape, then ``Read`` (closed, range, cleared, unknown shape)."""
-    check_unbatched(ta)
+    ta = usable(ta)
     index = index_operand(index, "TensorArrayReadV3", "index")
     check_scalar_index(index)
     ta.check_open()
@@ -110,7 +116,7 @@ def read(ta: Any, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
 
 def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any = None) -> tuple[Any, jax.Array]:
     """``TensorArrayPackOrGatherOp``: merge the ``element_shape`` attribute, then ``ReadMany``."""
-    check_unbatched(ta)
+    ta = usable(ta)
     indices = index_operand(indices, "TensorArrayGatherV3", "indices")
     m = ta._meta
     attr = S.as_shape(element_shape)
@@ -193,7 +199,7 @@ def _grow(ta: Any, n: int) -> Any:
 
 def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
     """``TensorArrayUnpackOrScatterOp``: dtype, rank, closed, indices, then ``WriteOrAggregateMany``."""
-    check_unbatched(ta)
+    ta = usable(ta)
     indices = index_operand(indices, "TensorArrayScatterV3", "indices")
     m = ta._meta
     check_dtype(ta.dtype, value.dtype)
@@ -260,7 +266,7 @@ def concat_size(ta: Any) -> Any:
 
 def concat(ta: Any, mark: bool = True, element_shape_except0: Any = None) -> tuple[Any, jax.Array, np.ndarray]:
     """``TensorArrayConcatOp``: returns ``(array, value, lengths)``."""
-    check_unbatched(ta)
+    ta = usable(ta)
     ta.check_open()
     m = ta._meta
     attr = S.as_shape(element_shape_except0)
@@ -307,7 +313,7 @@ def _check_concat_attr(attr: S.Shape, rest: tuple[int, ...]) -> None:
 
 def split(ta: Any, value: jax.Array, lengths: Any) -> Any:
     """``TensorArraySplitOp``: lengths and value shapes, closed, size, dtype, then the writes."""
-    check_unbatched(ta)
+    ta = usable(ta)
     m = ta._meta
     if np.ndim(lengths) != 1:
         Error.LENGTHS_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(lengths)))
@@ -374,7 +380,7 @@ def split(ta: Any, value: jax.Array, lengths: Any) -> Any:
 
 def size(ta: Any) -> jax.Array:
     """``TensorArraySizeOp``."""
-    check_unbatched(ta)
+    ta = usable(ta)
     ta.check_open()
     return jnp.asarray(logical_size(ta), jnp.int32)
 

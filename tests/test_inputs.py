@@ -240,3 +240,15 @@ def test_gradient_gather_grows_in_order_before_failing(mode):
 
     with pytest.raises(jta.errors.InvalidArgumentError, match="Tried to read from index -1 but array size is: 4$"):
         (jta.checked(jax.jit(f)) if mode == "jit" else f)(jnp.array([3, -1]) if mode == "jit" else [3, -1])
+
+
+# -- 10. differentiating with respect to a TensorArray ----------------------------------------
+
+def test_cotangent_array_reads_as_the_gradient_of_each_element():
+    ta = jta.TensorArray(jnp.float32, size=3, element_shape=(2,)).unstack(jnp.arange(6.0).reshape(3, 2))
+    (cot,) = jax.vjp(lambda t: (t.stack() ** 2).sum(), ta)[1](1.0)
+    np.testing.assert_array_equal(cot.stack(), 2 * np.arange(6.0).reshape(3, 2))
+    np.testing.assert_array_equal(cot.read(1), [4.0, 6.0])
+    assert "TensorArray" in repr(cot) and "TensorArray" in cot._repr_html_()
+    grad = jax.grad(lambda t: (t.stack() ** 2).sum(), allow_int=True)(ta)
+    np.testing.assert_array_equal(grad.gather([0, 2]), [[0.0, 2.0], [8.0, 10.0]])
