@@ -86,27 +86,44 @@ def _needs_capacity(ta: ArrayData, what: str) -> None:
 
 
 # -- one element ----------------------------------------------------------------------------
+def _is_static(ta: ArrayData, i: Any) -> bool:
+    return isinstance(i, int) and ta._meta.static_size is not None
+
+
+def _check_index(ta: Any, i: Any, grows: bool, grow_size: bool, out_of_range: Error, beyond: Error
+                 ) -> tuple[Any, Any, Any, Any]:
+    """The range check of one index: ``(index, ok, error, traced_size)``; ``ok`` is ``True`` for
+    a static index (the kernel has checked it). An array that ``grows`` (a ``dynamic_size`` array
+    written, a gradient array read) accepts any index within its capacity, and with ``grow_size``
+    its traced size grows to it."""
+    error, size = ta._error, ta._traced_size
+    if _is_static(ta, i):
+        return i, True, error, size
+    i, cap = as_index(i), ta._data.shape[0]
+    if grows:
+        ok = (i >= 0) & (i < cap)
+        if ta._meta.checks:
+            error = C.record(error, i < 0, out_of_range, i, logical_size(ta))
+            error = C.record(error, i >= cap, beyond, i, cap)
+        if grow_size and size is not None:
+            size = jnp.where(ok, jnp.maximum(size, (i + 1).astype(jnp.int32)), size)
+    else:
+        limit = logical_size(ta)
+        ok = (i >= 0) & (i < limit)
+        if ta._meta.checks:
+            error = C.record(error, ~ok, out_of_range, i, limit)
+    return i, ok, error, size
+
+
 def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
     """Write (or, for a gradient array, add) ``value`` at slot ``i`` of the buffer."""
     m = ta._meta
-    data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
+    data, flags = ta._data, ta._flags
     cap = data.shape[0]
-    if isinstance(i, int) and m.static_size is not None:
-        ok: Any = True
-    else:
-        i = as_index(i)
-        if m.dynamic_size:
-            _needs_capacity(ta, "written at a traced index (inside jit or lax.scan)")
-            ok = (i >= 0) & (i < cap)
-            if m.checks:
-                error = C.record(error, i < 0, Error.WRITE_OUT_OF_RANGE, i, logical_size(ta))
-                error = C.record(error, i >= cap, Error.WRITE_BEYOND_CAPACITY, i, cap)
-            size = jnp.where(ok, jnp.maximum(size, (i + 1).astype(jnp.int32)), size)
-        else:
-            limit = logical_size(ta)
-            ok = (i >= 0) & (i < limit)
-            if m.checks:
-                error = C.record(error, ~ok, Error.WRITE_OUT_OF_RANGE, i, limit)
+    if m.dynamic_size and not _is_static(ta, i):
+        _needs_capacity(ta, "written at a traced index (inside jit or lax.scan)")
+    i, ok, error, size = _check_index(ta, i, m.dynamic_size, True, Error.WRITE_OUT_OF_RANGE,
+                                      Error.WRITE_BEYOND_CAPACITY)
     if cap == 0:  # no rows, so any traced index is out of range (recorded above); JAX cannot index an empty axis
         return raise_if_concrete(ta.replace(error=error, traced_size=size))
     if ok is not True:
@@ -149,24 +166,10 @@ def slots_write(ta: Any, i: int, value: jax.Array) -> Any:
 def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
     """The value at slot ``i``; with ``mark`` the slot is marked read (and cleared)."""
     m = ta._meta
-    data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
+    data, flags = ta._data, ta._flags
     cap = data.shape[0]
-    if isinstance(i, int) and m.static_size is not None:
-        ok: Any = True
-    else:
-        i = as_index(i)
-        if m.is_grad:  # gradient arrays grow on reads past their size
-            ok = (i >= 0) & (i < cap)
-            if m.checks:
-                error = C.record(error, i < 0, Error.READ_OUT_OF_RANGE, i, logical_size(ta))
-                error = C.record(error, i >= cap, Error.READ_BEYOND_CAPACITY, i, cap)
-            if mark and size is not None:
-                size = jnp.where(ok, jnp.maximum(size, (i + 1).astype(jnp.int32)), size)
-        else:
-            limit = logical_size(ta)
-            ok = (i >= 0) & (i < limit)
-            if m.checks:
-                error = C.record(error, ~ok, Error.READ_OUT_OF_RANGE, i, limit)
+    # Gradient arrays grow on reads past their size (a raw-op read, which marks the slot).
+    i, ok, error, size = _check_index(ta, i, m.is_grad, mark, Error.READ_OUT_OF_RANGE, Error.READ_BEYOND_CAPACITY)
     if cap == 0:  # no rows: the traced index is out of range (recorded above)
         ta = ta.replace(error=error, traced_size=size)
         return raise_if_concrete(ta) if mark else ta, jnp.zeros(data.shape[1:], data.dtype)
