@@ -168,7 +168,7 @@ except ValueError as e:
 
 # %% [markdown]
 # An index computed inside `jit` is a tracer: nothing can raise while tracing. jta instead
-# **records** the problem in the array's pytree (an `int32[4]` error record plus a bitfield per
+# **records** the problem in the array's pytree (an error record plus a bitfield per
 # slot). The returned array shows the recorded error, and `jta.throw` raises it with
 # TensorFlow's class and text:
 
@@ -184,6 +184,19 @@ bad
 # %%
 try:
     jta.throw(bad)  # works on any pytree holding TensorArrays
+except jta.errors.InvalidArgumentError as e:
+    print("InvalidArgumentError:", e)
+
+
+# %% [markdown]
+# `jta.checked` does this for you: wrapped around a jitted function, it raises everything the
+# function recorded (in the arrays it returns) or raised (in reads of arrays it did not return),
+# as jta's class with TensorFlow's first error:
+
+# %%
+checked_put = jta.checked(put)
+try:
+    checked_put(ta, 7, jnp.zeros(2))
 except jta.errors.InvalidArgumentError as e:
     print("InvalidArgumentError:", e)
 
