@@ -63,8 +63,14 @@ def _traced_needs_shape(ta: Any, what: str) -> NoReturn:
     Error.TRACED_INDEX_NEEDS_SHAPE.raise_(name=ta.name, what=what, element_shape=S.debug_str(ta.element_shape))
 
 
-def _write_out_of_range(ta: Any, index: int) -> NoReturn:
-    size = known_size(ta)
+def _grown(ta: Any, size: Any, index: int) -> Any:
+    """The size of a ``dynamic_size`` array after a write at ``index`` (``LockedWriteOrAggregate``
+    grows it before writing)."""
+    return max(size, index + 1) if ta.dynamic_size and size is not None else size
+
+
+def _write_out_of_range(ta: Any, index: int, size: Any = ...) -> NoReturn:
+    size = known_size(ta) if size is ... else size
     Error.WRITE_OUT_OF_RANGE.raise_(name=ta.name, index=index, size=_TRACED if size is None else size)
 
 
@@ -212,10 +218,8 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
     if n != value.shape[0]:
         Error.SCATTER_LENGTHS.raise_(n=n, rows=value.shape[0])
     static = static_ints(indices)
+    size_before = known_size(ta)  # a dynamic array grows as WriteOrAggregateMany writes, in order
     if static is not None:
-        for i in static:  # the kernel's first pass over the indices, before it grows the array
-            if i < 0:
-                _write_out_of_range(ta, int(i))
         max_index = int(static.max()) if n else -1
         size = known_size(ta)
         if size is None and n:  # grown at traced indices before: grow to a static index within capacity
@@ -232,9 +236,11 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
     if not ta.is_dense:
         if static is None:
             _traced_needs_shape(ta, "scatter at traced indices")
+        grown = size_before
         for k, i in enumerate(static):
             if i < 0:
-                _write_out_of_range(ta, int(i))
+                _write_out_of_range(ta, int(i), grown)
+            grown = _grown(ta, grown, int(i))
             ta = St.slots_write(ta, int(i), value[k])
         return ta
     if static is None:
@@ -245,9 +251,11 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
     if bits is None and m.checks:  # compiled code: the bits are traced, so the failures are recorded in order
         return St.dense_scatter(ta, static, True, value)
     seen: set[int] = set()
+    grown = size_before
     for i in static:
         if i < 0:
-            _write_out_of_range(ta, int(i))
+            _write_out_of_range(ta, int(i), grown)
+        grown = _grown(ta, grown, int(i))
         slot_bits = 0 if bits is None else int(bits[i])
         if slot_bits & C.READ:
             Error.WRITE_AFTER_READ.raise_(name=ta.name, index=int(i))

@@ -249,6 +249,16 @@ def dense_gather(ta: Any, idx: Any, static: bool, mark: bool) -> tuple[Any, jax.
     return (raise_if_concrete(ta) if mark else ta), value
 
 
+def _sizes_as_written(ta: Any, idx: Any, size: Any) -> Any:
+    """Per position of ``idx``, the array's size when that write happens: a ``dynamic_size`` array
+    grows with each write (``LockedWriteOrAggregate``), so a failing position reports the size the
+    writes before it left; any other array has one ``size``."""
+    if not ta.dynamic_size or idx.shape[0] == 0:
+        return size
+    before = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.maximum(jnp.asarray(idx), -1)[:-1].astype(jnp.int32) + 1])
+    return jnp.maximum(logical_size(ta), lax.cummax(before))
+
+
 def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
     """Write ``value[k]`` at rows ``idx[k]`` (NumPy when ``static``: then in range and checked)."""
     m = ta._meta
@@ -268,10 +278,6 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
             size = jnp.maximum(size, jnp.minimum(max_index + 1, cap).astype(jnp.int32))
         ok = (idx >= 0) & (idx < limit)
         if m.checks:
-            # TF's kernel first looks for a negative index (reported with the size before growing),
-            # then checks the largest index, before any write.
-            error = C.record_first(error, jnp.where(idx < 0, Error.WRITE_OUT_OF_RANGE.code, 0), given,
-                                   logical_size(ta))
             cur = size if m.dynamic_size else limit
             if m.dynamic_size:
                 error = C.record(error, max_index >= cap, Error.WRITE_BEYOND_CAPACITY, max_index, cap)
@@ -296,7 +302,7 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
             if rep is not None:
                 twice = ((((old & C.WRITTEN) != 0) & ~after_read) | rep) & ok
                 codes = jnp.where((codes == 0) & twice, Error.WRITTEN_TWICE.code, codes)
-            error = C.record_first(error, codes, given, cur)
+            error = C.record_first(error, codes, given, _sizes_as_written(ta, given, cur))
         flags = flags.at[j].set(new, mode="drop")
     if not static:  # out of range: dropped when recorded, clamped (as write does) when checks are off
         idx = jnp.where(ok, idx, cap) if m.checks else jnp.clip(idx, 0, cap - 1)
