@@ -27,6 +27,8 @@ def element_dtype(dtype: Any) -> np.dtype:
     """The dtype of a new array: a real dtype, stored as asked (64-bit types need x64)."""
     if dtype is None:
         Error.NOT_A_DTYPE.raise_(dtype=dtype)
+    if dtype is float:  # tf.as_dtype(float) is float32, whatever NumPy says
+        dtype = np.float32
     try:
         wanted = np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
     except TypeError:

@@ -284,8 +284,9 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
             else:
                 error = C.record(error, max_index >= cur, Error.SCATTER_OUT_OF_RANGE, max_index, cur)
     if cap == 0:  # no rows: every traced index is out of range (too large: recorded above)
-        if m.checks and not static:
-            error = C.record_first(error, jnp.where(idx < 0, Error.WRITE_OUT_OF_RANGE.code, 0), given, cur)
+        if m.checks:
+            error = C.record_first(error, jnp.where(jnp.asarray(given) < 0, Error.WRITE_OUT_OF_RANGE.code, 0),
+                                   given, _sizes_as_written(ta, given, cur))
         return raise_if_concrete(ta.replace(error=error, traced_size=size))
     if flags is not None:
         j = jnp.where(ok, idx, cap)

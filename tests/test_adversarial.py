@@ -1068,10 +1068,7 @@ DTYPE_SPECS: dict[str, list[Any]] = {
 }
 
 
-@pytest.mark.parametrize("group", [
-    case(g) if g != "python_float" else case(g, item=0, today="jta.TensorArray(float, ...) under x64 is float64 "
-                                                         "(tf.TensorArray(float, ...) is float32)")
-    for g in DTYPE_SPECS])
+@pytest.mark.parametrize("group", [case(g) for g in DTYPE_SPECS])
 @pytest.mark.long
 @SETTINGS
 @given(data=st.data())
