@@ -5,9 +5,14 @@ this one process (:mod:`benchmarks.timing`); the table gives ms per call and the
 native ``lax.scan`` baseline measured in the same run, followed by one PASS/FAIL line per
 performance target. Results go to ``benchmarks/results/results.json`` and ``plot.png``.
 
+W1u, W2u, W3u are W1-W3 without a batch axis (``h`` of shape ``(64,)``); ``compile`` times
+``jax.jit(jax.value_and_grad(...)).lower(...).compile()`` of a ``--compile-steps``-step RNN (jta
+vs native, JAX's caches cleared before each sample), once per run whatever ``--steps`` says.
+
     python -m benchmarks            # T in {500, 1000, 2000, 4000}; a few minutes on 2 cores
     python -m benchmarks --quick    # T in {500, 1000}, 3 repeats
     python -m benchmarks --steps 250,500 --workloads W1,W3 --no-tf
+    python -m benchmarks --steps 1000,4000 --workloads W1,W2,W3,W1u,W2u,W3u,compile --no-tf
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -29,7 +35,7 @@ import numpy as np  # noqa: E402
 import jta  # noqa: E402
 
 from . import report, workloads  # noqa: E402
-from .timing import time_interleaved  # noqa: E402
+from .timing import time_compile, time_interleaved  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -42,7 +48,28 @@ def _builders(with_tf: bool) -> dict[tuple[str, str], Callable[[int], dict[str, 
         ("W2", "grad"): lambda T: workloads.build_w2(T, True),
         ("W3", "grad"): lambda T: workloads.build_w3(T, True),
         ("W4", "k16"): workloads.build_w4,
+        ("W1u", "fwd"): lambda T: workloads.build_w1(T, False, False, batch=workloads.UNBATCHED),
+        ("W1u", "grad"): lambda T: workloads.build_w1(T, True, False, batch=workloads.UNBATCHED),
+        ("W2u", "fwd"): lambda T: workloads.build_w2(T, False, batch=workloads.UNBATCHED),
+        ("W2u", "grad"): lambda T: workloads.build_w2(T, True, batch=workloads.UNBATCHED),
+        ("W3u", "grad"): lambda T: workloads.build_w3(T, True, batch=workloads.UNBATCHED),
     }
+
+
+def _jta_source() -> dict[str, Any]:
+    """The measured jta: its directory, git commit, and its files that differ from that commit."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(jta.__file__)))
+    info: dict[str, Any] = {"jta_path": os.path.dirname(os.path.abspath(jta.__file__))}
+    try:
+        git = ["git", "-C", root]
+        info["jta_commit"] = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                            check=True).stdout.strip()
+        status = subprocess.run([*git, "status", "--porcelain", "--", "jta"], capture_output=True, text=True,
+                                check=True).stdout
+        info["jta_modified"] = [line[3:] for line in status.splitlines()]
+    except (OSError, subprocess.CalledProcessError):
+        info["jta_commit"] = None
+    return info
 
 
 def _flat(out: Any) -> np.ndarray:
@@ -78,7 +105,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--steps", type=lambda s: [int(x) for x in s.split(",")],
                     help="comma-separated sequence lengths T (default 500,1000,2000,4000)")
     ap.add_argument("--repeats", type=int, help="timed samples per implementation (default 7; 3 with --quick)")
-    ap.add_argument("--workloads", default="W1,W2,W3,W4", help="subset of W1,W2,W3,W4 (W5 is measured within W1)")
+    ap.add_argument("--workloads", default="W1,W2,W3,W4,W1u,W2u,W3u,compile",
+                    help="subset of W1,W2,W3,W4,W1u,W2u,W3u,compile (W5 is measured within W1)")
+    ap.add_argument("--compile-steps", type=int, default=1000, help="T of the compile-time RNN (default 1000)")
+    ap.add_argument("--compile-repeats", type=int, default=5, help="compile-time samples per implementation")
     ap.add_argument("--no-tf", action="store_true", help="leave out the TensorFlow peers")
     ap.add_argument("--max-call-s", type=float, default=3.0,
                     help="skip an implementation at a T where its extrapolated time per call exceeds this")
@@ -88,6 +118,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     steps = args.steps or ([500, 1000] if args.quick else [500, 1000, 2000, 4000])
     repeats = args.repeats or (3 if args.quick else 7)
     selected = {w.strip().upper() for w in args.workloads.split(",")}
+    unknown = selected - {k[0].upper() for k in _builders(False)} - {report.COMPILE.upper()}
+    if unknown:
+        ap.error(f"unknown workloads: {', '.join(sorted(unknown))}")
     tf = None if args.no_tf else workloads.tensorflow()
     builders = _builders(tf is not None)
     meta = {
@@ -97,7 +130,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         "cpu_count": os.cpu_count(), "device": str(jax.devices()[0]),
         "xla_flags": os.environ.get("XLA_FLAGS", ""), "steps": steps, "repeats": repeats,
         "batch": workloads.BATCH, "hidden": workloads.HIDDEN, "k_grads": workloads.K_GRADS,
-        "argv": sys.argv[1:] if argv is None else argv,
+        "unbatched": [w for w in ("W1u", "W2u", "W3u") if w.upper() in selected],
+        "compile_steps": args.compile_steps if report.COMPILE.upper() in selected else None,
+        "compile_repeats": args.compile_repeats,
+        "argv": sys.argv[1:] if argv is None else argv, **_jta_source(),
     }
     print(f"jta benchmarks: jax {jax.__version__} on {meta['device']} ({os.cpu_count()} CPUs), "
           f"TensorFlow {meta['tensorflow'] or 'not used'}; batch {workloads.BATCH}, hidden {workloads.HIDDEN}; "
@@ -106,9 +142,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     results: list[report.Result] = []
     history: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
     start = time.perf_counter()
+    if report.COMPILE.upper() in selected:
+        T = args.compile_steps
+        timings = time_compile(workloads.compile_cases(T), args.compile_repeats)
+        ref = timings["native"]
+        for impl, t in timings.items():
+            results.append(report.Result(report.COMPILE, "vg", T, impl, t.median * 1e3, [s * 1e3 for s in t.samples],
+                                         t.inner, math.nan, t.median / ref.median))
+        print(f"[{time.perf_counter() - start:6.1f}s] T={T:<5} compile  "
+              + "  ".join(f"{impl} {t.median * 1e3:.0f}" for impl, t in timings.items()), flush=True)
     for T in steps:
         for key, build in builders.items():
-            if key[0] not in selected:
+            if key[0].upper() not in selected:
                 continue
             base = report.SERIES[key][1]
             cases = build(T)

@@ -8,6 +8,8 @@ import math
 import os
 from typing import Any, Optional
 
+COMPILE = "compile"  # the compile-time series: T is the RNN's length, median_ms the compile time
+
 # (workload, mode) -> description, baseline implementation
 SERIES: dict[tuple[str, str], tuple[str, str]] = {
     ("W1", "fwd"): ("write h_t every step, then stack - forward", "native"),
@@ -17,7 +19,30 @@ SERIES: dict[tuple[str, str], tuple[str, str]] = {
     ("W3", "grad"): ("read-after-write: step t reads slot t-1 of the carried array - jax.grad", "native"),
     ("W4", "k16"): ("16 gradients of W1: vmap(vjp) over 16 cotangents vs 16 sequential vjp calls",
                     "native_vmap"),
+    ("W1u", "fwd"): ("W1 unbatched (h of shape (64,)) - forward", "native"),
+    ("W1u", "grad"): ("W1 unbatched (h of shape (64,)) - jax.grad", "native"),
+    ("W2u", "fwd"): ("W2 unbatched (h of shape (64,)) - forward", "native"),
+    ("W2u", "grad"): ("W2 unbatched (h of shape (64,)) - jax.grad", "native"),
+    ("W3u", "grad"): ("W3 unbatched (h of shape (64,)) - jax.grad", "native"),
+    (COMPILE, "vg"): ("compile time of jax.jit(jax.value_and_grad(mean(W1(W, xs)**2))), batch 16: "
+                      "ms to .lower().compile() from cleared caches", "native"),
 }
+
+# The targets of the issue "One error channel for compiled code": jta.TensorArray with
+# checks=True, time / native lax.scan, at every measured T. (name, workload, mode, limit)
+ERROR_CHANNEL_TARGETS: list[tuple[str, str, str, float]] = [
+    ("batch 16   W1 forward (write)", "W1", "fwd", 1.05),
+    ("batch 16   W2 forward (read)", "W2", "fwd", 1.10),
+    ("batch 16   W1 grad", "W1", "grad", 1.10),
+    ("batch 16   W2 grad", "W2", "grad", 1.10),
+    ("batch 16   W3 grad", "W3", "grad", 1.10),
+    ("unbatched  W1 forward (write)", "W1u", "fwd", 1.15),
+    ("unbatched  W2 forward (read)", "W2u", "fwd", 1.20),
+    ("unbatched  W1 grad", "W1u", "grad", 1.20),
+    ("unbatched  W2 grad", "W2u", "grad", 1.20),
+    ("unbatched  W3 grad", "W3u", "grad", 1.20),
+    ("compile    jit(value_and_grad) of a T-step RNN, compile time", COMPILE, "vg", 1.30),
+]
 
 
 @dataclasses.dataclass
@@ -112,6 +137,9 @@ def evaluate_targets(results: list[Result]) -> list[Target]:
         t = _ratio_target(results, f"W5 {mode:<8} [jta.TensorArray] checks=True / checks=False", "W1", mode,
                           "jta", 1.15, base="jta_nochecks")
         out.append(t)
+    for name, workload, mode, limit in ERROR_CHANNEL_TARGETS:
+        out.append(_ratio_target(results, f"error channel: {name} [jta.TensorArray, checks on] / native",
+                                 workload, mode, "jta", limit))
     return [t for t in out if t is not None]
 
 
@@ -133,7 +161,10 @@ def format_table(results: list[Result]) -> str:
         impls = list(dict.fromkeys(r.impl for r in rows))
         lines.append("")
         lines.append(f"{workload} {mode}: {desc}")
-        lines.append(f"  ms per call (median), ratio to {base} at the same T")
+        if workload == COMPILE:
+            lines.append(f"  ms to trace, lower and compile (median), ratio to {base}; T = the RNN's length")
+        else:
+            lines.append(f"  ms per call (median), ratio to {base} at the same T")
         lines.append(f"  {'implementation':<20}" + "".join(f"{'T=' + str(T):>18}" for T in steps))
         for impl in impls:
             by_t = {r.T: r for r in rows if r.impl == impl}
@@ -180,7 +211,7 @@ def write_plot(path: str, results: list[Result]) -> Optional[str]:
         import matplotlib.pyplot as plt
     except Exception as err:  # pragma: no cover - optional
         return f"no plot ({err})"
-    series = [key for key in SERIES if any((r.workload, r.mode) == key for r in results)]
+    series = [key for key in SERIES if key[0] != COMPILE and any((r.workload, r.mode) == key for r in results)]
     cols = 3
     rows_n = max(1, math.ceil(len(series) / cols))
     fig, axes = plt.subplots(rows_n, cols, figsize=(5.2 * cols, 4.2 * rows_n), squeeze=False)

@@ -27,6 +27,13 @@ W3  read-after-write: step ``t`` reads slot ``t-1`` of the array it writes (a de
 W4  ``k = 16`` gradients of W1 at once: ``vmap`` of the VJP over 16 cotangents vs 16 sequential VJP
     calls, and the ``TensorArrayGradWithShape(shape_to_prepend=[16])`` raw-op route
 W5  W1 with ``checks=True`` (``jta``) vs ``checks=False`` (``jta_nochecks``) – measured within W1
+
+W1u, W2u, W3u  W1-W3 unbatched: ``h`` has shape ``(64,)`` (``xs [T, 64]``), so a step is one 64x64
+    matrix-vector product and every extra per-step operation shows (``build_*(T, ..., batch=None)``)
+
+Compile time (``compile_cases``): ``jax.jit(jax.value_and_grad(loss))`` of a T-step RNN written as
+a new user would (a TensorArray written in ``lax.scan``, then stacked; ``loss = mean(h**2)``)
+vs the same with ``lax.scan``'s stacked outputs; ``.lower(...).compile()`` from cleared caches.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from jta import raw_ops as ops
 
 BATCH = 16
 HIDDEN = 64
+UNBATCHED = None  # ``batch=UNBATCHED``: no batch axis, ``h`` has shape ``(HIDDEN,)``
 K_GRADS = 16  # W4: number of cotangents
 
 Case = tuple[Callable[..., Any], tuple[Any, ...]]
@@ -53,11 +61,13 @@ Case = tuple[Callable[..., Any], tuple[Any, ...]]
 # ----------------------------------------------------------------------------------------------
 # data
 # ----------------------------------------------------------------------------------------------
-def make_inputs(T: int, seed: int = 0) -> tuple[jax.Array, jax.Array]:
-    """``W [H, H]`` (spectral radius < 1, so gradients stay finite) and ``xs [T, B, H]``."""
+def make_inputs(T: int, seed: int = 0, batch: int | None = BATCH) -> tuple[jax.Array, jax.Array]:
+    """``W [H, H]`` (spectral radius < 1, so gradients stay finite) and ``xs [T, B, H]``
+    (``xs [T, H]`` when ``batch`` is ``None``)."""
     kw, kx = jax.random.split(jax.random.PRNGKey(seed))
     W = 0.9 * jax.random.normal(kw, (HIDDEN, HIDDEN), jnp.float32) / np.sqrt(HIDDEN)
-    xs = 0.5 * jax.random.normal(kx, (T, BATCH, HIDDEN), jnp.float32)
+    shape = (T, HIDDEN) if batch is None else (T, batch, HIDDEN)
+    xs = 0.5 * jax.random.normal(kx, shape, jnp.float32)
     return jax.block_until_ready(W), jax.block_until_ready(xs)
 
 
@@ -361,8 +371,8 @@ def tf_w1(tf: Any, jit_compile: bool, grad: bool) -> Callable[..., Any]:
 REGION_ANALYSIS = {"xla_cpu_copy_insertion_use_region_analysis": True}
 
 
-def _jitted(fns: dict[str, Callable[..., Any]], grad: bool, T: int) -> dict[str, Case]:
-    W, xs = make_inputs(T)
+def _jitted(fns: dict[str, Callable[..., Any]], grad: bool, T: int, batch: int | None = BATCH) -> dict[str, Case]:
+    W, xs = make_inputs(T, batch=batch)
     return {name: (jax.jit(grad_of(f) if grad else f), (W, xs)) for name, f in fns.items()}
 
 
@@ -370,10 +380,11 @@ def _with_nochecks(fns: dict[str, Callable[..., Any]], jta_fn: Callable[..., Any
     return {**fns, "jta_nochecks": functools.partial(jta_fn, checks=False)}
 
 
-def build_w1(T: int, grad: bool, with_tf: bool = True) -> dict[str, Case]:
-    """W1, plus ``jta_nochecks`` (``checks=False``: W5 compares it with ``jta``)."""
-    cases = _jitted(_with_nochecks(W1, w1_jta), grad, T)
-    tf = tensorflow() if with_tf else None
+def build_w1(T: int, grad: bool, with_tf: bool = True, batch: int | None = BATCH) -> dict[str, Case]:
+    """W1, plus ``jta_nochecks`` (``checks=False``: W5 compares it with ``jta``); the TensorFlow
+    peers only with a batch axis."""
+    cases = _jitted(_with_nochecks(W1, w1_jta), grad, T, batch)
+    tf = tensorflow() if with_tf and batch is not None else None
     if tf is not None:
         W, xs = make_inputs(T)
         tW, txs = tf.constant(np.asarray(W)), tf.constant(np.asarray(xs))
@@ -382,12 +393,12 @@ def build_w1(T: int, grad: bool, with_tf: bool = True) -> dict[str, Case]:
     return cases
 
 
-def build_w2(T: int, grad: bool) -> dict[str, Case]:
-    return _jitted(_with_nochecks(W2, w2_jta), grad, T)
+def build_w2(T: int, grad: bool, batch: int | None = BATCH) -> dict[str, Case]:
+    return _jitted(_with_nochecks(W2, w2_jta), grad, T, batch)
 
 
-def build_w3(T: int, grad: bool = True) -> dict[str, Case]:
-    cases = _jitted(_with_nochecks(W3, w3_jta), grad, T)
+def build_w3(T: int, grad: bool = True, batch: int | None = BATCH) -> dict[str, Case]:
+    cases = _jitted(_with_nochecks(W3, w3_jta), grad, T, batch)
     fn = grad_of(w3_jta) if grad else w3_jta
     cases["jta_xla_region"] = (jax.jit(fn, compiler_options=REGION_ANALYSIS), cases["jta"][1])
     return cases
@@ -404,3 +415,26 @@ def build_w4(T: int) -> dict[str, Case]:
         "jta_seq16": (w4_sequential(w1_jta), args),
         "raw_gradwithshape": (jax.jit(w4_raw_grad_with_shape), args),
     }
+
+
+# ----------------------------------------------------------------------------------------------
+# compile time: jit(value_and_grad) of an RNN written as a new user would
+# ----------------------------------------------------------------------------------------------
+def mean_square_loss(f: Callable[..., jax.Array]) -> Callable[..., jax.Array]:
+    return lambda W, xs: jnp.mean(f(W, xs) ** 2)
+
+
+def jitted_value_and_grad(f: Callable[..., jax.Array]) -> Callable[..., Any]:
+    return jax.jit(jax.value_and_grad(mean_square_loss(f)))
+
+
+def compile_cases(T: int = 1000) -> dict[str, tuple[Callable[[], Any], tuple[Any, ...]]]:
+    """``{impl: (make, args)}``: ``make()`` returns a fresh ``jax.jit(jax.value_and_grad(loss))``
+    (gradient w.r.t. ``W``) to be lowered and compiled with ``args`` (``W [H, H]``, ``xs [T, B, H]``).
+
+    ``native`` is W1 with ``lax.scan``'s stacked outputs, ``jta`` the TensorArray written in the
+    scan and stacked (``checks=True``, the default), ``jta_nochecks`` the same with ``checks=False``.
+    """
+    args = make_inputs(T)
+    fns = {"native": w1_native, "jta": w1_jta, "jta_nochecks": functools.partial(w1_jta, checks=False)}
+    return {name: (functools.partial(jitted_value_and_grad, f), args) for name, f in fns.items()}
