@@ -69,15 +69,22 @@ def no_error() -> jax.Array:
     return jnp.zeros((4,), jax.dtypes.canonicalize_dtype(np.int64))
 
 
+def _entry(dtype: Any, code: Any, values: tuple[Any, ...]) -> jax.Array:
+    """``[code, *values]`` (padded with zeros) built elementwise from one-hot constants: XLA fuses
+    it into the select that records it, where stacking four scalars is a concatenate per check."""
+    entry = jnp.asarray(code, dtype) * jnp.eye(4, dtype=dtype)[0]
+    for k, v in enumerate(values, 1):
+        entry = entry + jnp.asarray(v).astype(dtype) * jnp.eye(4, dtype=dtype)[k]
+    return entry
+
+
 def record(error: jax.Array, bad: Any, code: Error | jax.Array | int, *values: Any) -> jax.Array:
     """Record ``code`` with up to three integer ``values`` where ``bad`` holds and no earlier
     error is recorded (first error wins)."""
     if isinstance(bad, (bool, np.bool_)) and not bad:
         return error
     code = code.code if isinstance(code, Error) else code
-    values = (*values, *(0,) * (3 - len(values)))
-    new = jnp.stack([jnp.asarray(code, error.dtype), *(jnp.asarray(v).astype(error.dtype) for v in values)])
-    return jnp.where((error[0] == 0) & bad, new, error)
+    return jnp.where((error[0] == 0) & bad, _entry(error.dtype, code, values), error)
 
 
 def is_concrete(*xs: Any) -> bool:
@@ -146,6 +153,7 @@ def record_slot_error(error: jax.Array, bits: jax.Array, index: Any) -> jax.Arra
     are read back after the op updated them (a reader of the new flags, which XLA orders after
     the in-place update; reading the old bits twice costs a copy of all the flags per loop step).
     A bit that an earlier op set has its error recorded already, so first-error-wins is kept."""
-    for bit, err in SLOT_ERRORS:
-        error = record(error, (bits & bit) != 0, err, index)
-    return error
+    code = jnp.int32(0)
+    for bit, err in reversed(SLOT_ERRORS):  # the first bit in SLOT_ERRORS's order wins
+        code = jnp.where((bits & bit) != 0, jnp.int32(err.code), code)
+    return record(error, code != 0, code, index)
