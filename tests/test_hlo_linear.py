@@ -343,3 +343,16 @@ def test_gradients_match_plain_scan():
         got = jax.jit(_grad(f))(W, xs)
         for a, b in zip(got, ref, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.xfail(strict=True, reason="known, open: with unbatched rows ([T, 64]) XLA:CPU fuses the read of "
+                   "the cotangent row (the transpose of a write) into three consumers of the backward step "
+                   "and copies the whole f32[T+1, 64] cotangent buffer in every backward step (O(T^2)); "
+                   "batch-16 rows are read once. Copy-insertion region analysis removes the copy "
+                   "(README, Performance: W3u)")
+def test_read_after_write_gradient_is_linear_unbatched():
+    kw, kx = jax.random.split(jax.random.PRNGKey(0))
+    W, xs = jax.random.normal(kw, (HIDDEN, HIDDEN)) / 8, jax.random.normal(kx, (T, HIDDEN))
+    f = jax.grad(lambda W, xs: jnp.sum(w3_jta(W, xs, checks=False) ** 2), argnums=(0, 1))
+    found = whole_buffer_ops(jax.jit(f).lower(W, xs).compile().as_text(), dtype="f32")
+    assert found == [], _fmt(found)
