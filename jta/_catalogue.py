@@ -127,6 +127,8 @@ class Error(enum.Enum):
     WIDE_DTYPE_WITHOUT_X64 = (305, ValueError, "jta stores {dtype} only with 64-bit types enabled in JAX: call "
                               "jax.config.update('jax_enable_x64', True) first (or use {narrow}).")  # jta
     NONE_VALUE = (306, ValueError, "None values not supported.")
+    INT_TOO_LARGE = (310, ValueError, "Can't convert a Python int of {bits} bits to {dtype}: it is too large "
+                     "for any float (TensorFlow raises OverflowError).")
     NOT_CONVERTIBLE = (307, TypeError, "Failed to convert elements of {value} to Tensor. Consider casting "
                        "elements to a supported type. See https://www.tensorflow.org/api_docs/python/tf/dtypes "
                        "for supported TF dtypes.")

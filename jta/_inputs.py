@@ -137,7 +137,10 @@ def convert(value: Any, dtype: np.dtype, preferred: bool) -> jax.Array:
         python = not isinstance(value, (np.ndarray, np.generic))
         if python and isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63 \
                 and target in "fc":
-            value = float(value)  # beyond int64: TF converts it to the float array's dtype
+            try:
+                value = float(value)  # beyond int64: TF converts it to the float array's dtype
+            except OverflowError:
+                Error.INT_TOO_LARGE.raise_(bits=value.bit_length(), dtype=S.kernel_dtype_name(dtype))
         try:
             arr = np.asarray(value)
         except (OverflowError, ValueError, TypeError):

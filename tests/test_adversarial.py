@@ -725,11 +725,7 @@ def tf_converted(value: Any, name: str) -> Any:
 
 
 @pytest.mark.parametrize("group,apis", [
-    case(group, apis) if group != "beyond_float" else case(
-        group, apis, item=14, today="writing 2**1030 (ta.write/unstack/scatter into float and complex arrays, "
-                                    "raw_ops.TensorArrayWriteV3) leaks builtins.OverflowError 'int too large "
-                                    "to convert to float'")
-    for group in ODD_VALUES for apis in ("methods", "raw")])
+    case(group, apis) for group in ODD_VALUES for apis in ("methods", "raw")])
 @pytest.mark.long
 @SETTINGS
 @given(data=st.data())
@@ -1456,9 +1452,6 @@ KNOWN: dict[str, tuple[Callable[[], Any], dict[str, Any]]] = {
 KNOWN_TODAY = {
     "shape_to_prepend=[[2]]": (12, "accepted as [2] (TF: InvalidArgumentError)"),
     "raw-shape_to_prepend=[[2]]": (12, "accepted as [2] (TF: InvalidArgumentError)"),
-    "raw-write-2**1030": (14, "leaks builtins.OverflowError 'int too large to convert to float'"),
-    "write-2**1030-float32": (14, "leaks builtins.OverflowError 'int too large to convert to float'"),
-    "write-2**1030-complex64": (14, "leaks builtins.OverflowError 'int too large to convert to float'"),
     "unstack-negative-zero": (0, "gives +0.0 (the rows are added into a zero buffer)"),
     "scatter-subnormal": (0, "gives 0.0 (the rows are added into a zero buffer, XLA flushes denormals)"),
 }
