@@ -18,6 +18,7 @@ import numpy as np
 from jax.core import Tracer
 
 from . import _checks as C
+from . import _shapes as S
 from . import _storage as St
 from ._catalogue import Error
 from ._inputs import indices
@@ -60,6 +61,8 @@ def get_or_create(registry: dict[Key, Any], forward: Any, source: str, shape_to_
 def _static_prepend(shape_to_prepend: Any) -> tuple[int, ...]:
     if isinstance(shape_to_prepend, Tracer):
         Error.STATIC_PREPEND_REQUIRED.raise_()
+    if np.ndim(shape_to_prepend) > 1:
+        Error.SHAPE_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(shape_to_prepend)))
     dims = tuple(int(d) for d in np.asarray(shape_to_prepend).reshape(-1))
     for d in dims:
         if d < 0:

@@ -113,6 +113,7 @@ class Error(enum.Enum):
     DYNAMIC_NEEDS_CAPACITY = (128, _Unimplemented, "TensorArray {name}: a dynamic_size array {what} needs a "
                               "static capacity; " + _CAPACITY_HINT)  # jta
     NEGATIVE_DIMENSION = (129, _Invalid, "Dimension {dim} must be >= 0")
+    SHAPE_NOT_VECTOR = (131, _Invalid, "shape must be a vector of {{int32,int64}}, got shape {shape}")
     SIZE_TOO_LARGE = (130, _Invalid, "TensorArray {name}: {what} {size} does not fit TensorFlow's int32 "
                       "indices (at most 2147483647 slots).")  # jta: TF would try to allocate
     # TypeError / ValueError: TensorFlow's Python layer (op-wrapper conversion of arguments).

@@ -1120,10 +1120,7 @@ PREPENDS: dict[str, list[Any]] = {
 
 
 @pytest.mark.parametrize("group", [
-    case(g) if g != "nested" else case(g, item=12, today="shape_to_prepend=[[2]] is flattened to [2] and "
-                                                          "accepted, by ta.grad and TensorArrayGradWithShape "
-                                                          "(TF: InvalidArgumentError)")
-    for g in PREPENDS])
+    case(g) for g in PREPENDS])
 @pytest.mark.long
 @SETTINGS
 @given(data=st.data())
@@ -1450,8 +1447,6 @@ KNOWN: dict[str, tuple[Callable[[], Any], dict[str, Any]]] = {
 
 
 KNOWN_TODAY = {
-    "shape_to_prepend=[[2]]": (12, "accepted as [2] (TF: InvalidArgumentError)"),
-    "raw-shape_to_prepend=[[2]]": (12, "accepted as [2] (TF: InvalidArgumentError)"),
     "unstack-negative-zero": (0, "gives +0.0 (the rows are added into a zero buffer)"),
     "scatter-subnormal": (0, "gives 0.0 (the rows are added into a zero buffer, XLA flushes denormals)"),
 }

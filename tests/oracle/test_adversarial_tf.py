@@ -123,9 +123,7 @@ POOLS = {"write-index": INDICES, "read-index": INDICES, "size": SIZES, "value": 
 
 
 @pytest.mark.parametrize("probe", [
-    case(p) if p != "shape_to_prepend" else case(p, item=12, today="shape_to_prepend=[[2]] is accepted as [2] "
-                                                                   "(TF: InvalidArgumentError)")
-    for p in POOLS])
+    case(p) for p in POOLS])
 @pytest.mark.long
 @SETTINGS
 @given(data=st.data())
