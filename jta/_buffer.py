@@ -41,10 +41,16 @@ def take_rows(data: jax.Array, idx: Any) -> jax.Array:
     return data.at[idx].get(mode="clip")
 
 
-def add_rows(data: jax.Array, idx: Any, value: jax.Array) -> jax.Array:
-    """``data.at[idx].add(value, mode="drop")``. Static indices ``range(capacity)`` (``unstack()``
-    of a whole array) are an elementwise add, which XLA folds into the fresh zero buffer."""
-    if static_range(idx) == (0, data.shape[0]):
+def add_rows(data: jax.Array, idx: Any, value: jax.Array, aggregate: bool = True) -> jax.Array:
+    """``data.at[idx].add(value, mode="drop")`` for an aggregating array (a gradient accumulator,
+    or checks off, where duplicates add up as in TensorFlow's XLA lowering); otherwise the rows
+    are set: each is written once, into zeros, and adding would turn -0.0 into +0.0 and flush
+    subnormals. Static indices ``range(capacity)`` (``unstack()`` of a whole array) are the value
+    itself (or an elementwise add), with no scatter."""
+    whole = static_range(idx) == (0, data.shape[0])
+    if not aggregate:
+        return value if whole else data.at[idx].set(value, mode="drop")
+    if whole:
         return jnp.logical_or(data, value) if data.dtype == np.bool_ else data + value
     return add_at(data, idx, value, mode="drop")
 

@@ -307,7 +307,7 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
         flags = flags.at[j].set(new, mode="drop")
     if not static:  # out of range: dropped when recorded, clamped (as write does) when checks are off
         idx = jnp.where(ok, idx, cap) if m.checks else jnp.clip(idx, 0, cap - 1)
-    data = B.add_rows(data, idx, value)
+    data = B.add_rows(data, idx, value, aggregate=m.is_grad or not m.checks)
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
 
 

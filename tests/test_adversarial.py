@@ -591,10 +591,10 @@ _ZEROS_TODAY = ("{} adds the rows into a zero buffer: -0.0 comes back as +0.0 an
 
 @pytest.mark.parametrize("method", [
     case("write"),
-    case("unstack", item=0, today=_ZEROS_TODAY.format("unstack")),
-    case("scatter", item=0, today=_ZEROS_TODAY.format("scatter")),
-    case("split", item=0, today=_ZEROS_TODAY.format("split")),
-    case("raw_scatter", item=0, today=_ZEROS_TODAY.format("TensorArrayScatterV3")),
+    case("unstack"),
+    case("scatter"),
+    case("split"),
+    case("raw_scatter"),
 ])
 @pytest.mark.long
 @SETTINGS
@@ -1447,8 +1447,6 @@ KNOWN: dict[str, tuple[Callable[[], Any], dict[str, Any]]] = {
 
 
 KNOWN_TODAY = {
-    "unstack-negative-zero": (0, "gives +0.0 (the rows are added into a zero buffer)"),
-    "scatter-subnormal": (0, "gives 0.0 (the rows are added into a zero buffer, XLA flushes denormals)"),
 }
 
 
