@@ -187,6 +187,15 @@ def empty(cls: type, meta: ArrayMeta, n: int, flow: Any = None) -> Any:
     return cls.tree_unflatten(meta, ((None,) * n, None, traced_size, error, flow))
 
 
+def as_gradient(ta: Any) -> Any:
+    """A cotangent array (from ``jax.vjp``/``jax.grad`` with respect to a TensorArray: its
+    bookkeeping leaves are ``float0``) as the gradient of each element, without bookkeeping;
+    any other array as it is."""
+    if any(getattr(leaf, "dtype", None) == jax.dtypes.float0 for leaf in (ta._flags, ta._error)):
+        return ta.replace(flags=None, error=None, checks=False)
+    return ta
+
+
 def raise_if_concrete(ta: Any) -> Any:
     """Raise the recorded error now when the record is concrete (eager code); return ``ta``."""
     if ta._error is not None and C.is_concrete(ta._error, ta._flags):

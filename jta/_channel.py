@@ -42,10 +42,6 @@ def array_exception(ta: ArrayData) -> Optional[Exception]:
     return C.make_exception(ta.name, ta._error, ta._flags, ta.error_fields())
 
 
-def check_all(ta: ArrayData) -> None:
-    throw_array(ta)
-
-
 def _check_slots(ta: ArrayData, indices: jax.Array) -> None:
     """Like :func:`throw_array`, but look only at the slots ``indices``: O(len), not O(capacity),
     so reading inside a loop stays linear in the number of steps."""

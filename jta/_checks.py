@@ -4,7 +4,7 @@ Problems that depend on traced values (an index computed inside ``jit`` or ``lax
 cannot raise while tracing. jta records them instead, cheaply, in two places of the
 array's pytree:
 
-* ``error``: an ``int32[4]`` vector ``(code, *values)``; the first error wins. ``code`` is an
+* ``error``: an integer ``[4]`` vector ``(code, *values)`` (int64 under x64); the first error wins. ``code`` is an
   :class:`~jta._catalogue.Error` member's code, ``values`` its traced fields.
 * ``flags``: one ``int32`` bitfield per slot (written, read, and sticky error bits for
   "written twice", "written after read", "read after clear"). Updating one slot's bits is a

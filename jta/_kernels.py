@@ -15,12 +15,11 @@ from typing import Any, NoReturn, Union
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.core import Tracer
 
 from . import _checks as C
 from . import _shapes as S
 from . import _storage as St
-from ._array import known_size, logical_size, require_static_size
+from ._array import as_gradient, known_size, logical_size, require_static_size
 from ._catalogue import Error
 from ._inputs import check_dtype, check_scalar_index, length_dtype, static_int, static_ints
 from ._inputs import indices as index_operand
@@ -37,9 +36,7 @@ def usable(ta: Any) -> Any:
     batch = batch_shape(ta)
     if batch:
         Error.BATCHED_OUTSIDE_VMAP.raise_(name=ta.name, batch=batch)
-    if any(getattr(leaf, "dtype", None) == jax.dtypes.float0 for leaf in (ta._flags, ta._error)):
-        return ta.replace(flags=None, error=None, checks=False)
-    return ta
+    return as_gradient(ta)
 
 
 def batch_shape(ta: Any) -> tuple[int, ...]:
@@ -397,6 +394,3 @@ def close(ta: Any) -> Any:
     """``TensorArrayCloseOp``: every later op on the array raises "has already been closed."."""
     return ta.replace(closed=True)
 
-
-def is_traced(x: Any) -> bool:
-    return isinstance(x, Tracer)

@@ -34,7 +34,7 @@ from jax.core import Tracer
 
 from . import _checks as C
 from . import _shapes as S
-from ._array import ArrayData, ArrayMeta
+from ._array import ArrayData, ArrayMeta, as_gradient
 
 __all__ = ["array_repr", "array_html", "state_repr", "state_html",
            "registry_repr", "registry_html"]
@@ -320,18 +320,10 @@ def _never_raises(as_html: bool) -> Callable[[Callable[[Any], str]], Callable[[A
     return decorate
 
 
-def _as_gradient(ta: Any) -> Any:
-    """A cotangent array (``float0`` bookkeeping leaves, from ``jax.vjp`` with respect to an
-    array) is shown as the gradient it holds, without bookkeeping."""
-    if any(getattr(leaf, "dtype", None) == jax.dtypes.float0 for leaf in (ta._flags, ta._error)):
-        return ta.replace(flags=None, error=None, checks=False)
-    return ta
-
-
 @_never_raises(as_html=False)
 def array_repr(ta: Any) -> str:
     """``repr(TensorArray)``: header, slot strip, recorded error, legend."""
-    ta = _as_gradient(ta)
+    ta = as_gradient(ta)  # a cotangent array shows the gradient it holds
     lines = array_line(ta)
     if _wants_legend(ta):
         lines.append("  " + LEGEND)
@@ -444,7 +436,7 @@ def wrap(body: str) -> str:
 @_never_raises(as_html=True)
 def array_html(ta: Any) -> str:
     """``TensorArray._repr_html_``: the header and the slots as a coloured strip."""
-    ta = _as_gradient(ta)
+    ta = as_gradient(ta)
     legend = _legend_html() if _wants_legend(ta) else ""
     return wrap(_array_block_html(ta) + legend)
 

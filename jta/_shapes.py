@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, Optional
 
 import numpy as np
@@ -95,10 +94,6 @@ def kernel_dtype_name(dtype: Any) -> str:
     if np_dtype.kind in "USO":
         return "string"
     return _KERNEL_NAMES.get(name) or name
-
-
-def as_int_tuple(values: Iterable[Any]) -> tuple[int, ...]:
-    return tuple(int(v) for v in values)
 
 
 def dims(shape: Shape) -> tuple[int, ...]:

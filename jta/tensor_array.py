@@ -156,7 +156,7 @@ class TensorArray(ArrayData):
         del name
         es = self.element_shape  # TF's Python layer passes element_shape[1:] as the attribute
         ta, value, _ = K.concat(self, mark=False, element_shape_except0=None if es is None else es[1:])
-        Ch.check_all(ta)
+        Ch.throw_array(ta)
         return value
 
     # -- misc -------------------------------------------------------------------------------
