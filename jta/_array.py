@@ -57,6 +57,33 @@ class ArrayMeta:
     checks: bool = True
     slots: Optional[tuple[tuple[int, S.Shape], ...]] = None  # slots form: (bits, shape) per slot
 
+    def __repr__(self) -> str:
+        # JAX prints this when a loop's carry changes structure (scan, fori_loop, while_loop,
+        # cond): say which static part a loop body may not change, and what to do instead.
+        size = f"size={self.static_size}" if self.static_size is not None else f"capacity={self.capacity}"
+        parts = [f"TensorArray {self.name!r}", f"dtype={np.dtype(self.dtype).name}",
+                 f"element_shape={S.debug_str(self.element_shape)}", size]
+        parts += [k for k in ("dynamic_size", "is_grad", "closed") if getattr(self, k)]
+        if not self.checks:
+            parts.append("checks=False")
+        if self.slots is not None:
+            parts.append(f"slots={self.slots}")
+        hints = [hint for applies, hint in (
+            (self.closed, _HINT_CLOSED),
+            (self.slots is not None, _HINT_SLOTS),
+            (self.dynamic_size and self.capacity is None, _HINT_DYNAMIC),
+        ) if applies]
+        return f"ArrayMeta({', '.join(parts)})" + "".join(f"\n    [{h}]" for h in hints)
+
+
+_HINT_CLOSED = ("closed: close() inside a loop body changes the array's static structure; close it "
+                "after the loop")
+_HINT_SLOTS = ("element shape not fully defined: each write changes the array's static structure, which "
+               "a loop carry must keep; pass a full element_shape= when creating the array")
+_HINT_DYNAMIC = ("dynamic_size without capacity: the size is static, so writing past the end inside a "
+                 "loop body changes the array's structure; pass capacity=N (a static bound) when "
+                 "creating the array")
+
 
 class ArrayData:
     """Leaves and metadata of a TensorArray; :class:`jta.TensorArray` adds TensorFlow's API."""

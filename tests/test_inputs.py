@@ -149,6 +149,44 @@ def test_sizes_beyond_int32_are_refused():
         jta.TensorArray(jnp.float32, size=0, dynamic_size=True).write(2**31, 1.0)
 
 
+# -- 11. static structure changed inside a loop body: the message names the cause and the fix --
+
+def _scan(body, ta):
+    return jax.lax.scan(lambda t, i: (body(t, i), None), ta, jnp.arange(3))
+
+
+def _fori(body, ta):
+    return jax.lax.fori_loop(0, 3, lambda i, t: body(t, i), ta)
+
+
+def _while(body, ta):
+    return jax.lax.while_loop(lambda c: c[1] < 3, lambda c: (body(c[0], c[1]), c[1] + 1), (ta, 0))
+
+
+@pytest.mark.parametrize("loop", [_scan, _fori, _while])
+@pytest.mark.parametrize("case, make, body, text", [
+    ("close", small, lambda t, i: t.write(i, 1.0).close(), r"close\(\) inside a loop body.*close it after the loop"),
+    ("no element_shape", lambda: jta.TensorArray(jnp.float32, size=3), lambda t, i: t.write(0, jnp.ones(2)),
+     r"element shape not fully defined.*pass a full element_shape="),
+    ("dynamic_size", lambda: jta.TensorArray(jnp.float32, size=0, dynamic_size=True, element_shape=()),
+     lambda t, i: t.write(3, 1.0), r"dynamic_size without capacity.*pass capacity=N"),
+])
+def test_structure_change_in_a_loop_names_cause_and_fix(loop, case, make, body, text):
+    with pytest.raises(TypeError, match=f"(?s)must have the same pytree structure.*{text}"):
+        loop(body, make())
+
+
+def test_structure_change_fixed_as_the_message_says():
+    ta, _ = _scan(lambda t, i: t.write(i, 1.0), small())
+    assert ta.stack().tolist() == [1.0, 1.0, 1.0]
+    ta.close()
+    ta = _fori(lambda t, i: t.write(i, jnp.ones(2)), jta.TensorArray(jnp.float32, size=3, element_shape=(2,)))
+    assert ta.stack().shape == (3, 2)
+    ta, _ = _while(lambda t, i: t.write(3, 1.0),
+                   jta.TensorArray(jnp.float32, size=0, dynamic_size=True, element_shape=(), capacity=4))
+    assert int(ta.size()) == 4
+
+
 # -- 12. shape_to_prepend ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape, cls, text", [
