@@ -60,3 +60,25 @@ def test_layout(case: graph_corpus.GraphCase) -> None:
     float_dtype = np.float64 if case.rtol < 1e-9 else np.float32
     assert case.expected[0].dtype == float_dtype
     assert case.session_seconds > 0
+
+
+def test_jacobian_has_tensor_array_grad_with_shape() -> None:
+    """pfor's jacobian is the one case that makes TensorArrayGradWithShape; keep it that way."""
+    counts = graph_corpus.CASES["jacobian"]().op_counts
+    assert counts.get("TensorArrayGradWithShape", 0) > 0, counts
+
+
+def test_every_op_of_interest_is_covered() -> None:
+    covered = set().union(*(graph_corpus.CASES[name]().op_counts for name in NAMES))
+    missing = set(graph_corpus.OPS_OF_INTEREST) - covered
+    assert not missing, missing
+
+
+def test_import_does_not_import_tensorflow() -> None:
+    """Other tests import the helpers package: the corpus module must load without TensorFlow."""
+    import pathlib
+    import subprocess
+    import sys
+
+    code = "import sys, tests.helpers.graph_corpus; assert 'tensorflow' not in sys.modules, 'tensorflow imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=pathlib.Path(__file__).resolve().parents[1])

@@ -261,8 +261,161 @@ def dynamic_rnn_lstm_f64() -> GraphCase:
     return _dynamic_rnn("dynamic_rnn_lstm_f64", _LSTM, dtype_name="float64")
 
 
+@functools.cache
+def bidirectional_rnn() -> GraphCase:
+    """``bidirectional_dynamic_rnn``: LSTM forward, GRU backward, constant ``sequence_length`` (ReverseSequence)."""
+    import tensorflow as tf
+
+    batch, steps, n_in = 2, 5, 3
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [batch, steps, n_in], name="x")
+        fw, bw = _LSTM(n_in, 4, seed=3, dtype=tf.float32, name="fw"), _GRU(n_in, 3, seed=4, dtype=tf.float32, name="bw")
+        (y_fw, y_bw), (s_fw, s_bw) = tf.compat.v1.nn.bidirectional_dynamic_rnn(
+            fw, bw, x, sequence_length=tf.constant([5, 3], tf.int32), dtype=tf.float32)
+        forward = [y_fw, y_bw, *tf.nest.flatten(s_fw), s_bw]
+        claims = ("ReverseSequence", "TensorArrayV3", "TensorArrayScatterV3", "TensorArrayReadV3",
+                  "TensorArrayWriteV3", "TensorArrayGatherV3", "TensorArrayGradV3", *_LOOP_OPS, *_GRAD_OPS)
+        return _finish("bidirectional_rnn", graph, [x], [_normal(5, (batch, steps, n_in))], forward, [0], claims, 1e-5)
+
+
+@functools.cache
+def raw_rnn() -> GraphCase:
+    """``raw_rnn`` with the ``loop_fn`` of its docstring (a ``tf.cond`` per step) over a GRU; time-major input."""
+    import tensorflow as tf
+
+    steps, batch, n_in, n_hidden = 5, 3, 3, 4
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [steps, batch, n_in], name="x")
+        lengths = tf.constant([5, 3, 4], tf.int32)
+        cell = _GRU(n_in, n_hidden, seed=6, dtype=tf.float32)
+        inputs_ta = tf.TensorArray(tf.float32, size=steps).unstack(x)
+
+        def loop_fn(step: Any, cell_output: Any, cell_state: Any, loop_state: Any) -> tuple[Any, ...]:
+            emit_output = cell_output  # None at step 0: raw_rnn then uses cell.output_size
+            next_state = cell.zero_state(batch, tf.float32) if cell_output is None else cell_state
+            finished = step >= lengths
+            next_input = tf.cond(tf.reduce_all(finished), lambda: tf.zeros([batch, n_in], tf.float32),
+                                 lambda: inputs_ta.read(step))
+            return finished, next_input, next_state, emit_output, None
+
+        outputs_ta, final_state, _ = tf.compat.v1.nn.raw_rnn(cell, loop_fn)
+        # raw_rnn stops once every sequence is finished: after max(lengths) == steps steps.
+        forward = [tf.ensure_shape(outputs_ta.stack(), [steps, batch, n_hidden]), final_state]
+        claims = ("TensorArrayV3", "TensorArrayScatterV3", "TensorArrayReadV3", "TensorArrayWriteV3",
+                  "TensorArrayGatherV3", "TensorArrayGradV3", *_LOOP_OPS, *_GRAD_OPS)
+        return _finish("raw_rnn", graph, [x], [_normal(7, (steps, batch, n_in))], forward, [0], claims, 1e-5)
+
+
+@functools.cache
+def while_dynamic_ta() -> GraphCase:
+    """Hand-written ``while_loop`` over ``dynamic_size`` TensorArrays: split, scatter, read, write, size, concat, gather,
+    an int32 array and a close."""
+    import tensorflow as tf
+
+    steps, batch, n = 4, 2, 3
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [steps * batch, n], name="x")
+        h0 = tf.compat.v1.placeholder(tf.float32, [batch, n], name="h0")
+        w = tf.constant(_normal(8, (n, n)) / n**0.5)
+        # Rows of x split into `steps` blocks; the same data scattered in reverse order.
+        split_ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True).split(x, tf.fill([steps], batch))
+        scatter_ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True).scatter(
+            tf.range(steps - 1, -1, -1), tf.reshape(x, [steps, batch, n]))
+        out_ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)  # grows by one per step
+        # element_shape unknown in the leading dim: concat then joins blocks of different heights.
+        ragged_ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False)
+        int_ta = tf.TensorArray(tf.int32, size=0, dynamic_size=True)  # no gradient flows through it
+
+        def body(i: Any, h: Any, out_ta: Any, ragged_ta: Any, int_ta: Any) -> tuple[Any, ...]:
+            grown = tf.cast(out_ta.size(), tf.float32)  # == i: the array grew by one per step
+            h = tf.tanh(tf.matmul(split_ta.read(i) + 0.5 * scatter_ta.read(i), w) + h * (1.0 + 0.1 * grown))
+            out_ta = out_ta.write(i, h)
+            ragged_ta = ragged_ta.write(i, h[: 1 + i % batch])
+            return i + 1, h, out_ta, ragged_ta, int_ta.write(i, i * i)
+
+        _, h, out_ta, ragged_ta, int_ta = tf.compat.v1.while_loop(
+            lambda i, *_: i < steps, body, [tf.constant(0), h0, out_ta, ragged_ta, int_ta])
+        # Closing needs a consumer to survive freezing (only the outputs' ancestors are kept).
+        squares = tf.ensure_shape(int_ta.stack(), [steps])
+        with tf.control_dependencies([squares]):
+            closed = int_ta.close()
+        with tf.control_dependencies([closed]):
+            squares = tf.cast(squares, tf.float32)
+        size = out_ta.size()
+        stacked = tf.ensure_shape(out_ta.stack(), [steps, batch, n])  # dynamic_size: TF does not know steps
+        ragged = tf.ensure_shape(ragged_ta.concat(), [sum(1 + i % batch for i in range(steps)), n])
+        forward = [h, stacked, ragged, tf.cast(size, tf.float32) * tf.reduce_sum(stacked[-1]), squares]
+        claims = ("TensorArrayV3", "TensorArraySplitV3", "TensorArrayCloseV3", "TensorArrayScatterV3", "TensorArrayReadV3",
+                  "TensorArrayWriteV3", "TensorArraySizeV3", "TensorArrayConcatV3", "TensorArrayGatherV3",
+                  "TensorArrayGradV3", *_LOOP_OPS, *_GRAD_OPS)
+        feeds = [_normal(9, (steps * batch, n)), _normal(10, (batch, n))]
+        return _finish("while_dynamic_ta", graph, [x, h0], feeds, forward, [0, 1], claims, 1e-5)
+
+
+@functools.cache
+def nested_while() -> GraphCase:
+    """An outer ``while_loop`` over steps running an inner one over each step's rows, both through TensorArrays."""
+    import tensorflow as tf
+
+    outer, inner, batch, n = 3, 4, 2, 3
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [outer, inner, batch, n], name="x")
+        w = tf.constant(_normal(11, (n, n)) / n**0.5)
+        u = tf.constant(_normal(12, (n, n)) / n**0.5)
+        outer_in = tf.TensorArray(tf.float32, size=outer).unstack(x)
+
+        def outer_body(t: Any, h: Any, outer_out: Any) -> tuple[Any, ...]:
+            inner_in = tf.TensorArray(tf.float32, size=inner).unstack(outer_in.read(t))
+
+            def inner_body(k: Any, g: Any, inner_out: Any) -> tuple[Any, ...]:
+                g = tf.tanh(tf.matmul(inner_in.read(k), w) + tf.matmul(g, u))
+                return k + 1, g, inner_out.write(k, g)
+
+            _, h, inner_out = tf.compat.v1.while_loop(
+                lambda k, *_: k < inner, inner_body, [tf.constant(0), h, tf.TensorArray(tf.float32, size=inner)])
+            return t + 1, h, outer_out.write(t, inner_out.stack() * tf.cast(t + 1, tf.float32))
+
+        _, h, outer_out = tf.compat.v1.while_loop(
+            lambda t, *_: t < outer, outer_body,
+            [tf.constant(0), tf.zeros([batch, n]), tf.TensorArray(tf.float32, size=outer)])
+        forward = [outer_out.stack(), h]
+        claims = ("TensorArrayV3", "TensorArrayScatterV3", "TensorArrayReadV3", "TensorArrayWriteV3",
+                  "TensorArrayGatherV3", "TensorArrayGradV3", *_LOOP_OPS, *_GRAD_OPS)
+        return _finish("nested_while", graph, [x], [_normal(13, (outer, inner, batch, n))], forward, [0], claims, 1e-5)
+
+
+@functools.cache
+def jacobian() -> GraphCase:
+    """``parallel_for.gradients.jacobian`` (pfor) of a TensorArray loop: pfor turns TensorArrayGradV3 into
+    TensorArrayGradWithShape. The jacobian is a forward output; no gradient outputs: TF cannot differentiate
+    the jacobian again (the second-order TensorArrayGradV3 fails with "Wrong input container")."""
+    import tensorflow as tf
+    from tensorflow.python.ops.parallel_for import gradients as pfor_gradients
+
+    steps, n = 4, 3
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [steps, n], name="x")
+        w = tf.constant(_normal(14, (n, n)) / n**0.5)
+        x_ta = tf.TensorArray(tf.float32, size=steps).unstack(x)
+
+        def body(i: Any, h: Any, ys: Any) -> tuple[Any, ...]:
+            h = tf.tanh(x_ta.read(i) + tf.linalg.matvec(w, h, transpose_a=True))
+            return i + 1, h, ys.write(i, h)
+
+        _, _, ys = tf.compat.v1.while_loop(
+            lambda i, *_: i < steps, body, [tf.constant(0), tf.zeros([n]), tf.TensorArray(tf.float32, size=steps)])
+        y = ys.stack()
+        jac = pfor_gradients.jacobian(y, x, use_pfor=True)  # [steps, n, steps, n]
+        forward = [y, jac]
+        # pfor turns every TensorArrayGradV3 into TensorArrayGradWithShape: none of the former is left.
+        claims = ("TensorArrayGradWithShape", "TensorArrayV3", "TensorArrayScatterV3", "TensorArrayReadV3",
+                  "TensorArrayWriteV3", "TensorArrayGatherV3", *_LOOP_OPS, "StackV2", "StackPushV2", "StackPopV2")
+        return _finish("jacobian", graph, [x], [_normal(15, (steps, n))], forward, [], claims, 1e-5)
+
+
 CASES: dict[str, Callable[[], GraphCase]] = {
-    f.__name__: f for f in (dynamic_rnn_lstm, dynamic_rnn_gru, dynamic_rnn_lstm_seqlen, dynamic_rnn_lstm_f64)
+    f.__name__: f for f in (dynamic_rnn_lstm, dynamic_rnn_gru, dynamic_rnn_lstm_seqlen, dynamic_rnn_lstm_f64,
+                            bidirectional_rnn, raw_rnn, while_dynamic_ta, nested_while, jacobian)
 }
 
 
