@@ -2,8 +2,9 @@
 
 from . import errors, gradients, raw_ops
 from ._describe import describe
+from .graph_import import import_graph_def
 from .tensor_array import TensorArray
 from .throwing import checked, throw
 
-__all__ = ["TensorArray", "checked", "describe", "errors", "gradients", "raw_ops", "throw"]
+__all__ = ["TensorArray", "checked", "describe", "errors", "gradients", "import_graph_def", "raw_ops", "throw"]
 __version__ = "0.1.0"

@@ -160,6 +160,20 @@ class Error(enum.Enum):
                           "names that start with 'gradients'.")
     NOT_AN_ACCUMULATOR = (209, ValueError, "{handle!r} is not an accumulator of this registry.")  # jta
 
+    # -- jta.import_graph_def (static only, all jta's own) -----------------------------------------
+    GRAPH_UNSUPPORTED = (401, _Unimplemented, "jta.import_graph_def cannot run this graph; unsupported:\n{items}")
+    GRAPH_NEEDS_TF = (402, ImportError, "jta.import_graph_def parses graphs with TensorFlow: pip install "
+                      "\"jta[tf]\" ({error}).")
+    GRAPH_UNKNOWN_TENSOR = (403, ValueError, "jta.import_graph_def: the graph has no tensor {tensor!r} ({what}).")
+    GRAPH_ARGUMENT_COUNT = (404, TypeError, "The imported graph takes {expected} inputs ({names}), got {given}.")
+    GRAPH_NOT_STATIC = (405, _Unimplemented, "Node {node} ({op}): {what} must be static (computable from "
+                        "constants and shapes while tracing), but it depends on the inputs' values.")
+    GRAPH_STACK_CAPACITY = (406, _Unimplemented, "Stack {stack}: pushed inside the while loop {frame}, whose "
+                            "trip count is not static here; pass stack_capacity=N to jta.import_graph_def.")
+    GRAPH_LOOP_STRUCTURE = (407, _Unimplemented, "While loop {frame}: {what}")
+    GRAPH_MERGE_HANDLES = (408, _Unimplemented, "Node {node}: a Merge of different resources ({a} and {b}) "
+                           "under a condition that is only known at run time.")
+
     def __init__(self, code: int, cls: type[Exception], template: str, fields: tuple[str, ...] = ()):
         self.code, self.cls, self.template, self.fields = code, cls, template, fields
 

@@ -1,0 +1,431 @@
+"""The ordinary (stateless) TensorFlow ops of an imported graph, as numpy-or-JAX functions.
+
+Each entry of :data:`OPS` maps an op type to ``fn(node, args) -> list of outputs``. When every
+input is a numpy array (a constant, or shape arithmetic on static shapes), the op computes in
+numpy, so its result stays static under ``jit`` and can become a shape, an index or a trip
+count; otherwise it computes with ``jax.numpy``. Shapes of traced values are static in JAX, so
+``Shape``/``Size``/``Rank`` always give numpy.
+
+jta writes this table itself instead of calling tf2jax's handlers (``tf2jax._src.ops``): those
+import TensorFlow at module level (the returned function would keep a TensorFlow import), read
+attributes from ``NodeDef`` protos, and lack the gradient-graph ops these graphs consist of
+(``SigmoidGrad``, ``TanhGrad``, ``BiasAddGrad``, ``BroadcastGradientArgs``, ``ConcatOffset``,
+``ShapeN``, ``DynamicStitch``, ``StridedSliceGrad``, ``ControlTrigger``, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._catalogue import Error
+from ._graph_def import Node
+
+Op = Callable[[Node, list[Any]], list[Any]]
+OPS: dict[str, Op] = {}
+
+
+def is_static(v: Any) -> bool:
+    """A numpy value (known while tracing)."""
+    return isinstance(v, (np.ndarray, np.generic))
+
+
+def _xp(*args: Any) -> Any:
+    return np if all(is_static(a) for a in args) else jnp
+
+
+def _np(v: Any) -> Any:
+    return np.asarray(v) if isinstance(v, (np.generic, bool, int, float)) else v
+
+
+def _static(node: Node, v: Any, what: str) -> np.ndarray:
+    if not is_static(v):
+        Error.GRAPH_NOT_STATIC.raise_(node=node.name, op=node.op, what=what)
+    return np.asarray(v)
+
+
+def _reg(*names: str) -> Callable[[Op], Op]:
+    def deco(fn: Op) -> Op:
+        for n in names:
+            OPS[n] = fn
+        return fn
+    return deco
+
+
+def _simple(names: tuple[str, ...], fn: Callable[..., Any]) -> None:
+    for n in names:
+        OPS[n] = lambda node, args, fn=fn: [_np(fn(_xp(*args), *args))]
+
+
+def _cast(v: Any, dtype: Any) -> Any:
+    return np.asarray(v).astype(dtype) if is_static(v) else jnp.asarray(v).astype(dtype)
+
+
+# -- elementwise ------------------------------------------------------------------------------
+_BINARY: dict[str, Callable[..., Any]] = {
+    "Add": lambda xp, a, b: xp.add(a, b), "AddV2": lambda xp, a, b: xp.add(a, b),
+    "Sub": lambda xp, a, b: xp.subtract(a, b), "Mul": lambda xp, a, b: xp.multiply(a, b),
+    "RealDiv": lambda xp, a, b: xp.true_divide(a, b), "Maximum": lambda xp, a, b: xp.maximum(a, b),
+    "Minimum": lambda xp, a, b: xp.minimum(a, b), "Pow": lambda xp, a, b: xp.power(a, b),
+    "FloorMod": lambda xp, a, b: xp.mod(a, b), "FloorDiv": lambda xp, a, b: xp.floor_divide(a, b),
+    "SquaredDifference": lambda xp, a, b: xp.square(xp.subtract(a, b)),
+    "Equal": lambda xp, a, b: xp.equal(a, b), "NotEqual": lambda xp, a, b: xp.not_equal(a, b),
+    "Less": lambda xp, a, b: xp.less(a, b), "LessEqual": lambda xp, a, b: xp.less_equal(a, b),
+    "Greater": lambda xp, a, b: xp.greater(a, b), "GreaterEqual": lambda xp, a, b: xp.greater_equal(a, b),
+    "LogicalAnd": lambda xp, a, b: xp.logical_and(a, b), "LogicalOr": lambda xp, a, b: xp.logical_or(a, b),
+    "SigmoidGrad": lambda xp, y, dy: dy * y * (1 - y), "TanhGrad": lambda xp, y, dy: dy * (1 - y * y),
+    "ReluGrad": lambda xp, dy, x: xp.where(x > 0, dy, xp.zeros_like(dy)),
+    "SqrtGrad": lambda xp, y, dy: dy * 0.5 / y, "RsqrtGrad": lambda xp, y, dy: dy * -0.5 * y * y * y,
+    "ReciprocalGrad": lambda xp, y, dy: -dy * y * y,
+}
+_UNARY: dict[str, Callable[..., Any]] = {
+    "Neg": lambda xp, x: xp.negative(x), "Reciprocal": lambda xp, x: xp.reciprocal(x) if xp is jnp else 1 / x,
+    "Inv": lambda xp, x: 1 / x, "Square": lambda xp, x: xp.square(x), "Sqrt": lambda xp, x: xp.sqrt(x),
+    "Rsqrt": lambda xp, x: 1 / xp.sqrt(x), "Exp": lambda xp, x: xp.exp(x), "Log": lambda xp, x: xp.log(x),
+    "Abs": lambda xp, x: xp.abs(x), "Sign": lambda xp, x: xp.sign(x), "LogicalNot": lambda xp, x: xp.logical_not(x),
+    "Tanh": lambda xp, x: xp.tanh(x), "Relu": lambda xp, x: xp.maximum(x, xp.zeros_like(x)),
+    "Sigmoid": lambda xp, x: jax.nn.sigmoid(x) if xp is jnp else (1 / (1 + np.exp(-x))).astype(x.dtype),
+    "Softplus": lambda xp, x: jax.nn.softplus(x) if xp is jnp else np.logaddexp(0, x).astype(x.dtype),
+    "Floor": lambda xp, x: xp.floor(x), "Ceil": lambda xp, x: xp.ceil(x),
+    "ZerosLike": lambda xp, x: xp.zeros_like(x), "OnesLike": lambda xp, x: xp.ones_like(x),
+}
+for _name, _fn in _BINARY.items():
+    _simple((_name,), _fn)
+for _name, _fn in _UNARY.items():
+    _simple((_name,), _fn)
+_simple(("AddN",), lambda xp, *xs: sum(xs[1:], xs[0]))
+
+
+@_reg("Identity", "Snapshot", "PreventGradient", "EnsureShape", "CheckNumerics", "PlaceholderWithDefault")
+def _identity(node: Node, args: list[Any]) -> list[Any]:
+    return [args[0]]
+
+
+@_reg("IdentityN")
+def _identity_n(node: Node, args: list[Any]) -> list[Any]:
+    return list(args)
+
+
+@_reg("StopGradient")
+def _stop_gradient(node: Node, args: list[Any]) -> list[Any]:
+    return [args[0] if is_static(args[0]) else jax.lax.stop_gradient(args[0])]
+
+
+@_reg("NoOp", "ControlTrigger", "Assert")
+def _nothing(node: Node, args: list[Any]) -> list[Any]:
+    return []
+
+
+@_reg("Const")
+def _const(node: Node, args: list[Any]) -> list[Any]:
+    return [np.asarray(node.attr("value"))]
+
+
+@_reg("Cast")
+def _cast_op(node: Node, args: list[Any]) -> list[Any]:
+    return [_cast(args[0], node.attr("DstT"))]
+
+
+# -- linear algebra -------------------------------------------------------------------------
+@_reg("MatMul")
+def _matmul(node: Node, args: list[Any]) -> list[Any]:
+    a, b = args
+    xp = _xp(a, b)
+    a = a.T if node.attr("transpose_a") else a
+    b = b.T if node.attr("transpose_b") else b
+    return [_np(xp.matmul(a, b))]
+
+
+@_reg("BatchMatMul", "BatchMatMulV2", "BatchMatMulV3")
+def _batch_matmul(node: Node, args: list[Any]) -> list[Any]:
+    a, b = args
+    xp = _xp(a, b)
+    a = xp.swapaxes(xp.conj(a), -1, -2) if node.attr("adj_x") else a
+    b = xp.swapaxes(xp.conj(b), -1, -2) if node.attr("adj_y") else b
+    return [_np(xp.matmul(a, b))]
+
+
+def _channel_axis(node: Node, ndim: int) -> int:
+    return 1 if str(node.attr("data_format", "NHWC")).startswith("NC") and ndim > 2 else ndim - 1
+
+
+@_reg("BiasAdd", "BiasAddV1")
+def _bias_add(node: Node, args: list[Any]) -> list[Any]:
+    x, b = args
+    axis = _channel_axis(node, np.ndim(x))
+    shape = [1] * np.ndim(x)
+    shape[axis] = -1
+    return [_np(_xp(x, b).add(x, b.reshape(shape)))]
+
+
+@_reg("BiasAddGrad")
+def _bias_add_grad(node: Node, args: list[Any]) -> list[Any]:
+    (dy,) = args
+    axis = _channel_axis(node, np.ndim(dy))
+    return [_np(_xp(dy).sum(dy, axis=tuple(a for a in range(np.ndim(dy)) if a != axis)))]
+
+
+# -- shapes -----------------------------------------------------------------------------------
+@_reg("Shape")
+def _shape(node: Node, args: list[Any]) -> list[Any]:
+    return [np.asarray(np.shape(args[0]), node.attr("out_type", np.dtype("int32")))]
+
+
+@_reg("ShapeN")
+def _shape_n(node: Node, args: list[Any]) -> list[Any]:
+    return [np.asarray(np.shape(a), node.attr("out_type", np.dtype("int32"))) for a in args]
+
+
+@_reg("Size")
+def _size(node: Node, args: list[Any]) -> list[Any]:
+    return [np.asarray(np.size(args[0]), node.attr("out_type", np.dtype("int32")))]
+
+
+@_reg("Rank")
+def _rank(node: Node, args: list[Any]) -> list[Any]:
+    return [np.asarray(np.ndim(args[0]), np.int32)]
+
+
+@_reg("Reshape")
+def _reshape(node: Node, args: list[Any]) -> list[Any]:
+    x, shape = args
+    return [_np(_xp(x).reshape(x, tuple(int(d) for d in _static(node, shape, "the shape"))))]
+
+
+@_reg("Fill")
+def _fill(node: Node, args: list[Any]) -> list[Any]:
+    dims, value = args
+    dims = tuple(int(d) for d in _static(node, dims, "the dims"))
+    return [_np(_xp(value).full(dims, value, dtype=np.asarray(value).dtype if is_static(value) else value.dtype))]
+
+
+@_reg("Range")
+def _range(node: Node, args: list[Any]) -> list[Any]:
+    start, limit, delta = (_static(node, a, "start, limit and delta") for a in args)
+    return [np.arange(start.item(), limit.item(), delta.item()).astype(node.attr("Tidx", start.dtype))]
+
+
+@_reg("ExpandDims")
+def _expand_dims(node: Node, args: list[Any]) -> list[Any]:
+    x, axis = args
+    return [_np(_xp(x).expand_dims(x, int(_static(node, axis, "the axis"))))]
+
+
+@_reg("Squeeze")
+def _squeeze(node: Node, args: list[Any]) -> list[Any]:
+    (x,) = args
+    dims = node.attr("squeeze_dims") or None
+    return [_np(_xp(x).squeeze(x, axis=None if dims is None else tuple(dims)))]
+
+
+@_reg("Transpose")
+def _transpose(node: Node, args: list[Any]) -> list[Any]:
+    x, perm = args
+    return [_np(_xp(x).transpose(x, tuple(int(p) for p in _static(node, perm, "perm"))))]
+
+
+@_reg("InvertPermutation")
+def _invert_permutation(node: Node, args: list[Any]) -> list[Any]:
+    perm = _static(node, args[0], "perm")
+    return [np.argsort(perm).astype(perm.dtype)]
+
+
+@_reg("Tile")
+def _tile(node: Node, args: list[Any]) -> list[Any]:
+    x, reps = args
+    return [_np(_xp(x).tile(x, tuple(int(r) for r in _static(node, reps, "multiples"))))]
+
+
+@_reg("Pack")
+def _pack(node: Node, args: list[Any]) -> list[Any]:
+    return [_np(_xp(*args).stack(args, axis=node.attr("axis", 0)))]
+
+
+@_reg("Unpack")
+def _unpack(node: Node, args: list[Any]) -> list[Any]:
+    (x,) = args
+    axis = node.attr("axis", 0)
+    xp = _xp(x)
+    return [_np(xp.take(x, k, axis=axis)) for k in range(np.shape(x)[axis])]
+
+
+@_reg("ConcatV2", "Concat")
+def _concat(node: Node, args: list[Any]) -> list[Any]:
+    axis, values = (args[-1], args[:-1]) if node.op == "ConcatV2" else (args[0], args[1:])
+    return [_np(_xp(*values).concatenate(values, axis=int(_static(node, axis, "the axis"))))]
+
+
+@_reg("ConcatOffset")
+def _concat_offset(node: Node, args: list[Any]) -> list[Any]:
+    axis = int(_static(node, args[0], "the axis"))
+    shapes = [_static(node, s, "the shapes") for s in args[1:]]
+    axis %= len(shapes[0])
+    offsets, total = [], 0
+    for s in shapes:
+        o = np.zeros_like(s)
+        o[axis] = total
+        offsets.append(o)
+        total += int(s[axis])
+    return offsets
+
+
+@_reg("Split")
+def _split(node: Node, args: list[Any]) -> list[Any]:
+    axis, x = args
+    return [_np(v) for v in _xp(x).split(x, node.attr("num_split"), axis=int(_static(node, axis, "the axis")))]
+
+
+@_reg("SplitV")
+def _split_v(node: Node, args: list[Any]) -> list[Any]:
+    x, sizes, axis = args
+    axis = int(_static(node, axis, "the axis")) % np.ndim(x)
+    sizes = [int(s) for s in _static(node, sizes, "size_splits")]
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = np.shape(x)[axis] - (sum(sizes) + 1)
+    return [_np(v) for v in _xp(x).split(x, np.cumsum(sizes)[:-1].tolist(), axis=axis)]
+
+
+@_reg("Slice")
+def _slice(node: Node, args: list[Any]) -> list[Any]:
+    x, begin, size = args
+    size = [int(s) for s in _static(node, size, "the size")]
+    shape = np.shape(x)
+    if is_static(begin):
+        b = [int(v) for v in begin]
+        return [_np(x[tuple(slice(v, shape[k] if s < 0 else v + s) for k, (v, s) in enumerate(zip(b, size, strict=False)))])]
+    size = [shape[k] - 0 if s < 0 else s for k, s in enumerate(size)]  # a -1 size needs a static begin
+    return [jax.lax.dynamic_slice(jnp.asarray(x), tuple(jnp.asarray(begin)[k] for k in range(len(size))), size)]
+
+
+def _strided_index(node: Node, begin: Any, end: Any, strides: Any) -> tuple[Any, ...]:
+    strides = _static(node, strides, "the strides")
+    masks = {k: int(node.attr(k + "_mask", 0)) for k in ("begin", "end", "ellipsis", "new_axis", "shrink_axis")}
+    index: list[Any] = []
+    for k in range(len(strides)):
+        bit = 1 << k
+        if masks["ellipsis"] & bit:
+            index.append(Ellipsis)
+        elif masks["new_axis"] & bit:
+            index.append(None)
+        elif masks["shrink_axis"] & bit:
+            b = begin[k]
+            index.append(int(b) if is_static(b) else b)
+        else:
+            b = None if masks["begin"] & bit else int(_static(node, begin[k], "slice bounds"))
+            e = None if masks["end"] & bit else int(_static(node, end[k], "slice bounds"))
+            index.append(slice(b, e, int(strides[k])))
+    return tuple(index)
+
+
+@_reg("StridedSlice")
+def _strided_slice(node: Node, args: list[Any]) -> list[Any]:
+    x, begin, end, strides = args
+    index = _strided_index(node, begin, end, strides)
+    if all(is_static(a) for a in args):
+        return [np.asarray(x[index])]
+    return [jnp.asarray(x)[index]]
+
+
+@_reg("StridedSliceGrad")
+def _strided_slice_grad(node: Node, args: list[Any]) -> list[Any]:
+    shape, begin, end, strides, dy = args
+    shape = tuple(int(d) for d in _static(node, shape, "the shape"))
+    index = _strided_index(node, begin, end, strides)
+    if all(is_static(a) for a in args):
+        out = np.zeros(shape, np.asarray(dy).dtype)
+        out[index] = dy
+        return [out]
+    return [jnp.zeros(shape, dy.dtype).at[index].set(dy)]
+
+
+@_reg("BroadcastGradientArgs")
+def _broadcast_gradient_args(node: Node, args: list[Any]) -> list[Any]:
+    s0, s1 = (_static(node, a, "the shapes") for a in args)
+    n = max(len(s0), len(s1))
+    a = np.concatenate([np.ones(n - len(s0), s0.dtype), s0])
+    b = np.concatenate([np.ones(n - len(s1), s1.dtype), s1])
+    out = np.broadcast_shapes(tuple(int(v) for v in a), tuple(int(v) for v in b))
+    r0 = [k for k in range(n) if a[k] == 1 and out[k] != 1 or (a[k] == 1 and b[k] == 1)]
+    r1 = [k for k in range(n) if b[k] == 1 and out[k] != 1 or (a[k] == 1 and b[k] == 1)]
+    return [np.asarray(r0, s0.dtype), np.asarray(r1, s0.dtype)]
+
+
+# -- reductions, selection, gathers -----------------------------------------------------------
+def _reduction(fn_name: str) -> Op:
+    def op(node: Node, args: list[Any]) -> list[Any]:
+        x, axes = args
+        axes = tuple(int(a) for a in np.reshape(_static(node, axes, "the axes"), -1))
+        xp = _xp(x)
+        out = getattr(xp, fn_name)(x, axis=axes, keepdims=bool(node.attr("keep_dims", False)))
+        return [_np(out.astype(x.dtype) if fn_name in ("sum", "mean", "prod") else out)]
+    return op
+
+
+for _name, _fn_name in (("Sum", "sum"), ("Mean", "mean"), ("Prod", "prod"), ("Max", "max"), ("Min", "min"),
+                        ("All", "all"), ("Any", "any")):
+    OPS[_name] = _reduction(_fn_name)
+
+
+@_reg("Select")
+def _select(node: Node, args: list[Any]) -> list[Any]:
+    c, t, e = args
+    if np.ndim(c) == 1 and np.ndim(t) > 1:
+        c = c.reshape((-1,) + (1,) * (np.ndim(t) - 1))
+    return [_np(_xp(c, t, e).where(c, t, e))]
+
+
+@_reg("SelectV2")
+def _select_v2(node: Node, args: list[Any]) -> list[Any]:
+    return [_np(_xp(*args).where(*args))]
+
+
+@_reg("GatherV2", "Gather")
+def _gather(node: Node, args: list[Any]) -> list[Any]:
+    params, indices = args[:2]
+    axis = int(_static(node, args[2], "the axis")) if len(args) > 2 else 0
+    if node.attr("batch_dims", 0):
+        Error.GRAPH_NOT_STATIC.raise_(node=node.name, op=node.op, what="batch_dims=0")
+    return [_np(_xp(params, indices).take(params, indices, axis=axis))]
+
+
+@_reg("UnsortedSegmentSum")
+def _unsorted_segment_sum(node: Node, args: list[Any]) -> list[Any]:
+    data, ids, n = args
+    n = int(_static(node, n, "num_segments"))
+    return [jax.ops.segment_sum(jnp.asarray(data).reshape((-1,) + np.shape(data)[np.ndim(ids):]),
+                                jnp.asarray(ids).reshape(-1), n)]
+
+
+@_reg("DynamicStitch", "ParallelDynamicStitch")
+def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
+    n = len(args) // 2
+    indices, data = args[:n], args[n:]
+    if all(is_static(i) for i in indices):
+        flat = np.concatenate([np.reshape(i, -1) for i in indices])
+        rest = np.shape(data[0])[np.ndim(indices[0]):]
+        values = [_xp(d).reshape(d, (-1,) + rest) for d in data]
+        xp = _xp(*data)
+        out = xp.zeros((int(flat.max()) + 1 if flat.size else 0,) + rest, np.result_type(*data))
+        stacked = xp.concatenate(values)
+        if xp is np:
+            out[flat] = stacked
+            return [out]
+        return [out.at[flat].set(stacked)]
+    Error.GRAPH_NOT_STATIC.raise_(node=node.name, op=node.op, what="the indices")
+
+
+@_reg("ReverseSequence")
+def _reverse_sequence(node: Node, args: list[Any]) -> list[Any]:
+    x, lengths = args
+    seq, batch = int(node.attr("seq_dim")), int(node.attr("batch_dim", 0))
+    xp = _xp(x, lengths)
+    t = xp.arange(np.shape(x)[seq])
+    lengths = xp.asarray(lengths).astype(t.dtype)
+    src = xp.where(t[None, :] < lengths[:, None], lengths[:, None] - 1 - t[None, :], t[None, :])  # [batch, time]
+    moved = xp.moveaxis(x, (batch, seq), (0, 1))
+    out = xp.take_along_axis(moved, src.reshape(src.shape + (1,) * (moved.ndim - 2)), axis=1)
+    return [_np(xp.moveaxis(out, (0, 1), (batch, seq)))]
