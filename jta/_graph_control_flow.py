@@ -183,6 +183,12 @@ class Graph:
         f = self.frames.get(self.frame_of.get(name) or "")
         return f is not None and name in f.merges
 
+    def _canonical(self, t: Tensor) -> Tensor:
+        """A predicate through ``Identity`` nodes (``cond/pred_id`` is ``Identity(pred)``)."""
+        while t[0] in self.nodes and self.nodes[t[0]].op == "Identity" and self.nodes[t[0]].inputs:
+            t = self.nodes[t[0]].inputs[0]
+        return t
+
     def _guards(self) -> None:
         empty: frozenset[tuple[Tensor, bool]] = frozenset()
         node_guard: dict[str, frozenset[tuple[Tensor, bool]]] = {}
@@ -196,8 +202,9 @@ class Graph:
                 self.guards[(name, 0)] = self.guards[(name, 1)] = g
             elif node.op in ("Switch", "RefSwitch"):
                 g = frozenset().union(*ins, *ctl)
-                self.guards[(name, 0)] = g | {(node.inputs[1], False)}
-                self.guards[(name, 1)] = g | {(node.inputs[1], True)}
+                pred = self._canonical(node.inputs[1])
+                self.guards[(name, 0)] = g | {(pred, False)}
+                self.guards[(name, 1)] = g | {(pred, True)}
             elif node.op in ("Merge", "RefMerge"):
                 g = functools.reduce(frozenset.intersection, ins) if ins else empty
                 self.guards[(name, 0)] = self.guards[(name, 1)] = g
@@ -327,7 +334,8 @@ class Runner:
         ga, gb = self.g.guards.get(node.inputs[i], frozenset()), self.g.guards.get(node.inputs[j], frozenset())
         pred = next(((p, pol) for p, pol in ga if (p, not pol) in gb), None)
         if pred is None or len(live) > 2:
-            Error.GRAPH_LOOP_STRUCTURE.raise_(frame=node.name, what="a Merge whose inputs are not two branches")
+            Error.GRAPH_LOOP_STRUCTURE.raise_(frame=node.name, what=f"a Merge whose inputs are not two branches "
+                                              f"({len(live)} live, guards {sorted(ga)} and {sorted(gb)})")
         p = env[pred[0]]
         if isinstance(a, str) or isinstance(b, str):
             if a != b:
@@ -464,7 +472,7 @@ class Runner:
             rec = Recorder()
             outer_recs, self.ctx.recorders = self.ctx.recorders, [rec]
             try:
-                out_res, out_carry = jax.eval_shape(lambda r, c: step(r, c, x0), res, carry)
+                out_res, out_carry = jax.eval_shape(step, res, carry, x0)
             except Exception as e:  # noqa: BLE001 - any failure of the scan body means "unroll it"
                 if n is None:
                     raise
