@@ -272,6 +272,7 @@ class Runner:
 
     def __init__(self, graph: Graph, ctx: Context, options: Options):
         self.g, self.ctx, self.opt = graph, ctx, options
+        self.whiles = 0  # lax.while_loops built so far (a scan whose body builds one is unrolled instead)
 
     # -- one scope ----------------------------------------------------------------------------
     def run(self, frame: str, items: tuple[Any, ...], env: dict[Tensor, Any], res: Resources,
@@ -536,7 +537,10 @@ class Runner:
             return r, {m: _like(nxt[m], c[m], f.name) for m in carried}
 
         x0 = {m: v[0] for m, v in xs.items()}
+        whiles = self.whiles
         res = self._prepare(f, step, res, carry0, x0, n)
+        if self.whiles > whiles and xs:  # an inner trip count depends on the step: unrolled, it may be static
+            raise _Unstable("a nested loop's trip count depends on the step")
         recs = self.ctx.recorders
         for r in recs:
             r.multiplier = None if r.multiplier is None else r.multiplier * n
@@ -561,6 +565,7 @@ class Runner:
             env = self._body_env(f, outer, {**consts, **state[1]})
             return jnp.asarray(self._pred(f, env, state[0], probe=False))
 
+        self.whiles += 1
         res = self._prepare(f, step, res, carry0, None, None)
         recs, saved = self.ctx.recorders, [r.multiplier for r in self.ctx.recorders]
         for r in recs:

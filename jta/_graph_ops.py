@@ -91,6 +91,7 @@ _UNARY: dict[str, Callable[..., Any]] = {
     "Sigmoid": lambda xp, x: jax.nn.sigmoid(x) if xp is jnp else (1 / (1 + np.exp(-x))).astype(x.dtype),
     "Softplus": lambda xp, x: jax.nn.softplus(x) if xp is jnp else np.logaddexp(0, x).astype(x.dtype),
     "Floor": lambda xp, x: xp.floor(x), "Ceil": lambda xp, x: xp.ceil(x),
+    "Sin": lambda xp, x: xp.sin(x), "Cos": lambda xp, x: xp.cos(x),
     "ZerosLike": lambda xp, x: xp.zeros_like(x), "OnesLike": lambda xp, x: xp.ones_like(x),
 }
 for _name, _fn in _BINARY.items():
