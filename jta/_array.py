@@ -56,6 +56,9 @@ class ArrayMeta:
     closed: bool = False
     checks: bool = True
     slots: Optional[tuple[tuple[int, S.Shape], ...]] = None  # slots form: (bits, shape) per slot
+    # TF's Python layer merges the shape of an empty unstack/scatter into its ``element_shape``,
+    # which the kernel never sees (it reads unwritten slots with its own): set only then.
+    python_shape: S.Shape = None
 
     def __repr__(self) -> str:
         # JAX prints this when a loop's carry changes structure (scan, fori_loop, while_loop,
@@ -131,7 +134,8 @@ class ArrayData:
     @property
     def element_shape(self) -> S.Shape:
         """The (partial) element shape: a tuple with ``None`` for unknown dims, or ``None``."""
-        return self._meta.element_shape
+        m = self._meta
+        return m.element_shape if m.python_shape is None else m.python_shape
 
     @property
     def dynamic_size(self) -> bool:

@@ -44,20 +44,20 @@ def batch_shape(ta: Any) -> tuple[int, ...]:
     record = ta._error if ta._error is not None else ta._flags  # int32[4] / int32[capacity] per array
     if record is not None and hasattr(record, "shape"):
         return tuple(record.shape[:-1])
-    if ta.is_dense and hasattr(ta._data, "ndim") and ta.element_shape is not None:
-        return tuple(ta._data.shape[: ta._data.ndim - 1 - len(ta.element_shape)])
+    if ta.is_dense and hasattr(ta._data, "ndim") and ta._meta.element_shape is not None:
+        return tuple(ta._data.shape[: ta._data.ndim - 1 - len(ta._meta.element_shape)])
     return ()
 
 
 def check_value_shape(ta: Any, index: Any, shape: tuple[int, ...]) -> None:
     """``TensorArray::LockedWriteOrAggregate``'s check of a value against the element shape."""
-    if not S.compatible(ta.element_shape, tuple(shape)):
+    if not S.compatible(ta._meta.element_shape, tuple(shape)):
         Error.WRITE_SHAPE.raise_(name=ta.name, index=index, shape=S.debug_str(tuple(shape)),
-                                 element_shape=S.debug_str(ta.element_shape))
+                                 element_shape=S.debug_str(ta._meta.element_shape))
 
 
 def _traced_needs_shape(ta: Any, what: str) -> NoReturn:
-    Error.TRACED_INDEX_NEEDS_SHAPE.raise_(name=ta.name, what=what, element_shape=S.debug_str(ta.element_shape))
+    Error.TRACED_INDEX_NEEDS_SHAPE.raise_(name=ta.name, what=what, element_shape=S.debug_str(ta._meta.element_shape))
 
 
 def _grown(ta: Any, size: Any, index: int) -> Any:
@@ -135,7 +135,7 @@ def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any 
     if np.ndim(indices) != 1:
         Error.INDICES_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(indices)))
     if np.shape(indices)[0] == 0:  # reads nothing, so even a closed array gives [0, ...]
-        es = S.merge(attr, ta.element_shape)
+        es = S.merge(attr, ta._meta.element_shape)
         if not S.fully_defined(attr) and not (ta.is_dense and S.fully_defined(es)):
             Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
         return ta, jnp.zeros((0, *S.dims(es)), m.dtype)

@@ -56,6 +56,14 @@ def pin_shape(ta: Any, shape: tuple[int, ...]) -> Any:
     return to_dense(ta) if can_be_dense(ta) else ta
 
 
+def python_shape(ta: Any, shape: tuple[int, ...]) -> Any:
+    """An empty unstack/scatter: TF's Python layer fixes ``shape``, the kernel learns nothing."""
+    m = ta._meta
+    if not m.infer_shape or S.fully_defined(m.element_shape):
+        return ta
+    return ta.replace(python_shape=S.merge(ta.element_shape, shape))
+
+
 def can_be_dense(ta: ArrayData) -> bool:
     m = ta._meta
     if not S.fully_defined(m.element_shape) or m.slots is None:
@@ -187,7 +195,7 @@ def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
 
 
 def unknown_shape_read(ta: ArrayData, i: int) -> Exception:
-    return Error.UNKNOWN_SHAPE_READ.exception(name=ta.name, index=i, element_shape=S.debug_str(ta.element_shape))
+    return Error.UNKNOWN_SHAPE_READ.exception(name=ta.name, index=i, element_shape=S.debug_str(ta._meta.element_shape))
 
 
 def slots_read(ta: Any, i: int, mark: bool) -> tuple[Any, jax.Array]:

@@ -112,7 +112,7 @@ class TensorArray(ArrayData):
         value = convert(value, self.dtype, preferred=True)
         if value.ndim == 0:
             Error.UNPACK_VALUE_SCALAR.raise_(shape=S.debug_str(()))
-        return self._merged_shape(K.unpack_or_scatter(self, np.arange(value.shape[0]), value), value.shape[1:])
+        return self._merged_shape(K.unpack_or_scatter(self, np.arange(value.shape[0]), value), value.shape)
 
     def scatter(self, indices: ArrayLike, value: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write ``value[k]`` at ``indices[k]`` (``TensorArrayScatterV3``)."""
@@ -120,7 +120,7 @@ class TensorArray(ArrayData):
         # TF's Python layer checks value.shape[1:] (``()`` for a scalar) before the kernel's dtype.
         self._python_shape_check(np.shape(value)[1:])
         value = convert(value, self.dtype, preferred=True)
-        return self._merged_shape(K.unpack_or_scatter(self, indices, value), value.shape[1:])
+        return self._merged_shape(K.unpack_or_scatter(self, indices, value), value.shape)
 
     def split(self, value: ArrayLike, lengths: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write consecutive row blocks of ``value`` of the given ``lengths`` (``TensorArraySplitV3``)."""
@@ -196,10 +196,13 @@ class TensorArray(ArrayData):
                                              element_shape=S.python_str(self.element_shape))
 
     @staticmethod
-    def _merged_shape(ta: TensorArray, shape: tuple[int, ...]) -> TensorArray:
-        """TF's Python layer merges the shape of every write/scatter/unstack into the element
-        shape (with ``infer_shape``), even when zero elements are written."""
-        return St.pin_shape(ta, tuple(shape))
+    def _merged_shape(ta: TensorArray, value_shape: tuple[int, ...]) -> TensorArray:
+        """TF's Python layer merges ``value_shape[1:]`` of every scatter/unstack into its element
+        shape (with ``infer_shape``), even when zero elements are written; the kernel only
+        learns shapes from written elements, so an empty one fixes the Python layer's alone."""
+        if value_shape[0] != 0:
+            return St.pin_shape(ta, tuple(value_shape[1:]))
+        return St.python_shape(ta, tuple(value_shape[1:]))
 
     def _gather(self, indices_: ArrayLike) -> jax.Array:
         # TF's Python gather/stack pass the inferred element shape as the op's attribute.

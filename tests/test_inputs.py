@@ -129,6 +129,22 @@ def test_checks_off_out_of_range_traced_index_clamps_in_value_and_gradient(op):
         np.testing.assert_array_equal(jax.jit(jax.jacrev(f))(5.0, -1), [1.0, 0.0, 0.0])
 
 
+# -- 6. an empty unstack fixes TF's Python-layer element shape, not the kernel's ----------------
+
+@pytest.mark.parametrize("mode", MODES)
+def test_empty_unstack_fixes_only_the_python_layer_shape(mode):
+    # Measured in TF 2.21 (graph mode): read(0) raises the kernel's unknown-shape error, a write
+    # of another shape raises the Python layer's ValueError, stack() returns zeros of shape (2, 3).
+    ta = jta.TensorArray(jnp.float32, size=2).unstack(jnp.zeros((0, 3)))
+    assert ta.element_shape == (3,)
+    with pytest.raises(jta.errors.InvalidArgumentError, match=r"element shape is not fully defined: <unknown>"):
+        run(mode, lambda t: t.read(0), ta)
+    with pytest.raises(ValueError, match=r"Inconsistent shapes: saw \(4,\) but expected \(3,\)"):
+        run(mode, lambda t: t.write(0, jnp.ones(4)), ta)
+    np.testing.assert_array_equal(run(mode, lambda t: t.stack(), ta), np.zeros((2, 3)))
+    np.testing.assert_array_equal(run(mode, lambda t: t.write(1, jnp.ones(3)).read(0), ta), np.zeros(3))
+
+
 # -- 8. writes without element_shape: per-write cost independent of n -------------------------
 
 def test_eager_growth_is_geometric():
