@@ -22,6 +22,7 @@ from . import _shapes as S
 from . import _storage as St
 from ._catalogue import Error
 from ._inputs import indices
+from ._memory import check_buffer
 
 Key = tuple[str, str]
 
@@ -80,6 +81,7 @@ def _new(forward: Any, source: str, prepend: tuple[int, ...]) -> Any:
     flow = jnp.zeros((), jnp.float32)
     cls = type(forward)
     if forward.is_dense:
+        check_buffer(meta.name, "creating the gradient array", forward._data.shape[0], es, m.dtype, m.checks)
         base = jnp.zeros_like(forward._data)  # the GradV3 leaves, broadcast for GradWithShape
         cap = base.shape[0]
         data = jnp.broadcast_to(base.reshape((cap,) + (1,) * len(prepend) + base.shape[1:]),

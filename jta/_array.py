@@ -33,6 +33,7 @@ from . import _checks as C
 from . import _shapes as S
 from ._catalogue import Error
 from ._inputs import static_int
+from ._memory import check_buffer
 
 __all__ = ["ArrayMeta", "ArrayData", "become", "empty", "logical_size", "known_size", "require_static_size"]
 
@@ -207,6 +208,7 @@ def require_static_size(ta: ArrayData, what: str) -> int:
 def empty(cls: type, meta: ArrayMeta, n: int, flow: Any = None) -> Any:
     """A fresh array of ``n`` unwritten slots (``capacity`` slots allocated when larger)."""
     cap = max(n, meta.capacity or 0)
+    check_buffer(meta.name, "creating the array", cap, meta.element_shape, meta.dtype, meta.checks)
     error = C.no_error() if meta.checks else None
     flow = jnp.zeros((), jnp.float32) if flow is None else jnp.asarray(flow, jnp.float32)
     traced_size = jnp.asarray(n, jnp.int32) if meta.static_size is None else None

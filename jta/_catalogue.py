@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from typing import Any, NoReturn
 
-from .errors import InvalidArgumentError, NotFoundError, UnimplementedError
+from .errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnimplementedError
 
 __all__ = ["Error"]
 
@@ -116,6 +116,10 @@ class Error(enum.Enum):
     SHAPE_NOT_VECTOR = (131, _Invalid, "shape must be a vector of {{int32,int64}}, got shape {shape}")
     SIZE_TOO_LARGE = (130, _Invalid, "TensorArray {name}: {what} {size} does not fit TensorFlow's int32 "
                       "indices (at most 2147483647 slots).")  # jta: TF would try to allocate
+    BUFFER_TOO_LARGE = (132, ResourceExhaustedError, "TensorArray {name}: {what} needs {nbytes} bytes ({slots} "
+                        "slots of shape {shape} {dtype}) but this device holds at most {limit} bytes. jta "
+                        "allocates every slot up front (TensorFlow allocates each element on its first "
+                        "write): pass a smaller size, capacity or element shape.")  # jta
     # TypeError / ValueError: TensorFlow's Python layer (op-wrapper conversion of arguments).
     NONE_ARGUMENT = (301, ValueError, "Tried to convert '{param}' to a tensor and failed. Error: None values "
                      "not supported.")
@@ -145,6 +149,8 @@ class Error(enum.Enum):
                   "TensorArray itself instead of its handle.")  # jta
     STATIC_SIZE_REQUIRED = (204, ValueError, "{what} needs a static `size` (a Python int): the buffer shape "
                             "must be known when tracing.")  # jta
+    STATIC_CAPACITY_REQUIRED = (210, ValueError, "`capacity` must be a static Python int (it is the buffer's "
+                                "length, which must be known when tracing).")  # jta
     SIZE_ONLY_AT_RUN_TIME = (205, ValueError, "TensorArray {name}: {what} needs the array's size, which is only "
                              "known at run time here (a dynamically sized array grown at traced indices inside "
                              "jit). Use gather() with static indices, or call it outside jit.")  # jta

@@ -21,6 +21,7 @@ from . import _checks as C
 from . import _shapes as S
 from ._array import ArrayData, logical_size, raise_if_concrete
 from ._catalogue import Error
+from ._memory import check_buffer
 
 Index = B.Index
 
@@ -30,6 +31,7 @@ def grow(ta: Any, n: int) -> Any:
     """Grow a statically sized array to ``n`` slots (eager code and Python indices)."""
     m = ta._meta
     if not ta.is_dense:
+        check_buffer(ta.name, f"growing to size {n}", n, m.element_shape, m.dtype, m.checks)
         extra = n - len(m.slots)
         changes: dict[str, Any] = dict(slots=m.slots + ((0, None),) * extra, data=tuple(ta._data) + (None,) * extra)
         if m.static_size is not None:
@@ -39,6 +41,7 @@ def grow(ta: Any, n: int) -> Any:
     if n > data.shape[0]:
         # Geometric growth: n writes in a Python loop reallocate (and recompile) log(n) times, not n.
         pad = max(n, 2 * data.shape[0]) - data.shape[0] if m.static_size is not None else n - data.shape[0]
+        check_buffer(ta.name, f"growing to size {n}", data.shape[0] + pad, m.element_shape, m.dtype, m.checks)
         data = jnp.concatenate([data, jnp.zeros((pad, *data.shape[1:]), data.dtype)])
         if flags is not None:
             flags = jnp.concatenate([flags, jnp.zeros((pad,), jnp.int32)])
@@ -74,6 +77,7 @@ def can_be_dense(ta: ArrayData) -> bool:
 def to_dense(ta: Any) -> Any:
     m = ta._meta
     shape = S.dims(m.element_shape)
+    check_buffer(ta.name, "fixing the element shape", len(m.slots), shape, m.dtype, m.checks)
     zeros = jnp.zeros(shape, m.dtype)
     rows = [zeros if v is None else v for v in ta._data]
     data = jnp.stack(rows) if rows else jnp.zeros((0, *shape), m.dtype)

@@ -1,7 +1,8 @@
 """Exceptions raised by jta, named after TensorFlow's.
 
 TensorFlow reports TensorArray misuse with ``tf.errors.InvalidArgumentError``,
-``OutOfRangeError``, ``UnimplementedError`` and ``NotFoundError``; jta raises
+``OutOfRangeError``, ``UnimplementedError`` and ``NotFoundError``
+(and ``ResourceExhaustedError`` for allocations that cannot succeed); jta raises
 classes of the same names with the same message texts (the mode-K texts of the
 specification), so code and tests written against TensorFlow read the same.
 Static problems (shapes, dtypes, Python-int indices) raise at call or trace time;
@@ -16,6 +17,7 @@ __all__ = [
     "OutOfRangeError",
     "UnimplementedError",
     "NotFoundError",
+    "ResourceExhaustedError",
 ]
 
 
@@ -37,3 +39,7 @@ class UnimplementedError(TensorArrayError):
 
 class NotFoundError(TensorArrayError):
     """A handle names no array in the state."""
+
+
+class ResourceExhaustedError(TensorArrayError):
+    """A buffer would not fit in the device's memory (jta allocates every slot up front)."""

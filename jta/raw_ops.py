@@ -37,7 +37,7 @@ from . import _shapes as S
 from ._array import ArrayMeta, empty
 from ._catalogue import Error
 from ._inputs import canonical_dtype, check_scalar_index, convert, element_dtype
-from .tensor_array import TensorArray, checked_size
+from .tensor_array import TensorArray, checked_capacity, checked_size
 from .throwing import throw
 
 __all__ = [
@@ -126,7 +126,7 @@ def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None
                      dynamic_size=bool(dynamic_size), clear_after_read=bool(clear_after_read),
                      infer_shape=bool(identical_element_shapes), name=name,
                      static_size=None if (dynamic_size and capacity is not None) else n,
-                     capacity=None if capacity is None else max(int(capacity), n), checks=checks)
+                     capacity=checked_capacity(capacity, n), checks=checks)
     ta = empty(TensorArray, meta, n)
     state = State({**state.arrays, name: ta}, state.grads, state.counter + 1)
     return state, name, ta.flow

@@ -74,7 +74,7 @@ class TensorArray(ArrayData):
                          dynamic_size=bool(dynamic_size), clear_after_read=clear_after_read in (None, True),
                          infer_shape=bool(infer_shape), name=tensor_array_name or "TensorArray",
                          static_size=None if (dynamic_size and capacity is not None) else n,
-                         capacity=None if capacity is None else max(int(capacity), n), checks=checks)
+                         capacity=checked_capacity(capacity, n), checks=checks)
         become(self, empty(TensorArray, meta, n, flow))
 
     # -- size and errors --------------------------------------------------------------------
@@ -225,3 +225,15 @@ def checked_size(size: Any, what: str) -> int:
     if n >= 2**31:
         Error.SIZE_TOO_LARGE.raise_(name="TensorArray", what="size", size=n)
     return n
+
+
+def checked_capacity(capacity: Any, size: int) -> Optional[int]:
+    """jta's ``capacity=``: a static slot count, at least ``size``, within int32 indices."""
+    if capacity is None:
+        return None
+    cap = static_int(indices(capacity, "jta.TensorArray", "capacity"))
+    if cap is None:
+        Error.STATIC_CAPACITY_REQUIRED.raise_()
+    if cap >= 2**31:
+        Error.SIZE_TOO_LARGE.raise_(name="TensorArray", what="capacity", size=cap)
+    return max(cap, size)

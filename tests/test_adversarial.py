@@ -69,7 +69,8 @@ session, before this file was committed; "xfail" means open):
   arrays (None, str, size-0 buffers, eval_shape + np.asarray) (fixed).
 * ``test_large_sizes_refused_or_lazy`` — 22 fixed cases (sizes 10**9, 2**31-1 ... 2**70,
   capacities, element shapes, growth by write/scatter/read, shape_to_prepend) in one child
-  process capped at 3 GiB, abstractly first: 15 violations (item 9, xfail; see LARGE_TODAY);
+  process capped at 3 GiB, abstractly first: 15 violations (item 9, fixed: refused with
+  ResourceExhaustedError, or int32's InvalidArgumentError, before allocating);
   size=2**70 leaking an MLIR TypeError (fixed).
 * ``test_known_inputs`` — the issue's inputs and those found here, one line each (37 cases):
   7 xfail today (items 12, 14 and new).
@@ -1308,26 +1309,7 @@ LARGE_ALLOWED = ("jta.errors.", "builtins.ValueError", "builtins.TypeError")
 LARGE_LEAKED = ("jax.errors.TracerArrayConversionError", "jax.errors.ConcretizationTypeError")
 
 
-_GIB = "allocates {} eagerly (jax.eval_shape shows the buffers; not run)"
-_TUPLES = "builds per-slot Python tuples of 10**9 entries (MemoryError in a 3 GiB address space)"
-LARGE_TODAY = {
-    "size=10**9": _GIB.format("7.5 GiB (data + flags)"),
-    "size=2**31-1": _GIB.format("16 GiB"),
-    "size=10**9,unknown-shape": _TUPLES,
-    "size=10**9,partial-shape": _TUPLES,
-    "raw-size=10**9": _GIB.format("7.5 GiB"),
-    "capacity=10**9": _GIB.format("7.5 GiB"),
-    "capacity=2**40": "capacity= is not range-checked: " + _GIB.format("8 TiB"),
-    "element_shape=(10**5,10**5)": _GIB.format("37 GiB"),
-    "element_shape=(2**40,)": _GIB.format("4 TiB"),
-    "dynamic-write-at-10**9": "grows to 10**9 slots: " + _GIB.format("7.5 GiB"),
-    "dynamic-scatter-at-10**9": "grows to 10**9 slots: " + _GIB.format("7.5 GiB"),
-    "dynamic-unknown-shape-write-at-10**9": "grows to 10**9 slots: " + _TUPLES,
-    "grad-shape_to_prepend=[2**40]": _GIB.format("12 TiB"),
-    "grad-shape_to_prepend=[10**5,10**5]": _GIB.format("112 GiB"),
-    "gradient-read-at-10**9": "an accumulator read past its end grows it to 10**9 slots: XLA RESOURCE_EXHAUSTED "
-                              "(4 GB), a JaxRuntimeError",
-}
+LARGE_TODAY: dict[str, str] = {}  # item 9 fixed: every case is refused before allocating
 
 
 @pytest.mark.parametrize("name", [case(n, item=9 if n in LARGE_TODAY else None, today=LARGE_TODAY.get(n, ""))

@@ -12,6 +12,8 @@ import jta
 from jta import gradients as G
 from jta import raw_ops as ops
 
+from .helpers import internals
+
 MODES = ["eager", "jit"]
 
 
@@ -157,6 +159,25 @@ def test_eager_growth_is_geometric():
 
 
 # -- 9. impossible sizes are refused before allocating ----------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("what, make", [
+    ("creating the array", lambda: jta.TensorArray(jnp.float32, size=1000, element_shape=(4,))),
+    ("creating the array", lambda: jta.TensorArray(jnp.float32, size=0, dynamic_size=True, capacity=10**6,
+                                                   element_shape=())),
+    ("creating the array", lambda: ops.TensorArrayV3(ops.new_state(), 1000, jnp.float32, element_shape=(4,))),
+    ("creating the array", lambda: jta.TensorArray(jnp.float32, size=10**5)),  # slots form: Python per slot
+    ("growing to size 1001", lambda: jta.TensorArray(jnp.float32, size=1, dynamic_size=True, element_shape=(4,))
+     .write(1000, jnp.ones(4))),
+    ("growing to size 2000", lambda: small().grad("gradients", {})[1].read(1999)),
+    ("creating the gradient array", lambda: small().grad("gradients", {}, shape_to_prepend=[10**4])),
+    ("fixing the element shape", lambda: jta.TensorArray(jnp.float32, size=500).write(0, jnp.ones(8))),
+])
+def test_buffers_beyond_the_device_memory_are_refused_before_allocating(monkeypatch, mode, what, make):
+    internals.set_memory_limit(monkeypatch, 10_000)
+    with pytest.raises(jta.errors.ResourceExhaustedError, match=f"{what} needs .* bytes .* holds at most 10000"):
+        jax.jit(make)() if mode == "jit" else make()
+
 
 def test_sizes_beyond_int32_are_refused():
     with pytest.raises(jta.errors.InvalidArgumentError, match="does not fit TensorFlow's int32 indices"):

@@ -16,7 +16,8 @@ What is used, and by whom:
   :func:`array_html`) and ``jta._describe`` (:func:`description_type`) — ``test_repr.py``;
 * ``jta._catalogue`` (:func:`value_dependent_templates`) — ``tests/oracle/_programs.py``;
 * ``jta._shapes`` (:func:`as_shape`, :func:`shape_compatible`, :func:`shape_debug_str`,
-  :func:`shape_fully_defined`) — ``tests/oracle/_tf_cases.py``.
+  :func:`shape_fully_defined`) — ``tests/oracle/_tf_cases.py``;
+* ``jta._memory`` (:func:`set_memory_limit`) — ``test_inputs.py``.
 """
 
 from __future__ import annotations
@@ -111,3 +112,8 @@ def shape_debug_str(shape: Any) -> str:
 
 def shape_fully_defined(shape: Any) -> bool:
     return _module("_shapes").fully_defined(shape)
+
+
+def set_memory_limit(monkeypatch: Any, nbytes: int) -> None:
+    """Pretend the device holds ``nbytes`` (``jta._memory.memory_limit``) — ``test_inputs.py``."""
+    monkeypatch.setattr(_module("_memory"), "memory_limit", lambda: nbytes)
