@@ -20,6 +20,7 @@ from jax.core import Tracer
 from . import _checks as C
 from . import _shapes as S
 from . import _storage as St
+from ._array import same_array
 from ._catalogue import Error
 from ._inputs import indices
 from ._memory import check_buffer
@@ -54,6 +55,8 @@ def get_or_create(registry: dict[Key, Any], forward: Any, source: str, shape_to_
         forward = forward.replace(dynamic_size=False)
     key = (forward.name, str(source))
     if key in registry:
+        if same_array(forward, registry[key]) is False:  # TF names every array uniquely
+            Error.NAME_TAKEN_IN_REGISTRY.raise_(name=forward.name, source=source)
         return forward, registry, registry[key]
     g = _new(forward, str(source), _static_prepend(shape_to_prepend))
     return forward, {**registry, key: g}, g
@@ -78,7 +81,7 @@ def _new(forward: Any, source: str, prepend: tuple[int, ...]) -> Any:
     meta = dataclasses.replace(m, element_shape=es, dynamic_size=False, clear_after_read=True,
                                name=handle(m.name, source), is_grad=True, closed=False)
     error = None if forward._error is None else C.no_error()
-    flow = jnp.zeros((), jnp.float32)
+    flow = forward._flow  # TensorArrayGradV3 passes the forward flow through
     cls = type(forward)
     if forward.is_dense:
         check_buffer(meta.name, "creating the gradient array", forward._data.shape[0], es, m.dtype, m.checks)

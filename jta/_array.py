@@ -22,6 +22,7 @@ the forward ``split``).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any, Optional, Union
 
 import jax
@@ -35,7 +36,7 @@ from ._catalogue import Error
 from ._inputs import static_int
 from ._memory import check_buffer
 
-__all__ = ["ArrayMeta", "ArrayData", "become", "empty", "logical_size", "known_size", "require_static_size"]
+__all__ = ["ArrayMeta", "ArrayData", "become", "empty", "logical_size", "known_size", "require_static_size", "same_array"]
 
 _LEAVES = ("_data", "_flags", "_traced_size", "_error", "_flow")
 
@@ -145,8 +146,10 @@ class ArrayData:
 
     @property
     def flow(self) -> jax.Array:
-        """TensorFlow's flow scalar (JAX orders operations by dataflow; kept for API parity)."""
-        return self._flow
+        """TensorFlow's flow scalar. JAX orders operations by dataflow, so jta gives the token
+        another job: each new array's flow is a distinct number, which tells two arrays of the
+        same name apart in a gradient registry."""
+        return jnp.asarray(self._flow)
 
     @property
     def name(self) -> str:
@@ -205,12 +208,25 @@ def require_static_size(ta: ArrayData, what: str) -> int:
     return size
 
 
+_FLOWS = itertools.count(1)  # distinct flow values (exact in float32 up to 2**24)
+
+
+def same_array(a: Any, b: Any) -> Optional[bool]:
+    """Whether ``a`` and ``b`` come from one array (by their flows); ``None`` when traced."""
+    if a._flow is b._flow:
+        return True
+    if not C.is_concrete(a._flow, b._flow):
+        return None
+    return bool(np.asarray(a._flow) == np.asarray(b._flow))
+
+
 def empty(cls: type, meta: ArrayMeta, n: int, flow: Any = None) -> Any:
     """A fresh array of ``n`` unwritten slots (``capacity`` slots allocated when larger)."""
     cap = max(n, meta.capacity or 0)
     check_buffer(meta.name, "creating the array", cap, meta.element_shape, meta.dtype, meta.checks)
     error = C.no_error() if meta.checks else None
-    flow = jnp.zeros((), jnp.float32) if flow is None else jnp.asarray(flow, jnp.float32)
+    # A NumPy leaf, so that it stays concrete inside ``jit`` until a loop carries it.
+    flow = np.float32(next(_FLOWS) % 2**24) if flow is None else jnp.asarray(flow, jnp.float32)
     traced_size = jnp.asarray(n, jnp.int32) if meta.static_size is None else None
     if S.fully_defined(meta.element_shape):
         data = jnp.zeros((cap, *S.dims(meta.element_shape)), meta.dtype)

@@ -149,6 +149,10 @@ class Error(enum.Enum):
                   "TensorArray itself instead of its handle.")  # jta
     STATIC_SIZE_REQUIRED = (204, ValueError, "{what} needs a static `size` (a Python int): the buffer shape "
                             "must be known when tracing.")  # jta
+    NAME_TAKEN_IN_REGISTRY = (211, ValueError, "TensorArray {name}: this gradient registry already holds the "
+                              "accumulator for source '{source}' of another array named '{name}'. Arrays that "
+                              "share a registry need distinct names: pass tensor_array_name= when creating "
+                              "them (TensorFlow names every array uniquely).")  # jta
     STATIC_CAPACITY_REQUIRED = (210, ValueError, "`capacity` must be a static Python int (it is the buffer's "
                                 "length, which must be known when tracing).")  # jta
     SIZE_ONLY_AT_RUN_TIME = (205, ValueError, "TensorArray {name}: {what} needs the array's size, which is only "

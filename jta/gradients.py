@@ -12,8 +12,8 @@ you thread through your code (and through ``lax.scan``/``jit``: it is a pytree).
 for the same source returns the same accumulator; different sources are independent, so two
 gradient computations never double count. The key is the forward array's *name* (TensorFlow's
 ``<name>@<source>``): forward arrays that share one registry need distinct
-``tensor_array_name``s (``jta.raw_ops`` names are unique per state already) — two arrays with
-the default name would share one accumulator.
+``tensor_array_name``s (``jta.raw_ops`` names are unique per state already); asking for the
+accumulator of a second array under a taken name raises a ``ValueError``.
 
 ```python
 >>> import jax.numpy as jnp, jta

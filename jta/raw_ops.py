@@ -129,7 +129,7 @@ def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None
                      capacity=checked_capacity(capacity, n), checks=checks)
     ta = empty(TensorArray, meta, n)
     state = State({**state.arrays, name: ta}, state.grads, state.counter + 1)
-    return state, name, ta.flow
+    return state, name, jnp.zeros((), jnp.float32)
 
 
 def TensorArrayWriteV3(state: State, handle: Handle, index: Any, value: Any, flow_in: Any

@@ -106,6 +106,40 @@ def test_wide_dtype_with_x64_stores_exactly():
         assert int(ta.read(0)) == 2**40
 
 
+# -- 4. unnamed arrays: a registry refuses a second array under a taken name --------------------
+
+@pytest.mark.parametrize("mode", ["eager", "jit", "disable_jit"])
+def test_second_array_under_a_taken_name_is_refused(mode):
+    def f():
+        a, b = small(), small()
+        registry = G.read_grad({}, a, 0, 1.0, source="gradients")
+        registry = G.read_grad(registry, a, 0, 2.0, source="gradients")  # the same array: adds up
+        with pytest.raises(ValueError, match="already holds the accumulator for source 'gradients' of another "
+                                             "array named 'TensorArray'.*pass tensor_array_name="):
+            G.read_grad(registry, b, 0, 10.0, source="gradients")
+        with pytest.raises(ValueError, match="another array named 'TensorArray'"):
+            b.grad("gradients", registry)
+        registry = G.read_grad(registry, small(tensor_array_name="b"), 0, 10.0, source="gradients")
+        return G.unstack_grad(registry, a, source="gradients")[1]
+    if mode == "disable_jit":
+        with jax.disable_jit():
+            out = f()
+    else:
+        out = jax.jit(f)() if mode == "jit" else f()
+    np.testing.assert_array_equal(out, [3.0, 0.0, 0.0])
+
+
+def test_one_array_through_jit_and_scan_keeps_its_accumulator():
+    ta = small().unstack(jnp.arange(3.0))
+    registry = G.read_grad({}, ta, 0, 1.0, source="gradients")
+    ta = jax.jit(lambda t: t)(ta)  # the flow survives jit
+
+    def step(reg, i):
+        return G.read_grad(reg, ta, i, 1.0, source="gradients"), None
+    registry, _ = jax.lax.scan(step, registry, jnp.arange(3))
+    np.testing.assert_array_equal(G.unstack_grad(registry, ta, source="gradients")[1], [2.0, 1.0, 1.0])
+
+
 # -- 5. checks=False: the gradient is the gradient of what the forward returned ---------------
 
 @pytest.mark.xfail(strict=True, reason="issue 12 item 5, left open: with checks off a second write overwrites "
