@@ -183,6 +183,35 @@ class Graph:
         f = self.frames.get(self.frame_of.get(name) or "")
         return f is not None and name in f.merges
 
+    @functools.cache  # noqa: B019 (one Graph per import; lives as long as its function)
+    def only_before_exit(self, merge: str, pred: Tensor) -> bool:
+        """Whether the Merge ``merge`` (of a cond on ``pred``) feeds only ``NextIteration`` nodes of its
+        frame (through ``Identity``), and ``pred`` is the value the frame's ``LoopCond`` reads in the next
+        step: where ``pred`` is False the loop exits and the merged value is never read."""
+        f = self.frames.get(self.frame_of.get(merge) or "")
+        if f is None or f.loopcond is None:
+            return False
+        var = self._canonical(self.nodes[f.loopcond].inputs[0])
+        if var[0] not in f.merges or self._canonical(self.nodes[f.next_of[var[0]]].inputs[0]) != \
+                self._canonical(pred):
+            return False
+        users: dict[str, list[str]] = {}
+        for name, node in self.nodes.items():
+            for s in self._sources(node):
+                users.setdefault(s, []).append(name)
+        todo, seen = [merge], set()
+        while todo:
+            n = todo.pop()
+            for u in users.get(n, ()):
+                op = self.nodes[u].op
+                if op in ("NextIteration", "RefNextIteration"):
+                    continue
+                if op not in ("Identity", "RefIdentity") or u in seen:
+                    return False
+                seen.add(u)
+                todo.append(u)
+        return True
+
     def _canonical(self, t: Tensor) -> Tensor:
         """A predicate through ``Identity`` nodes (``cond/pred_id`` is ``Identity(pred)``)."""
         while t[0] in self.nodes and self.nodes[t[0]].op == "Identity" and self.nodes[t[0]].inputs:
@@ -261,6 +290,7 @@ class Options:
     stack_capacity: Optional[int] = None
     max_unroll: int = 256
     max_trip: int = 1_000_000
+    max_bound: int = 10_000  # the most steps of a loop whose count is only bounded (a masked lax.scan)
 
 
 class _Unstable(Exception):
@@ -295,6 +325,11 @@ class Runner:
             for k in range(max(8, len(args))):
                 env[(name, k)] = DEAD
             return res
+        if probe and node.op in ("LogicalAnd", "LogicalOr") and not all(is_static(a) for a in args):
+            absorbing = node.op == "LogicalOr"  # False and anything is False; True or anything is True
+            if any(is_static(a) and np.shape(a) == () and bool(a) is absorbing for a in args):
+                env[(name, 0)] = np.bool_(absorbing)
+                return res
         if probe and any(isinstance(a, Dyn) for a in args) or probe and node.op in GR.RESOURCE_OPS:
             if node.op in ("Shape", "Size", "Rank", "ShapeN") and all(
                     not isinstance(a, Dyn) or a.shape is not None for a in args):
@@ -343,11 +378,17 @@ class Runner:
                 Error.GRAPH_MERGE_HANDLES.raise_(node=node.name, a=a, b=b)
             return a, jnp.where(p, i, j) if pred[1] else jnp.where(p, j, i)
         t, f = (a, b) if pred[1] else (b, a)
+        if np.shape(t) != np.shape(f) and self.g.only_before_exit(node.name, pred[0]):
+            # The False side runs only in the step after which the loop exits, and feeds only the next
+            # step's variables, which nothing reads then (pfor's converted while loop returns [] there).
+            return t, np.asarray(i if pred[1] else j, np.int32)
         return jnp.where(p, t, f), jnp.where(p, i if pred[1] else j, j if pred[1] else i).astype(jnp.int32)
 
     def _resource(self, node: Node, args: list[Any], env: dict[Tensor, Any], res: Resources) -> Resources:
         guard = self.g.guards.get((node.name, 0), frozenset())
         conds = [(env[p], pol) for p, pol in guard if not is_static(env.get(p))]
+        if conds and node.op in ("StackPopV2", "StackPop"):
+            res = GR.buffered(res, args[0])  # a pop that may not happen: the top becomes a traced index
         new, outs = GR.RESOURCE_OPS[node.op](self.ctx, node, args, res)
         for k, v in enumerate(outs):
             env[(node.name, k)] = v
@@ -379,22 +420,29 @@ class Runner:
         return env[(f.loopcond, 0)]
 
     def _probe(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], res: Resources
-               ) -> tuple[Optional[int], dict[str, list[Any]], dict[str, Any]]:
-        """Partial evaluation of the static loop variables: (trip count or None, trajectories, finals)."""
+               ) -> tuple[Optional[int], dict[str, list[Any]], dict[str, Any], bool]:
+        """Partial evaluation of the static loop variables: (trip count or None, trajectories, finals,
+        bounded). ``bounded``: the count is at most ``n`` but known at run time only (a run-time
+        condition and'ed with a static one, as ``maximum_iterations=`` builds); the finals are then
+        the static variables that no step changes."""
         static = {m for m, v in init.items() if is_static(v)}
         while True:
             cur = {m: init[m] for m in static}
             traj: dict[str, list[Any]] = {m: [] for m in static}
             roots = tuple(f.next_of[m] for m in sorted(static))
-            n, restart = 0, False
-            while n <= self.opt.max_trip:
+            n, restart, bounded = 0, False, False
+            while n <= (self.opt.max_bound if bounded else self.opt.max_trip):
                 vals = {m: cur[m] if m in static else Dyn(_shape(init[m])) for m in init}
                 env = self._body_env(f, outer, vals)
                 pred = self._pred(f, env, res, probe=True)
                 if not is_static(pred):
-                    return None, traj, cur
-                if not bool(pred):
-                    return n, traj, cur
+                    if not self._static_conjunct(f, env):
+                        return None, traj, cur, False
+                    bounded = True
+                elif not bool(pred):
+                    if bounded:
+                        cur = {m: init[m] for m in static if all(_same(v, init[m]) for v in (*traj[m], cur[m]))}
+                    return n, traj, cur, bounded
                 self.run(f.name, self.g.schedule(f.name, roots, True), env, res, probe=True)
                 nxt = {m: env[(f.next_of[m], 0)] for m in static}
                 lost = {m for m, v in nxt.items() if not is_static(v)}
@@ -406,12 +454,26 @@ class Runner:
                     traj[m].append(cur[m])
                 cur, n = nxt, n + 1
             if not restart:
-                return None, traj, cur
+                return None, traj, cur, False
+
+    def _static_conjunct(self, f: Frame, env: dict[Tensor, Any]) -> bool:
+        """Whether the loop condition is a ``LogicalAnd`` with a static (true) operand: it may bound the count."""
+        assert f.loopcond is not None
+        todo = [self.g.nodes[f.loopcond].inputs[0]]
+        while todo:
+            t = todo.pop()
+            node = self.g.nodes.get(t[0])
+            if node is None or node.op not in ("LogicalAnd", "Identity"):
+                continue
+            if node.op == "LogicalAnd" and any(is_static(env.get(i)) for i in node.inputs):
+                return True
+            todo.extend(node.inputs)
+        return False
 
     def loop(self, name: str, outer: dict[Tensor, Any], res: Resources, probe: bool) -> Resources:
         f = self.g.frames[name]
         init = {m: outer.get(self.g.nodes[f.var_enter[m]].inputs[0], DEAD) for m in f.merges}
-        n, traj, finals = self._probe(f, outer, init, res)
+        n, traj, finals, bounded = self._probe(f, outer, init, res)
         if probe:
             for e, m in f.exit_var.items():
                 env_v = finals[m] if (n is not None and m in finals) else Dyn(_shape(init[m]))
@@ -419,6 +481,11 @@ class Runner:
             return res
         if n == 0:
             final = dict(init)
+        elif bounded and n is not None:
+            try:
+                res, final = self._masked_scan(f, outer, init, n, traj, res)
+            except _Unstable:
+                res, final = self._while(f, outer, init, traj, res)
         elif n is None:
             res, final = self._while(f, outer, init, traj, res)
         else:
@@ -433,8 +500,17 @@ class Runner:
             outer[(e, 0)] = final[m]
         return res
 
-    def body(self, f: Frame, outer: dict[Tensor, Any], res: Resources, values: dict[str, Any]
-             ) -> tuple[Resources, dict[str, Any]]:
+    def body(self, f: Frame, outer: dict[Tensor, Any], res: Resources, values: dict[str, Any],
+             traced: bool = True) -> tuple[Resources, dict[str, Any]]:
+        """One step of the loop ``f``: traced inside a ``lax`` loop, or run in line (``traced=False``)."""
+        self.ctx.depth += traced
+        try:
+            return self._step(f, outer, res, values)
+        finally:
+            self.ctx.depth -= traced
+
+    def _step(self, f: Frame, outer: dict[Tensor, Any], res: Resources, values: dict[str, Any]
+              ) -> tuple[Resources, dict[str, Any]]:
         env = self._body_env(f, outer, values)
         for p in f.pops:  # a handle popped in this loop names a new forward array each step
             h = env.get(self.g.nodes[p].inputs[0])
@@ -450,7 +526,7 @@ class Runner:
         values = dict(init)
         for k in range(n):
             values.update({m: t[k] for m, t in traj.items()})
-            res, values = self.body(f, outer, res, values)
+            res, values = self.body(f, outer, res, values, traced=False)
         values.update(finals)
         return res, values
 
@@ -551,6 +627,39 @@ class Runner:
                 r.multiplier = None if r.multiplier is None else r.multiplier // n
         return res, {**finals, **carry}
 
+    def _masked_scan(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], n: int,
+                     traj: dict[str, list[Any]], res: Resources) -> tuple[Resources, dict[str, Any]]:
+        """A loop whose count is known at run time only but is at most ``n``: a ``lax.scan`` of ``n``
+        steps, each a ``lax.cond`` on the loop condition (still true), so reverse mode works."""
+        consts = {m: v for m, v in self._split_vars(f, init, traj)[0].items() if _same(v, init[m])}
+        carried = [m for m in f.merges if m not in consts]
+        carry0 = {m: _array(init[m]) for m in carried}
+
+        def step(r: Resources, c: dict[str, Any], x: Any) -> tuple[Resources, dict[str, Any]]:
+            r, nxt = self.body(f, outer, r, {**consts, **c})
+            return r, {m: _like(nxt[m], c[m], f.name) for m in carried}
+
+        def masked(state: tuple[Resources, dict[str, Any], Any], x: Any) -> tuple[Any, None]:
+            r, c, active = state
+            env = self._body_env(f, outer, {**consts, **c})
+            go = jnp.logical_and(active, jnp.asarray(self._pred(f, env, r, probe=False)))
+            r, c = jax.lax.cond(go, lambda s: step(s[0], s[1], None), lambda s: s, (r, c))
+            return (r, c, go), None
+
+        whiles = self.whiles
+        res = self._prepare(f, step, res, carry0, None, n)
+        if self.whiles > whiles:
+            raise _Unstable("a nested loop is a lax.while_loop")
+        recs = self.ctx.recorders
+        for r in recs:
+            r.multiplier = None if r.multiplier is None else r.multiplier * n
+        try:
+            (res, carry, _), _ = jax.lax.scan(masked, (res, carry0, jnp.asarray(True)), None, length=n)
+        finally:
+            for r in recs:
+                r.multiplier = None if r.multiplier is None else r.multiplier // n
+        return res, {**consts, **carry}
+
     def _while(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], traj: dict[str, list[Any]],
                res: Resources) -> tuple[Resources, dict[str, Any]]:
         consts = self._invariants(f, outer, init, res)
@@ -603,6 +712,10 @@ class Runner:
 
 def _shape(v: Any) -> Optional[tuple[int, ...]]:
     return v.shape if isinstance(v, Dyn) else (None if isinstance(v, str) or v is DEAD else tuple(np.shape(v)))
+
+
+def _same(a: Any, b: Any) -> bool:
+    return np.array_equal(a, b) and np.asarray(a).dtype == np.asarray(b).dtype
 
 
 def _aval(x: Any) -> Any:

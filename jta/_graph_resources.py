@@ -80,6 +80,7 @@ class Context:
     array_ids: dict[str, int]  # TensorArrayV3 node -> the number in its handle
     capacity: Optional[int] = None  # tensor_array_capacity=
     recorders: list[Recorder] = dataclasses.field(default_factory=list)
+    depth: int = 0  # loop bodies being traced (0: straight-line or unrolled code, where buffers may grow)
 
 
 def const_key(v: Any) -> Any:
@@ -247,8 +248,10 @@ def _stack_push(ctx: Context, node: Node, args: list[Any], res: Resources) -> tu
         if not (isinstance(v, str) or is_static(v)) or const_key(v) != s.const:
             Error.GRAPH_LOOP_STRUCTURE.raise_(frame=node.name, what="a stack of handles got a different value")
     elif s.data is not None:
-        s = Stack((), jax.lax.dynamic_update_index_in_dim(s.data, jnp.asarray(v, s.data.dtype), s.top, 0),
-                  s.top + 1)
+        data = s.data
+        if not ctx.depth:  # in line: one more slot (a loop's buffer has room for that loop's pushes only)
+            data = jnp.concatenate([data, jnp.zeros((1, *data.shape[1:]), data.dtype)])
+        s = Stack((), jax.lax.dynamic_update_index_in_dim(data, jnp.asarray(v, data.dtype), s.top, 0), s.top + 1)
     else:
         s = Stack((*s.items, v))
     return Resources(res.arrays, {**res.stacks, h: s}), [v]
@@ -282,3 +285,11 @@ def as_buffer(s: Stack, capacity: int, like: Any) -> Stack:
     for k, item in enumerate(s.items):
         data = data.at[k].set(item)
     return Stack((), data, jnp.asarray(len(s.items), jnp.int32))
+
+
+def buffered(res: Resources, handle: Any) -> Resources:
+    """``res`` with the stack ``handle`` as a buffer (a traced top) when it is a tuple of items."""
+    s = res.stacks.get(handle) if isinstance(handle, str) else None
+    if s is None or s.const is not None or s.data is not None or not s.items:
+        return res
+    return Resources(res.arrays, {**res.stacks, handle: as_buffer(s, len(s.items), s.items[0])})

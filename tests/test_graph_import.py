@@ -151,6 +151,85 @@ def test_nested_loops_with_invariants():
     _close([jax.grad(lambda v: jnp.sum(forward(v)[0]))(xv)], expected[1:], 1e-5)
 
 
+def test_fed_trip_count_bounded_by_maximum_iterations_is_a_masked_scan():
+    """``t < n`` with a fed ``n`` and ``maximum_iterations=4``: a lax.scan of 4 steps, each a lax.cond on the
+    condition, so jax.grad reverses it; TF's own gradient graph pops the stacks the scan filled."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(1)
+    xv, wv = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((3, 3)).astype(np.float32)
+    with k_graph() as g:
+        x = tf.compat.v1.placeholder(tf.float32, [4, 3], name="x")
+        w = tf.compat.v1.placeholder(tf.float32, [3, 3], name="w")
+        n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+        ta = tf.TensorArray(tf.float32, size=4).unstack(x)
+        _, h = tf.compat.v1.while_loop(lambda t, h: t < n, lambda t, h: (t + 1, tf.tanh(ta.read(t) + tf.linalg.matvec(w, h))),
+                                       (tf.constant(0), tf.ones([3])), maximum_iterations=4)
+        loss = tf.reduce_sum(h * h, name="loss")
+        grads = tf.gradients(loss, [x, w])
+        outputs = ["loss:0", *(t.name for t in grads)]
+        expected = {k: _session(g, outputs, {"x:0": xv, "w:0": wv, "n:0": k}) for k in (0, 2, 4, 9)}
+    graph_def = g.as_graph_def()
+    f = jax.jit(jta.import_graph_def(graph_def, inputs=["x:0", "w:0", "n:0"], outputs=outputs))
+    forward = jta.import_graph_def(graph_def, inputs=["x:0", "w:0", "n:0"], outputs=["loss:0"])
+    jaxpr = _primitives(forward, xv, wv, np.int32(2))
+    assert "scan" in jaxpr and "cond" in jaxpr and "while" not in jaxpr
+    grad = jax.jit(jax.grad(lambda a, b, k: forward(a, b, k)[0], argnums=(0, 1)))
+    for k, want in expected.items():
+        _close(f(xv, wv, np.int32(k)), want, 1e-5)
+        _close(grad(xv, wv, np.int32(k)), want[1:], 1e-5)
+
+
+def test_stack_popped_under_a_run_time_condition():
+    """Pops inside a v1 cond on a fed predicate (as pfor's converted gradient loop does): the stack is a
+    buffer with a traced top, so a pop that does not happen leaves it as it was."""
+    import tensorflow as tf
+    from tensorflow.python.ops import gen_data_flow_ops as D
+
+    xv = np.array([1.0, -2.0], np.float32)
+    with k_graph() as g:
+        x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+        p = tf.compat.v1.placeholder(tf.bool, [4], name="p")
+        stack = D.stack_v2(-1, elem_type=tf.float32, stack_name="s")
+
+        def push(i, acc):  # acc orders the pushes (TF runs independent iterations in parallel)
+            pushed = D.stack_push_v2(stack, x * tf.cast(i + 1, tf.float32) + acc)
+            return i + 1, acc + 0.0 * tf.reduce_sum(pushed)
+
+        _, pushed = tf.compat.v1.while_loop(lambda i, acc: i < 4, push, [tf.constant(0), tf.constant(0.0)])
+        with tf.control_dependencies([pushed]):  # one more push, in line, after the loop's
+            with tf.control_dependencies([D.stack_push_v2(stack, x * 10.0)]):
+                start = tf.constant(0)
+
+        def pop(i, acc):
+            def popped():
+                with tf.control_dependencies([acc]):  # in order
+                    return tf.reshape(D.stack_pop_v2(stack, tf.float32), [2])
+
+            v = tf.compat.v1.cond(p[i], popped, lambda: tf.zeros([2]))
+            return i + 1, acc * 2.0 + v
+
+        _, y = tf.compat.v1.while_loop(lambda i, acc: i < 4, pop, [start, tf.zeros([2])])
+        with tf.control_dependencies([y]):
+            tf.identity(D.stack_pop_v2(stack, tf.float32), name="last")
+        y = tf.identity(y, name="y")
+        # In line, a stack of two items: the first pop only where p[1].
+        other = D.stack_v2(-1, elem_type=tf.float32, stack_name="t")
+        with tf.control_dependencies([D.stack_push_v2(other, x)]):
+            with tf.control_dependencies([D.stack_push_v2(other, -x)]):
+                first = tf.compat.v1.cond(p[1], lambda: D.stack_pop_v2(other, tf.float32), lambda: x * 0.0)
+        with tf.control_dependencies([first]):
+            tf.identity(D.stack_pop_v2(other, tf.float32) + first, name="second")
+        feeds = [np.array(b, bool) for b in ([True, False, True, True], [False, False, False, False],
+                                              [True, True, True, True], [False, True, False, True])]
+        expected = [_session(g, ["y:0", "last:0", "second:0"], {"x:0": xv, "p:0": b}) for b in feeds]
+    f = jta.import_graph_def(g.as_graph_def(), inputs=["x:0", "p:0"], outputs=["y:0", "last:0", "second:0"])
+    jitted = jax.jit(f)
+    for b, want in zip(feeds, expected, strict=True):
+        _close(f(xv, b), want, 1e-6)
+        _close(jitted(xv, b), want, 1e-6)
+
+
 def test_one_error_lists_every_unsupported_op():
     import tensorflow as tf
 
@@ -167,15 +246,9 @@ def test_one_error_lists_every_unsupported_op():
 
 
 # -- (b) the corpus ---------------------------------------------------------------------------
-# Extra keywords per case: the seqlen loop's trip count depends on the fed lengths.
-KWARGS = {"dynamic_rnn_lstm_seqlen": {"stack_capacity": 5}}
-XFAIL = {
-    "jacobian": "pfor's converted gradient loop pops a stack under a run-time condition (not supported yet)",
-}
-GRAD_XFAIL = {
-    "dynamic_rnn_lstm_seqlen": "the trip count depends on the fed sequence_length: lax.while_loop, "
-                               "which jax.grad cannot reverse",
-}
+KWARGS: dict[str, dict] = {}  # extra keywords of import_graph_def per case
+XFAIL: dict[str, str] = {}  # reason per case expected to fail
+GRAD_XFAIL: dict[str, str] = {}
 
 
 def _case(name):
