@@ -183,6 +183,8 @@ class Error(enum.Enum):
     GRAPH_LOOP_STRUCTURE = (407, _Unimplemented, "While loop {frame}: {what}")
     GRAPH_MERGE_HANDLES = (408, _Unimplemented, "Node {node}: a Merge of different resources ({a} and {b}) "
                            "under a condition that is only known at run time.")
+    GRAPH_MERGE_SHAPES = (409, _Unimplemented, "Node {node}: a Merge of shapes {a} and {b} under a condition "
+                          "that is only known at run time (the result's shape would depend on it).")
 
     def __init__(self, code: int, cls: type[Exception], template: str, fields: tuple[str, ...] = ()):
         self.code, self.cls, self.template, self.fields = code, cls, template, fields

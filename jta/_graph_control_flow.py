@@ -12,7 +12,10 @@ iterated in Python through the cond and the part of the body they depend on (par
 evaluation): when the cond stays static, the trip count is known, the loop becomes ``lax.scan``
 (reverse-differentiable) with the static variables' values fed per step, and their final values
 stay static after the loop (so a gradient loop counting down from a forward loop's count is
-static too). Otherwise it becomes ``lax.while_loop``.
+static too). When the cond is a ``LogicalAnd`` with a static operand (``maximum_iterations=``)
+and a run-time one, the static operand bounds the count: the loop becomes a ``lax.scan`` over the
+bound whose step is a ``lax.cond`` on the loop condition (still reverse-differentiable).
+Otherwise it becomes ``lax.while_loop``.
 
 **Discovery.** A loop body may create arrays, gradient accumulators (``TensorArrayGradV3`` inside
 a gradient loop) or push onto stacks: the body is traced once with ``jax.eval_shape`` to learn
@@ -23,7 +26,8 @@ that grow without a capacity), a loop with a static trip count is unrolled inste
 
 **Conds.** A ``Switch`` with a static predicate kills the other branch (TensorFlow's dead
 tensors); with a run-time predicate both branches run, a ``Merge`` selects, and a stateful op
-inside a branch updates the resources only where its branch conditions hold.
+inside a branch updates the resources only where its branch conditions hold (a stack popped there
+becomes a buffer with a traced top first, so its structure does not depend on the branch).
 """
 
 from __future__ import annotations
@@ -378,7 +382,9 @@ class Runner:
                 Error.GRAPH_MERGE_HANDLES.raise_(node=node.name, a=a, b=b)
             return a, jnp.where(p, i, j) if pred[1] else jnp.where(p, j, i)
         t, f = (a, b) if pred[1] else (b, a)
-        if np.shape(t) != np.shape(f) and self.g.only_before_exit(node.name, pred[0]):
+        if np.shape(t) != np.shape(f):
+            if not self.g.only_before_exit(node.name, pred[0]):
+                Error.GRAPH_MERGE_SHAPES.raise_(node=node.name, a=np.shape(a), b=np.shape(b))
             # The False side runs only in the step after which the loop exits, and feeds only the next
             # step's variables, which nothing reads then (pfor's converted while loop returns [] there).
             return t, np.asarray(i if pred[1] else j, np.int32)

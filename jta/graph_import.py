@@ -88,7 +88,8 @@ def import_graph_def(graph_def: Any, inputs: Sequence[str], outputs: Sequence[st
     - `inputs`: the tensors fed, in the order of the function's arguments (``"x:0"``).
     - `outputs`: the tensors returned, in order.
     - `stack_capacity`: slots of a v1 gradient stack pushed inside a loop whose trip count is not
-      static (a static trip count sizes the stacks by itself).
+      static (a static trip count, or a static bound on it such as ``maximum_iterations=``, sizes
+      the stacks by itself).
     - `tensor_array_capacity`: the static capacity of ``dynamic_size`` arrays written inside a
       ``lax.scan``/``while_loop`` (without it such a loop is unrolled, when its trip count is static).
     - `max_unroll`: the most steps a static loop that cannot be a ``lax.scan`` is unrolled to.

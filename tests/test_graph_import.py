@@ -121,11 +121,14 @@ def test_v1_cond_static_and_runtime_predicates():
         p = tf.compat.v1.placeholder(tf.bool, [], name="p")
         tf.identity(tf.compat.v1.cond(p, lambda: tf.sin(x) * 2.0, lambda: tf.exp(x)), name="y")
         tf.identity(tf.compat.v1.cond(tf.constant(True), lambda: x + 1.0, lambda: x - 1.0), name="z")
+        tf.identity(tf.compat.v1.cond(p, lambda: x, lambda: x[:2]), name="ragged")  # shape known at run time
         xv = np.array([0.1, 0.5, -1.0], np.float32)
         expected = {b: _session(g, ["y:0", "z:0"], {"x:0": xv, "p:0": b}) for b in (True, False)}
     f = jax.jit(jta.import_graph_def(g.as_graph_def(), inputs=["x:0", "p:0"], outputs=["y:0", "z:0"]))
     for b in (True, False):
         _close(f(xv, np.bool_(b)), expected[b], 1e-6)
+    with pytest.raises(errors.UnimplementedError, match=r"a Merge of shapes \(2,\) and \(3,\)"):
+        jta.import_graph_def(g.as_graph_def(), inputs=["x:0", "p:0"], outputs=["ragged:0"])(xv, np.bool_(True))
 
 
 def test_nested_loops_with_invariants():
