@@ -652,10 +652,7 @@ class Runner:
             r, c = jax.lax.cond(go, lambda s: step(s[0], s[1], None), lambda s: s, (r, c))
             return (r, c, go), None
 
-        whiles = self.whiles
         res = self._prepare(f, step, res, carry0, None, n)
-        if self.whiles > whiles:
-            raise _Unstable("a nested loop is a lax.while_loop")
         recs = self.ctx.recorders
         for r in recs:
             r.multiplier = None if r.multiplier is None else r.multiplier * n
