@@ -456,6 +456,8 @@ class Runner:
                     static -= lost
                     restart = True
                     break
+                if bounded and all(_same(nxt[m], cur[m]) for m in static):
+                    return None, traj, cur, False  # a fixed point: the static operand stays true
                 for m in static:
                     traj[m].append(cur[m])
                 cur, n = nxt, n + 1
