@@ -104,7 +104,8 @@ def _add_row(data: jax.Array, i: Index, value: jax.Array) -> jax.Array:
 def write_row(data: jax.Array, i: Index, value: jax.Array, aggregate: bool) -> jax.Array:
     """Write ``value`` into slot ``i`` (in range) of ``data``: added for an aggregating gradient
     array, set for a forward array. A forward slot is written once, into zeros, so setting equals
-    adding and skips reading the old row; with ``checks=False`` a second write overwrites."""
+    adding and skips reading the old row. With ``checks=False`` writes add (``aggregate``), as
+    TensorFlow's XLA lowering does, so that a second write agrees with the scatter-add tangent."""
     if not jnp.issubdtype(data.dtype, jnp.inexact):  # not differentiable: no tangent rule needed
         return _write_row_diff.fun(data, i, value, aggregate)
     return _write_row_diff(data, i, value, aggregate)

@@ -45,7 +45,7 @@ class TensorArray(ArrayData):
     - `capacity`: (jta) static slot budget of a ``dynamic_size`` array, so that it can grow
       at indices computed inside ``jit``/``lax.scan``.
     - `checks`: (jta) ``False`` drops all runtime bookkeeping for maximum speed: indices are not
-      range-checked and writing a slot twice is undefined.
+      range-checked and writing a slot twice adds the values (TensorFlow's XLA lowering).
 
     ```python
     >>> import jax, jax.numpy as jnp, jta

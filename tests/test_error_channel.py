@@ -225,13 +225,17 @@ def _errors_of_other_failing_value_ops(program: Program) -> set:
     return found
 
 
+CHUNKS = 6  # separate tests, so that pytest-xdist spreads the programs over its workers
+
+
 @pytest.mark.long
-def test_random_programs_jit_agrees_with_eager():
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+def test_random_programs_jit_agrees_with_eager(chunk):
     count = 3000 if budget.LONG else 300
     rng = random.Random(20261123)
+    programs = [random_program(rng) for _ in range(count)][chunk::CHUNKS]
     mismatches, kinds = [], {"error": 0, "ok": 0, "another value op": 0}
-    for _ in range(count):
-        program = random_program(rng)
+    for program in programs:
         with jax.enable_x64(program.x64):
             eager = _first_error_and_values(program, jit=False)
             jitted = _first_error_and_values(program, jit=True)
@@ -243,6 +247,6 @@ def test_random_programs_jit_agrees_with_eager():
             kinds["another value op"] += 1  # README: XLA runs value-op checks in any order
         elif not same:
             mismatches.append((program, eager[0], jitted[0]))
-    print(f"{count} programs: {kinds['error']} ended in an error, {kinds['ok']} did not; in "
+    print(f"{len(programs)} programs: {kinds['error']} ended in an error, {kinds['ok']} did not; in "
           f"{kinds['another value op']}, several value-returning ops failed and jit named another")
     assert not mismatches, "\n".join(f"{p}\n  eager: {e}\n  jit:   {j}" for p, e, j in mismatches[:5])

@@ -142,9 +142,6 @@ def test_one_array_through_jit_and_scan_keeps_its_accumulator():
 
 # -- 5. checks=False: the gradient is the gradient of what the forward returned ---------------
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 5, left open: with checks off a second write overwrites "
-                   "the value but both writes get the gradient (adding in the forward pass makes XLA copy the "
-                   "buffer in every step of a loop that reads what it wrote)")
 def test_checks_off_second_write_adds_in_value_and_gradient():
     f = lambda x: small(checks=False).write(0, x).write(0, 2 * x).read(0)  # noqa: E731
     assert float(f(1.0)) == 3.0 and float(jax.grad(f)(1.0)) == 3.0
