@@ -4,8 +4,8 @@ The graph is parsed once with TensorFlow (``pip install "jta[tf]"``) into a plai
 (:mod:`jta._graph_def`); the returned function needs JAX only. Ordinary ops come from jta's own
 table (:mod:`jta._graph_ops`; not tf2jax's handlers, which import TensorFlow at module level,
 read ``NodeDef`` protos and lack the gradient ops these graphs are made of), control flow v1
-from :mod:`jta._graph_control_flow`, TensorArrays and stacks from :mod:`jta._graph_resources`
-through :mod:`jta.raw_ops`.
+from :mod:`jta._graph_control_flow` (with :mod:`jta._graph_frames` and :mod:`jta._graph_loops`),
+TensorArrays and stacks from :mod:`jta._graph_resources` through :mod:`jta.raw_ops`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import jax.numpy as jnp
 from . import _graph_control_flow as CF
 from . import _graph_def as GD
 from ._catalogue import Error
+from ._graph_frames import Graph
+from ._graph_loops import Options
 from ._graph_ops import OPS
 from ._graph_resources import RESOURCE_OPS, Context
 
@@ -58,7 +60,7 @@ def _needed(nodes: dict[str, GD.Node], outputs: list[GD.Tensor], fed: set[str]) 
     return seen
 
 
-def _check(graph: CF.Graph, needed: set[str], fed: set[str]) -> None:
+def _check(graph: Graph, needed: set[str], fed: set[str]) -> None:
     """One error listing every unsupported construct and op type among the needed nodes."""
     known = set(supported_ops())
     unsupported: dict[str, list[str]] = {}
@@ -121,10 +123,10 @@ def import_graph_def(graph_def: Any, inputs: Sequence[str], outputs: Sequence[st
             Error.GRAPH_UNKNOWN_TENSOR.raise_(tensor=f"{t[0]}:{t[1]}", what=what)
     fed = {t[0] for t in in_t}
     needed = _needed(nodes, out_t, fed)
-    graph = CF.Graph({n: nodes[n] for n in nodes if n in needed}, set(in_t))
+    graph = Graph({n: nodes[n] for n in nodes if n in needed}, set(in_t))
     _check(graph, needed, fed)
     array_ids = {n: k for k, n in enumerate(nodes) if nodes[n].op == "TensorArrayV3"}
-    options = CF.Options(stack_capacity=stack_capacity, max_unroll=max_unroll)
+    options = Options(stack_capacity=stack_capacity, max_unroll=max_unroll)
     names = ", ".join(inputs)
 
     def run(*args: Any) -> list[Any]:

@@ -1,0 +1,409 @@
+"""While frames of an imported graph as ``lax.scan``, masked ``lax.scan``, ``lax.while_loop`` or unrolled code.
+
+:class:`Loops` is the half of the graph runner (:class:`jta._graph_control_flow.Runner`) that runs
+a frame (:class:`jta._graph_frames.Frame`): it finds the trip count by partial evaluation, learns
+what the body creates, and builds the loop; the runner's :meth:`~Loops.run` runs each scope.
+
+**Trip counts.** Before a loop runs, the variables whose initial values are static (numpy) are
+iterated in Python through the cond and the part of the body they depend on (partial
+evaluation): when the cond stays static, the trip count is known, the loop becomes ``lax.scan``
+(reverse-differentiable) with the static variables' values fed per step, and their final values
+stay static after the loop (so a gradient loop counting down from a forward loop's count is
+static too). When the cond is a ``LogicalAnd`` with a static operand (``maximum_iterations=``)
+and a run-time one, the static operand bounds the count: the loop becomes a ``lax.scan`` over the
+bound whose step is a ``lax.cond`` on the loop condition (still reverse-differentiable).
+Otherwise it becomes ``lax.while_loop``.
+
+**Discovery.** A loop body may create arrays, gradient accumulators (``TensorArrayGradV3`` inside
+a gradient loop) or push onto stacks: the body is traced once with ``jax.eval_shape`` to learn
+them (tf2xla's trick), they are created before the loop, stacks get a ``[capacity, ...]``
+buffer (capacity: trip count × pushes per step, or ``stack_capacity=``), and the body is traced
+again to check that the carry keeps its structure. When it does not (ragged elements, arrays
+that grow without a capacity), a loop with a static trip count is unrolled instead.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _graph_resources as GR
+from ._catalogue import Error
+from ._graph_def import Tensor
+from ._graph_frames import Frame, Graph
+from ._graph_ops import is_static
+from ._graph_resources import Context, Recorder, Resources
+
+
+# The values of a runner's environment besides arrays and handles (the conds of
+# jta._graph_control_flow read and write them too).
+class _Marker:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+DEAD = _Marker("DEAD")  # the untaken side of a Switch with a static predicate
+
+
+@dataclasses.dataclass(frozen=True)
+class Dyn:
+    """A value unknown during partial evaluation (its shape when known)."""
+
+    shape: Optional[tuple[int, ...]] = None
+
+
+@dataclasses.dataclass
+class Options:
+    stack_capacity: Optional[int] = None
+    max_unroll: int = 256
+    max_trip: int = 1_000_000
+    max_bound: int = 10_000  # the most steps of a loop whose count is only bounded (a masked lax.scan)
+
+
+class _Unstable(Exception):
+    """A loop body changes the structure of its carry (internal: the loop is unrolled instead)."""
+
+
+class Loops(abc.ABC):
+    """The loops of a graph runner: one instance per call of the imported function."""
+
+    def __init__(self, graph: Graph, ctx: Context, options: Options):
+        self.g, self.ctx, self.opt = graph, ctx, options
+        self.whiles = 0  # lax.while_loops built so far (a scan whose body builds one is unrolled instead)
+
+    @abc.abstractmethod
+    def run(self, frame: str, items: tuple[Any, ...], env: dict[Tensor, Any], res: Resources,
+            probe: bool = False) -> Resources:
+        """Runs ``items`` (a schedule of :class:`jta._graph_frames.Graph`) of ``frame`` in ``env``."""
+
+    # -- loops --------------------------------------------------------------------------------
+    def _body_env(self, f: Frame, outer: dict[Tensor, Any], values: dict[str, Any]) -> dict[Tensor, Any]:
+        env = dict(self._consts(f, outer))
+        for m, v in values.items():
+            env[(m, 0)] = v
+            if m in f.switch_of:
+                env[(f.switch_of[m], 1)] = v
+                env[(f.switch_of[m], 0)] = DEAD
+        return env
+
+    def _consts(self, f: Frame, outer: dict[Tensor, Any]) -> dict[Tensor, Any]:
+        return {(e, 0): outer.get(self.g.nodes[e].inputs[0], DEAD) for e in f.enters
+                if self.g.nodes[e].attr("is_constant")}
+
+    def _pred(self, f: Frame, env: dict[Tensor, Any], res: Resources, probe: bool) -> Any:
+        assert f.loopcond is not None
+        self.run(f.name, self.g.schedule(f.name, (f.loopcond,), probe), env, res, probe)
+        return env[(f.loopcond, 0)]
+
+    def _probe(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], res: Resources
+               ) -> tuple[Optional[int], dict[str, list[Any]], dict[str, Any], bool]:
+        """Partial evaluation of the static loop variables: (trip count or None, trajectories, finals,
+        bounded). ``bounded``: the count is at most ``n`` but known at run time only (a run-time
+        condition and'ed with a static one, as ``maximum_iterations=`` builds); the finals are then
+        the static variables that no step changes."""
+        static = {m for m, v in init.items() if is_static(v)}
+        while True:
+            cur = {m: init[m] for m in static}
+            traj: dict[str, list[Any]] = {m: [] for m in static}
+            roots = tuple(f.next_of[m] for m in sorted(static))
+            n, restart, bounded = 0, False, False
+            while n <= (self.opt.max_bound if bounded else self.opt.max_trip):
+                vals = {m: cur[m] if m in static else Dyn(_shape(init[m])) for m in init}
+                env = self._body_env(f, outer, vals)
+                pred = self._pred(f, env, res, probe=True)
+                if not is_static(pred):
+                    if not self._static_conjunct(f, env):
+                        return None, traj, cur, False
+                    bounded = True
+                elif not bool(pred):
+                    if bounded:
+                        cur = {m: init[m] for m in static if all(_same(v, init[m]) for v in (*traj[m], cur[m]))}
+                    return n, traj, cur, bounded
+                self.run(f.name, self.g.schedule(f.name, roots, True), env, res, probe=True)
+                nxt = {m: env[(f.next_of[m], 0)] for m in static}
+                lost = {m for m, v in nxt.items() if not is_static(v)}
+                if lost:
+                    static -= lost
+                    restart = True
+                    break
+                if bounded and all(_same(nxt[m], cur[m]) for m in static):
+                    return None, traj, cur, False  # a fixed point: the static operand stays true
+                for m in static:
+                    traj[m].append(cur[m])
+                cur, n = nxt, n + 1
+            if not restart:
+                return None, traj, cur, False
+
+    def _static_conjunct(self, f: Frame, env: dict[Tensor, Any]) -> bool:
+        """Whether the loop condition is a ``LogicalAnd`` with a static (true) operand: it may bound the count."""
+        assert f.loopcond is not None
+        todo = [self.g.nodes[f.loopcond].inputs[0]]
+        while todo:
+            t = todo.pop()
+            node = self.g.nodes.get(t[0])
+            if node is None or node.op not in ("LogicalAnd", "Identity"):
+                continue
+            if node.op == "LogicalAnd" and any(is_static(env.get(i)) for i in node.inputs):
+                return True
+            todo.extend(node.inputs)
+        return False
+
+    def loop(self, name: str, outer: dict[Tensor, Any], res: Resources, probe: bool) -> Resources:
+        f = self.g.frames[name]
+        init = {m: outer.get(self.g.nodes[f.var_enter[m]].inputs[0], DEAD) for m in f.merges}
+        n, traj, finals, bounded = self._probe(f, outer, init, res)
+        if probe:
+            for e, m in f.exit_var.items():
+                env_v = finals[m] if (n is not None and m in finals) else Dyn(_shape(init[m]))
+                outer[(e, 0)] = env_v
+            return res
+        if n == 0:
+            final = dict(init)
+        elif bounded and n is not None:
+            try:
+                res, final = self._masked_scan(f, outer, init, n, traj, res)
+            except _Unstable:
+                res, final = self._while(f, outer, init, traj, res)
+        elif n is None:
+            res, final = self._while(f, outer, init, traj, res)
+        else:
+            try:
+                res, final = self._scan(f, outer, init, n, traj, finals, res)
+            except _Unstable as why:
+                if n > self.opt.max_unroll:
+                    Error.GRAPH_LOOP_STRUCTURE.raise_(frame=name, what=f"cannot be a lax.scan ({why}) and its "
+                                                      f"{n} steps are more than max_unroll={self.opt.max_unroll}")
+                res, final = self._unroll(f, outer, init, n, traj, finals, res)
+        for e, m in f.exit_var.items():
+            outer[(e, 0)] = final[m]
+        return res
+
+    def body(self, f: Frame, outer: dict[Tensor, Any], res: Resources, values: dict[str, Any],
+             traced: bool = True) -> tuple[Resources, dict[str, Any]]:
+        """One step of the loop ``f``: traced inside a ``lax`` loop, or run in line (``traced=False``)."""
+        self.ctx.depth += traced
+        try:
+            return self._step(f, outer, res, values)
+        finally:
+            self.ctx.depth -= traced
+
+    def _step(self, f: Frame, outer: dict[Tensor, Any], res: Resources, values: dict[str, Any]
+              ) -> tuple[Resources, dict[str, Any]]:
+        env = self._body_env(f, outer, values)
+        for p in f.pops:  # a handle popped in this loop names a new forward array each step
+            h = env.get(self.g.nodes[p].inputs[0])
+            if isinstance(h, str) and h in res.stacks and isinstance(res.stacks[h].const, str):
+                res = GR.renew_accumulators(res, res.stacks[h].const)
+        roots = tuple(f.next_of[m] for m in f.merges)
+        res = self.run(f.name, self.g.schedule(f.name, roots, False), env, res)
+        return res, {m: env[(f.next_of[m], 0)] for m in f.merges}
+
+    def _unroll(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], n: int,
+                traj: dict[str, list[Any]], finals: dict[str, Any], res: Resources
+                ) -> tuple[Resources, dict[str, Any]]:
+        values = dict(init)
+        for k in range(n):
+            values.update({m: t[k] for m, t in traj.items()})
+            res, values = self.body(f, outer, res, values, traced=False)
+        values.update(finals)
+        return res, values
+
+    def _split_vars(self, f: Frame, init: dict[str, Any], traj: dict[str, list[Any]]
+                    ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+        """Static loop variables constant over every step, those fed per step (stacked), the carried ones."""
+        consts, xs = {}, {}
+        for m, t in traj.items():
+            if all(np.array_equal(v, t[0]) and np.asarray(v).dtype == np.asarray(t[0]).dtype for v in t):
+                consts[m] = t[0]
+            else:
+                xs[m] = np.stack([np.asarray(v) for v in t])
+        carried = [m for m in f.merges if m not in traj]
+        return consts, xs, carried
+
+    def _prepare(self, f: Frame, step: Any, res: Resources, carry: dict[str, Any], x0: Any,
+                 n: Optional[int]) -> Resources:
+        """Discover what the body creates, create it before the loop, and check the structure."""
+        for attempt in range(2):
+            rec = Recorder()
+            outer_recs, self.ctx.recorders = self.ctx.recorders, [rec]
+            try:
+                out_res, out_carry = jax.eval_shape(step, res, carry, x0)
+            except Exception as e:  # noqa: BLE001 - any failure of the scan body means "unroll it"
+                if n is None:
+                    raise
+                raise _Unstable(f"{type(e).__name__}: {str(e)[:200]}") from e
+            finally:
+                self.ctx.recorders = outer_recs
+            same = jax.tree.structure(out_res) == jax.tree.structure(res) and all(
+                _aval(a) == _aval(b) for a, b in zip(jax.tree.leaves((out_res, out_carry)),
+                                                     jax.tree.leaves((res, carry)), strict=True))
+            if same:
+                return res
+            if attempt == 1:
+                raise _Unstable("the loop body changes the structure of its carry")
+            res = self._create(f, res, out_res, rec, n)
+        return res
+
+    def _create(self, f: Frame, res: Resources, out: Resources, rec: Recorder, n: Optional[int]) -> Resources:
+        state = res.arrays
+        arrays = dict(state.arrays)
+        for h, ta in out.arrays.arrays.items():
+            if h not in arrays:
+                arrays[h] = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), ta)
+        state = dataclasses.replace(state, arrays=arrays)
+        res = Resources(state, res.stacks)
+        for h, src, prepend in rec.grads:
+            if (h, src) not in res.arrays.grads:
+                res = GR.precreate_grad(self.ctx, res, h, src, prepend)
+        stacks = dict(res.stacks)
+        for h, pushed in rec.pushes.items():
+            s = stacks[h]
+            if s.const is not None or s.data is not None:
+                continue
+            values = [v for v, _ in pushed]
+            if not s.items and all(isinstance(v, str) or is_static(v) for v in values) and \
+                    len({GR.const_key(v) for v in values}) == 1:
+                stacks[h] = GR.Stack(const=GR.const_key(values[0]))
+                continue
+            mults = [mult for _, mult in pushed]
+            per_step = None if None in mults else sum(int(m or 0) for m in mults)
+            if n is not None and per_step is not None:
+                capacity = len(s.items) + n * per_step
+            elif self.opt.stack_capacity is not None:
+                capacity = self.opt.stack_capacity
+            else:
+                Error.GRAPH_STACK_CAPACITY.raise_(stack=h, frame=f.name)
+            stacks[h] = GR.as_buffer(s, capacity, values[0])
+        for h in rec.popped:
+            s = stacks[h]
+            if s.const is None and s.data is None and s.items:
+                stacks[h] = GR.as_buffer(s, len(s.items), s.items[0])
+        return Resources(res.arrays, stacks)
+
+    def _scan(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], n: int,
+              traj: dict[str, list[Any]], finals: dict[str, Any], res: Resources
+              ) -> tuple[Resources, dict[str, Any]]:
+        consts, xs, carried = self._split_vars(f, init, traj)
+        carry0 = {m: _array(init[m]) for m in carried}
+
+        def step(r: Resources, c: dict[str, Any], x: dict[str, Any]) -> tuple[Resources, dict[str, Any]]:
+            r, nxt = self.body(f, outer, r, {**consts, **x, **c})
+            return r, {m: _like(nxt[m], c[m], f.name) for m in carried}
+
+        x0 = {m: v[0] for m, v in xs.items()}
+        whiles = self.whiles
+        res = self._prepare(f, step, res, carry0, x0, n)
+        if self.whiles > whiles and xs:  # an inner trip count depends on the step: unrolled, it may be static
+            raise _Unstable("a nested loop's trip count depends on the step")
+        recs = self.ctx.recorders
+        for r in recs:
+            r.multiplier = None if r.multiplier is None else r.multiplier * n
+        try:
+            (res, carry), _ = jax.lax.scan(lambda c, x: (step(c[0], c[1], x), None), (res, carry0), xs, length=n)
+        finally:
+            for r in recs:
+                r.multiplier = None if r.multiplier is None else r.multiplier // n
+        return res, {**finals, **carry}
+
+    def _masked_scan(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], n: int,
+                     traj: dict[str, list[Any]], res: Resources) -> tuple[Resources, dict[str, Any]]:
+        """A loop whose count is known at run time only but is at most ``n``: a ``lax.scan`` of ``n``
+        steps, each a ``lax.cond`` on the loop condition (still true), so reverse mode works."""
+        consts = {m: v for m, v in self._split_vars(f, init, traj)[0].items() if _same(v, init[m])}
+        carried = [m for m in f.merges if m not in consts]
+        carry0 = {m: _array(init[m]) for m in carried}
+
+        def step(r: Resources, c: dict[str, Any], x: Any) -> tuple[Resources, dict[str, Any]]:
+            r, nxt = self.body(f, outer, r, {**consts, **c})
+            return r, {m: _like(nxt[m], c[m], f.name) for m in carried}
+
+        def masked(state: tuple[Resources, dict[str, Any], Any], x: Any) -> tuple[Any, None]:
+            r, c, active = state
+            env = self._body_env(f, outer, {**consts, **c})
+            go = jnp.logical_and(active, jnp.asarray(self._pred(f, env, r, probe=False)))
+            r, c = jax.lax.cond(go, lambda s: step(s[0], s[1], None), lambda s: s, (r, c))
+            return (r, c, go), None
+
+        res = self._prepare(f, step, res, carry0, None, n)
+        recs = self.ctx.recorders
+        for r in recs:
+            r.multiplier = None if r.multiplier is None else r.multiplier * n
+        try:
+            (res, carry, _), _ = jax.lax.scan(masked, (res, carry0, jnp.asarray(True)), None, length=n)
+        finally:
+            for r in recs:
+                r.multiplier = None if r.multiplier is None else r.multiplier // n
+        return res, {**consts, **carry}
+
+    def _while(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], traj: dict[str, list[Any]],
+               res: Resources) -> tuple[Resources, dict[str, Any]]:
+        consts = self._invariants(f, outer, init, res)
+        carried = [m for m in f.merges if m not in consts]
+        carry0 = {m: _array(init[m]) for m in carried}
+
+        def step(r: Resources, c: dict[str, Any], x: Any) -> tuple[Resources, dict[str, Any]]:
+            r, nxt = self.body(f, outer, r, {**consts, **c})
+            return r, {m: _like(nxt[m], c[m], f.name) for m in carried}
+
+        def cond(state: tuple[Resources, dict[str, Any]]) -> Any:
+            env = self._body_env(f, outer, {**consts, **state[1]})
+            return jnp.asarray(self._pred(f, env, state[0], probe=False))
+
+        self.whiles += 1
+        res = self._prepare(f, step, res, carry0, None, None)
+        recs, saved = self.ctx.recorders, [r.multiplier for r in self.ctx.recorders]
+        for r in recs:
+            r.multiplier = None
+        try:
+            res, carry = jax.lax.while_loop(cond, lambda s: step(s[0], s[1], None), (res, carry0))
+        finally:
+            for r, m in zip(recs, saved, strict=True):
+                r.multiplier = m
+        return res, {**consts, **carry}
+
+    def _invariants(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], res: Resources
+                    ) -> dict[str, Any]:
+        """Static loop variables that every step passes through unchanged (they stay static)."""
+        static = {m for m, v in init.items() if is_static(v)}
+        while static:
+            vals = {m: init[m] if m in static else Dyn(_shape(init[m])) for m in init}
+            env = self._body_env(f, outer, vals)
+            roots = tuple(f.next_of[m] for m in sorted(static))
+            self.run(f.name, self.g.schedule(f.name, roots, True), env, res, probe=True)
+            keep = {m for m in static if is_static(env[(f.next_of[m], 0)])
+                    and np.array_equal(env[(f.next_of[m], 0)], init[m])}
+            if keep == static:
+                break
+            static = keep
+        return {m: init[m] for m in static}
+
+
+def _shape(v: Any) -> Optional[tuple[int, ...]]:
+    return v.shape if isinstance(v, Dyn) else (None if isinstance(v, str) or v is DEAD else tuple(np.shape(v)))
+
+
+def _same(a: Any, b: Any) -> bool:
+    return np.array_equal(a, b) and np.asarray(a).dtype == np.asarray(b).dtype
+
+
+def _aval(x: Any) -> Any:
+    return (tuple(np.shape(x)), str(getattr(x, "dtype", type(x))))
+
+
+def _array(v: Any) -> Any:
+    return jnp.asarray(v)
+
+
+def _like(v: Any, like: Any, frame: str) -> Any:
+    if isinstance(v, str) or v is DEAD or np.shape(v) != np.shape(like):
+        Error.GRAPH_LOOP_STRUCTURE.raise_(frame=frame, what=f"a loop variable changes shape from {np.shape(like)} "
+                                          f"to {_shape(v)} (shape invariants are not supported)")
+    return jnp.asarray(v, like.dtype)
