@@ -1,0 +1,175 @@
+"""Exportable programs (issue 10, item 4 — the part that holds today).
+
+Programs written with ``jta.raw_ops`` keep every check as data in the state: they lower with
+``jax.export`` for cpu, cuda and tpu with no host callback and no conditional in a loop body, the
+deserialized cpu export computes the same values, and an error recorded inside the exported
+function surfaces from the returned state (``jta.throw(state)``). ``jta.TensorArray``'s value
+methods (``read``/``stack``/``gather``/``concat``) still check through a host callback in
+compiled code and do not export (README, "Errors inside jit").
+"""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jta
+from jta import raw_ops as ops
+
+T, D = 6, 4
+CALLBACKS = re.compile(r"custom_call @\w*callback", re.IGNORECASE)  # xla_python_cpu_callback, ...
+
+
+def _new(size, **kw):
+    state, h, flow = ops.TensorArrayV3(ops.new_state(), size, jnp.float32, element_shape=(D,), **kw)
+    return state, h, flow
+
+
+def write_loop(xs):
+    """W1 in raw ops: write h_t every step, then gather everything."""
+    state, h, flow = _new(T)
+
+    def body(carry, t_x):
+        (state, flow, hid), (t, x) = carry, t_x
+        hid = jnp.tanh(x + hid)
+        state, flow = ops.TensorArrayWriteV3(state, h, t, hid, flow)
+        return (state, flow, hid), None
+
+    (state, flow, _), _ = jax.lax.scan(body, (state, flow, jnp.zeros(D)), (jnp.arange(T), xs))
+    state, out = ops.TensorArrayGatherV3(state, h, jnp.arange(T), flow, jnp.float32)
+    return state, out
+
+
+def read_loop(xs, index_shift):
+    """W2 in raw ops: unstack, then read slot t + shift in every step (clear_after_read off)."""
+    state, h, flow = _new(T, clear_after_read=False)
+    state, flow = ops.TensorArrayScatterV3(state, h, jnp.arange(T), xs, flow)
+
+    def body(carry, t):
+        state, hid = carry
+        state, x = ops.TensorArrayReadV3(state, h, t + index_shift, flow, jnp.float32)
+        return (state, jnp.tanh(x + hid)), None
+
+    (state, hid), _ = jax.lax.scan(body, (state, jnp.zeros(D)), jnp.arange(T))
+    return state, hid
+
+
+def decoder(x0, steps):
+    """A dynamic_size decoder in lax.while_loop: grows up to its capacity at traced indices."""
+    state, h, flow = _new(0, dynamic_size=True, capacity=T)
+
+    def cond(c):
+        return c[0] < steps
+
+    def body(c):
+        t, state, flow, hid = c
+        hid = jnp.tanh(hid + 1.0)
+        state, flow = ops.TensorArrayWriteV3(state, h, t, hid, flow)
+        return t + 1, state, flow, hid
+
+    _, state, flow, _ = jax.lax.while_loop(cond, body, (jnp.int32(0), state, flow, x0))
+    state, n = ops.TensorArraySizeV3(state, h, flow)
+    return state, n
+
+
+def write_loop_grad(xs):
+    return jax.grad(lambda v: jnp.sum(write_loop(v)[1] ** 2))(xs)
+
+
+XS = np.linspace(-1, 1, T * D, dtype=np.float32).reshape(T, D)
+PROGRAMS = {
+    "write loop": (write_loop, (XS,)),
+    "write loop gradient": (write_loop_grad, (XS,)),
+    "read loop": (read_loop, (XS, np.int32(0))),
+    "dynamic_size decoder": (decoder, (XS[0], np.int32(4))),
+}
+
+
+def _functions(mlir: str) -> dict[str, str]:
+    """Each ``func.func`` of the module by name, as text."""
+    starts = [(m.start(), m.group(1)) for m in re.finditer(r"func\.func (?:public |private )?@([\w.$-]+)", mlir)]
+    return {name: mlir[a:b] for (a, name), (b, _) in zip(starts, [*starts[1:], (len(mlir), "")], strict=True)}
+
+
+def _while_bodies(mlir: str) -> list[str]:
+    """The text of every ``stablehlo.while`` (cond and body regions), with the text of every
+    function they call, transitively (JAX lowers a loop body's pieces as ``func.call``s)."""
+    functions, found, start = _functions(mlir), [], 0
+    while (k := mlir.find("stablehlo.while", start)) >= 0:
+        depth, j = 0, mlir.index("{", k)
+        while True:  # to the end of the ``do`` region: braces balance and no region follows
+            closing = mlir[j] == "}"
+            depth += {"{": 1, "}": -1}.get(mlir[j], 0)
+            j += 1
+            if closing and depth == 0 and not mlir[j:].lstrip().startswith("do"):
+                break
+        text, todo, seen = mlir[k:j], re.findall(r"func\.call @([\w.$-]+)", mlir[k:j]), set()
+        while todo:
+            name = todo.pop()
+            if name not in seen and name in functions:
+                seen.add(name)
+                text += functions[name]
+                todo += re.findall(r"func\.call @([\w.$-]+)", functions[name])
+        found.append(text)
+        start = j
+    return found
+
+
+@pytest.mark.parametrize("platform", ["cpu", "cuda", "tpu"])
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_raw_op_program_exports_without_callbacks_or_conditionals_in_loops(name, platform):
+    fn, args = PROGRAMS[name]
+    exported = jax.export.export(jax.jit(fn), platforms=[platform])(*args)
+    mlir = exported.mlir_module()
+    assert not CALLBACKS.search(mlir), "a host callback in the exported module"
+    bodies = _while_bodies(mlir)
+    assert bodies, "no loop in the exported module"
+    for body in bodies:
+        assert "stablehlo.case" not in body and "stablehlo.if" not in body, "a conditional in a loop body"
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_deserialized_cpu_export_computes_the_same_values(name):
+    fn, args = PROGRAMS[name]
+    def values(*a):  # plain arrays only; flows differ by design (each new array's is distinct)
+        return [x for path, x in jax.tree_util.tree_leaves_with_path(fn(*a))
+                if "flow" not in jax.tree_util.keystr(path)]
+    exported = jax.export.export(jax.jit(values), platforms=["cpu"])(*args)
+    restored = jax.export.deserialize(exported.serialize())
+    for got, want in zip(restored.call(*args), values(*args), strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("name, args, text", [
+    ("read loop", (XS, np.int32(3)), "Tried to read from index 6 but array size is: 6"),
+    ("dynamic_size decoder", (XS[0], np.int32(9)), "beyond the static capacity 6"),
+])
+def test_errors_recorded_in_an_exported_function_surface_from_its_state(name, args, text):
+    fn, _ = PROGRAMS[name]
+    exported = jax.export.export(jax.jit(fn), platforms=["cpu"])(*args)
+    state, _ = exported.call(*args)
+    with pytest.raises(jta.errors.InvalidArgumentError, match=re.escape(text)):
+        jta.throw(state)
+
+
+def test_the_checks_above_see_a_conditional_and_a_callback():
+    """The assertions can fail: a ``lax.cond`` in a scan body is found in the loop, and a
+    ``jta.TensorArray.read`` in compiled code (a host-callback check) cannot be exported."""
+    def with_cond(xs):
+        return jax.lax.scan(lambda c, x: (jax.lax.cond(x[0] > 0, jnp.sin, jnp.cos, c), None), jnp.zeros(D), xs)[0]
+    mlir = jax.export.export(jax.jit(with_cond), platforms=["cpu"])(XS).mlir_module()
+    assert any("stablehlo.case" in body for body in _while_bodies(mlir))
+
+    def method_read(xs):
+        ta = jta.TensorArray(jnp.float32, size=T, element_shape=(D,)).unstack(xs)
+        return jax.lax.scan(lambda c, t: (c + ta.read(t), None), jnp.zeros(D), jnp.arange(T))[0]
+    try:
+        mlir = jax.export.export(jax.jit(method_read), platforms=["cpu"])(XS).mlir_module()
+    except NotImplementedError as e:  # JAX refuses to export host callbacks
+        assert "callback" in str(e)
+    else:
+        assert CALLBACKS.search(mlir)
