@@ -36,14 +36,15 @@ session, before this file was committed; "xfail" means open):
   complex128 without x64 stored wrapped or infinite values (item 3, fixed: refused).
 * ``test_signed_zeros_and_subnormals`` — -0.0 and subnormals through write/unstack/scatter/split/raw
   scatter: 5 × 50 = 250. Found (new): unstack, scatter, split and TensorArrayScatterV3 give +0.0
-  for -0.0 and 0 for subnormals (4 xfails).
+  for -0.0 and 0 for subnormals (fixed in a later session: forward writes set rows).
 * ``test_python_scalar_traced`` — a Python int/float/complex passed to jit (weakly typed, float64
   under x64) written into each of the 15 dtypes, compared with the eager write: 2 × 50 = 100.
   Found: x64 jit of a weakly typed float64 refused for float32 arrays (item 15, fixed).
 * ``test_values_written`` — None, objects, ragged lists, strings, ints beyond int64, NaN/inf/1e40
   written into every dtype, by the methods (write, unstack, scatter) or the raw op: 10 × 50 = 500.
   Found: None/object()/2**70 reported as "dtype string" (item 14, fixed); 2**1030 (beyond
-  float64) leaks ``OverflowError`` from write/unstack/scatter and the raw op (item 14, xfail).
+  float64) leaked ``OverflowError`` from write/unstack/scatter and the raw op (item 14, fixed later:
+  a ``ValueError`` that names the value).
 * ``test_element_shapes`` — known/partial (None, -1)/unknown/zero-size element shapes,
   infer_shape on/off, a row of a wrong shape, stack/concat/gather/read/size, eager/jit/scan:
   4 × 50 = 200. None today.
@@ -59,10 +60,10 @@ session, before this file was committed; "xfail" means open):
 * ``test_dtype_specs`` — dtype as JAX type, NumPy dtype, name, Python type, or not a dtype (None,
   object, str, 'foo', 3, ...), x64 on/off: 6 × 50 = 300. Found: dtype=None silently float32 and
   dtype=object leaking later (item 14, fixed); dtype=float under x64 is float64 where TF makes
-  float32 (new, xfail).
+  float32 (new, fixed later).
 * ``test_shape_to_prepend`` — valid, bool, invalid ([-1], [2.5], None, '2', ...), nested ([[2]])
   and traced shape_to_prepend via ta.grad and TensorArrayGradWithShape: 5 × 50 = 250. Found:
-  [-1]/[2.5]/None/traced leaking errors (item 12, fixed); [[2]] accepted as [2] (item 12, xfail).
+  [-1]/[2.5]/None/traced leaking errors (item 12, fixed); [[2]] accepted as [2] (item 12, fixed later: TF's "must be a vector").
 * ``test_repr_of_tree_mapped`` — repr/_repr_html_ after 12 kinds of ``jax.tree.map`` (x*2, NumPy,
   shapes, dtypes, ShapeDtypeStruct, None, str, objects, ...) of plain/accumulator/closed/vmapped
   arrays, raw states and eval_shape outputs: 12 × 50 = 600. Found: repr raising on tree-mapped
@@ -73,7 +74,7 @@ session, before this file was committed; "xfail" means open):
   ResourceExhaustedError, or int32's InvalidArgumentError, before allocating);
   size=2**70 leaking an MLIR TypeError (fixed).
 * ``test_known_inputs`` — the issue's inputs and those found here, one line each (37 cases):
-  7 xfail today (items 12, 14 and new).
+  7 were xfail when written (items 12, 14 and new); all fixed since.
 
 Default runtime about 60 s on the project's 2-core machine (plus about 12 s for the TF oracle file).
 """
