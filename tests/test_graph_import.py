@@ -79,6 +79,22 @@ def test_while_loop_with_tensor_array_gradient(rnn_graph):
     _close(grads, expected[1:], 1e-5)
 
 
+def test_under_disable_jit_inside_scan_and_with_x64(rnn_graph):
+    graph_def, outputs, feeds, expected = rnn_graph
+    f = jta.import_graph_def(graph_def, inputs=["x:0", "w:0"], outputs=outputs)
+    with jax.disable_jit():
+        _close(f(*feeds), expected, 1e-5)
+
+    def step(carry, scale):  # the imported function as a scan body
+        return carry, f(feeds[0] * scale, feeds[1])[0]
+    _, losses = jax.lax.scan(step, 0.0, jnp.array([1.0, 1.0], jnp.float32))
+    np.testing.assert_allclose(np.asarray(losses), [expected[0]] * 2, rtol=1e-5)
+    with jax.enable_x64(True):  # float32 graph under x64: float32 results
+        out = jax.jit(f)(*feeds)
+        assert [o.dtype for o in out] == [np.float32] * len(out)
+        _close(out, expected, 1e-5)
+
+
 def test_graph_sources(rnn_graph, tmp_path):
     graph_def, outputs, feeds, expected = rnn_graph
     path = tmp_path / "graph.pb"
