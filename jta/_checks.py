@@ -71,11 +71,14 @@ def no_error() -> jax.Array:
 
 def _entry(dtype: Any, code: Any, values: tuple[Any, ...]) -> jax.Array:
     """``[code, *values]`` (padded with zeros) built elementwise from one-hot constants: XLA fuses
-    it into the select that records it, where stacking four scalars is a concatenate per check."""
-    entry = jnp.asarray(code, dtype) * jnp.eye(4, dtype=dtype)[0]
+    it into the select that records it, where stacking four scalars is a concatenate per check.
+    The constants are NumPy's, so they enter the program as literals (``jnp.eye`` would add an
+    iota, a compare and a convert per field and check for XLA to fold, at compile time)."""
+    hot = np.eye(4, dtype=dtype)
+    entry: Any = np.asarray(code, dtype) * hot[0] if is_concrete(code) else jnp.asarray(code, dtype) * hot[0]
     for k, v in enumerate(values, 1):
-        entry = entry + jnp.asarray(v).astype(dtype) * jnp.eye(4, dtype=dtype)[k]
-    return entry
+        entry = entry + jnp.asarray(v).astype(dtype) * hot[k]
+    return jnp.asarray(entry)
 
 
 def record(error: jax.Array, bad: Any, code: Error | jax.Array | int, *values: Any) -> jax.Array:

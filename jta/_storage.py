@@ -152,6 +152,8 @@ def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
         old = flags.at[j].get(mode="fill", fill_value=0)
         flags = flags.at[j].set(C.write_bits(old, m.is_grad), mode="drop")
         if error is not None:  # TF's first error is this write's: record it now, from the new bits
+            # Read back from the updated flags, not reused from ``old``: a second reader of the old
+            # flags makes XLA copy the whole flags vector in every step of a loop.
             error = C.record_slot_error(error, flags.at[j].get(mode="fill", fill_value=0), i)
     data = B.write_row(data, i, value, m.is_grad or not m.checks)  # checks off: TF's XLA lowering adds
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
