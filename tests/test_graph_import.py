@@ -101,6 +101,13 @@ def test_graph_sources(rnn_graph, tmp_path):
     path.write_bytes(graph_def.SerializeToString())
     f = jta.import_graph_def(str(path), inputs=["x:0", "w:0"], outputs=outputs[:1])
     _close(f(*feeds), expected[:1], 1e-5)
+    import tensorflow as tf  # a tf.Graph is accepted as it is
+
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+    f_graph = jta.import_graph_def(graph, inputs=["x:0", "w:0"], outputs=outputs[:1])
+    _close(f_graph(*feeds), expected[:1], 1e-5)
     with pytest.raises(ValueError, match="no tensor 'nope:0'"):
         jta.import_graph_def(graph_def, inputs=["x:0"], outputs=["nope:0"])
     with pytest.raises(TypeError, match="takes 2 inputs"):
