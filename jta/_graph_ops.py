@@ -16,7 +16,7 @@ attributes from ``NodeDef`` protos, and lack the gradient-graph ops these graphs
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -48,12 +48,21 @@ def _static(node: Node, v: Any, what: str) -> np.ndarray:
     return np.asarray(v)
 
 
-def _reg(*names: str) -> Callable[[Op], Op]:
-    def deco(fn: Op) -> Op:
-        for n in names:
-            OPS[n] = fn
-        return fn
-    return deco
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def registrar(table: dict[str, F]) -> Callable[..., Callable[[F], F]]:
+    """A decorator factory for an op table: ``@reg("OpA", "OpB")`` files the function under each name."""
+    def reg(*names: str) -> Callable[[F], F]:
+        def deco(fn: F) -> F:
+            for n in names:
+                table[n] = fn
+            return fn
+        return deco
+    return reg
+
+
+_reg = registrar(OPS)
 
 
 def _simple(names: tuple[str, ...], fn: Callable[..., Any]) -> None:

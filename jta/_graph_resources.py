@@ -26,7 +26,7 @@ from . import raw_ops as R
 from ._array import known_size
 from ._catalogue import Error
 from ._graph_def import Node
-from ._graph_ops import is_static
+from ._graph_ops import is_static, registrar
 
 
 @jax.tree_util.register_pytree_node_class
@@ -102,12 +102,7 @@ ResourceOp = Callable[[Context, Node, list[Any], Resources], tuple[Resources, li
 RESOURCE_OPS: dict[str, ResourceOp] = {}
 
 
-def _reg(*names: str) -> Callable[[ResourceOp], ResourceOp]:
-    def deco(fn: ResourceOp) -> ResourceOp:
-        for n in names:
-            RESOURCE_OPS[n] = fn
-        return fn
-    return deco
+_reg = registrar(RESOURCE_OPS)
 
 
 def _arrays(res: Resources, state: R.State) -> Resources:
