@@ -129,7 +129,9 @@ class Runner(Loops):
             if jax.tree.structure(new) != jax.tree.structure(res):
                 Error.GRAPH_LOOP_STRUCTURE.raise_(frame=node.name, what="a stateful op under a run-time condition "
                                                   "changes the resources' structure")
-            new = jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, res)
+            # Only the leaves the op replaced: selecting every array and stack of the resources
+            # would add whole-buffer work to each guarded op.
+            new = jax.tree.map(lambda a, b: a if a is b else jnp.where(ok, a, b), new, res)
         return new
 
     # -- the whole graph ----------------------------------------------------------------------
