@@ -244,3 +244,35 @@ if HAVE_TF:
         tf_write_at(tf.constant(5))
     except tf.errors.InvalidArgumentError as e:
         print("TF: ", next(line for line in e.message.splitlines() if "element" in line))
+
+
+# %% [markdown]
+# ## Running a whole TF1 graph: `jta.import_graph_def`
+#
+# A graph built with `tf.compat.v1` and control flow v1 (here a `while_loop` over a TensorArray,
+# with `tf.gradients`, which adds `TensorArrayGradV3` and the v1 gradient stacks) runs as a pure
+# JAX function: TensorFlow only parses it. `jax.grad` of the imported forward graph agrees with
+# TensorFlow's own gradient graph.
+
+# %%
+if HAVE_TF:
+    cf_v2 = tf.compat.v1.control_flow_v2_enabled()
+    tf.compat.v1.disable_control_flow_v2()  # TF1 frames: Enter/Merge/Switch/NextIteration/Exit
+    g = tf.Graph()
+    with g.as_default():
+        gx = tf.compat.v1.placeholder(tf.float32, [4, 3], name="x")
+        gta = tf.TensorArray(tf.float32, size=4).unstack(gx)
+        _, gh = tf.compat.v1.while_loop(lambda t, h: t < 4, lambda t, h: (t + 1, tf.tanh(gta.read(t) + h)),
+                                        [tf.constant(0), tf.zeros([3])])
+        gloss = tf.reduce_sum(gh * gh, name="loss")
+        (gdx,) = tf.gradients(gloss, [gx])
+    if cf_v2:
+        tf.compat.v1.enable_control_flow_v2()
+    f = jta.import_graph_def(g.as_graph_def(), inputs=["x:0"], outputs=["loss:0", gdx.name])
+    xv = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    loss_value, tf_grad = jax.jit(f)(xv)
+    forward = jta.import_graph_def(g.as_graph_def(), inputs=["x:0"], outputs=["loss:0"])
+    np.testing.assert_allclose(jax.grad(lambda v: forward(v)[0])(xv), tf_grad, rtol=1e-5, atol=1e-6)
+    print("loss", float(loss_value), "| jax.grad of the imported forward graph == TF's gradient graph")
+else:
+    print("skipped: TensorFlow is not installed")
