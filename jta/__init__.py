@@ -4,7 +4,7 @@ from . import errors, gradients, raw_ops
 from ._describe import describe
 from .graph_import import import_graph_def
 from .tensor_array import TensorArray
-from .throwing import checked, throw
+from .throwing import ErrorRecord, checked, checkify, throw
 
-__all__ = ["TensorArray", "checked", "describe", "errors", "gradients", "import_graph_def", "raw_ops", "throw"]
+__all__ = ["ErrorRecord", "TensorArray", "checked", "checkify", "describe", "errors", "gradients", "import_graph_def", "raw_ops", "throw"]
 __version__ = "0.1.0"

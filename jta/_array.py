@@ -33,6 +33,7 @@ from jax.tree_util import GetAttrKey
 from . import _checks as C
 from . import _shapes as S
 from ._catalogue import Error
+from ._check_op import emit
 from ._inputs import static_int
 from ._memory import check_buffer
 
@@ -246,9 +247,14 @@ def as_gradient(ta: Any) -> Any:
 
 
 def raise_if_concrete(ta: Any) -> Any:
-    """Raise the recorded error now when the record is concrete (eager code); return ``ta``."""
-    if ta._error is not None and C.is_concrete(ta._error, ta._flags):
+    """Raise the recorded error now when the record is concrete (eager code), else report it
+    as deferred (``_check_op``: it stays in ``ta`` unless the program is functionalized)."""
+    if ta._error is None:
+        return ta
+    if C.is_concrete(ta._error, ta._flags):
         C.raise_if_error(ta.name, ta._error, ta._flags, ta.error_fields())
+    else:
+        emit(ta._error, ta.name, ta.error_fields(), deferred=True)
     return ta
 
 

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _accumulators as A
+from . import _channel as Ch
 from . import _kernels as K
 from . import _repr
 from . import _shapes as S
@@ -149,6 +150,7 @@ def TensorArrayReadV3(state: State, handle: Handle, index: Any, flow_in: Any, dt
     check_scalar_index(index)  # the kernel: index shape, dtype, then Read (closed, ...)
     _check_dtype(ta, dtype)
     ta, value = K.read(ta, index, mark=True)
+    Ch.check_read(ta, index, deferred=True)  # a read after clear sets the slot's bits only
     return _store(state, handle, ta), value
 
 
@@ -163,6 +165,7 @@ def TensorArrayGatherV3(state: State, handle: Handle, indices: Any, flow_in: Any
             and S.compatible(attr, ta.element_shape):  # the kernel looks at the attribute only
         Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
     ta, value = K.pack_or_gather(ta, indices, mark=True, element_shape=element_shape)
+    Ch.check_gather(ta, indices, deferred=True)
     return _store(state, handle, ta), value
 
 
@@ -186,6 +189,7 @@ def TensorArrayConcatV3(state: State, handle: Handle, flow_in: Any, dtype: Any,
     if n == 0 and not S.fully_defined(attr):  # the kernel looks at the attribute only
         Error.CONCAT_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
     ta, value, lengths = K.concat(ta, mark=True, element_shape_except0=element_shape_except0)
+    Ch.throw_array(ta, deferred=True)
     return _store(state, handle, ta), value, lengths
 
 

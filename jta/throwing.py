@@ -1,16 +1,20 @@
-"""``jta.throw`` and ``jta.checked``: turn recorded errors into exceptions."""
+"""``jta.throw``, ``jta.checkify`` and ``jta.checked``: turn recorded errors into exceptions."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, Optional, TypeVar, cast
 
 import jax
+import numpy as np
 
+from . import _check_op
 from ._array import ArrayData
-from ._channel import take_raised, throw_array
+from ._channel import throw_array
+from ._check_op import take_raised
 from ._checks import is_concrete
+from ._functionalize import functionalize
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -20,7 +24,8 @@ _NOTHING: Any = object()
 def throw(tree: T = _NOTHING) -> T:
     """Raise the first error recorded in any TensorArray inside ``tree``; else return ``tree``.
 
-    ``tree`` may be a TensorArray, a ``jta.raw_ops`` state, or any pytree holding them.
+    ``tree`` may be a TensorArray, a ``jta.raw_ops`` state, a :class:`jta.ErrorRecord`, or any
+    pytree holding them.
     Eagerly (or on the outputs of a jitted function) this raises TensorFlow's exception
     class with TensorFlow's text; inside ``jit`` it raises at run time from compiled code.
     With no argument, it raises the error that a check in compiled code raised since the last
@@ -43,19 +48,90 @@ def throw(tree: T = _NOTHING) -> T:
         if exc is not None:
             raise exc
         return cast(T, None)
-    arrays = jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, ArrayData))
-    for ta in arrays:
-        if isinstance(ta, ArrayData):
-            throw_array(ta)
+    leaves = jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, (ArrayData, ErrorRecord)))
+    for leaf in leaves:
+        if isinstance(leaf, ErrorRecord):
+            leaf.throw()
+        elif isinstance(leaf, ArrayData):
+            throw_array(leaf)
     return tree
 
 
-def checked(f: F) -> F:
-    """``f``, raising every error recorded while it ran, as jta's exception with TF's text.
+@jax.tree_util.register_pytree_node_class
+class ErrorRecord:
+    """The first TensorArray error of a program, as data: what :func:`checkify` returns.
 
-    Errors raised by checks inside compiled code (JAX reports them as ``JaxRuntimeError``) come
-    back as jta's class, and errors recorded in the arrays and raw-op states ``f`` returns are
-    raised too. Wrap the outermost function: ``jta.checked(jax.jit(step))``.
+    A pytree of one integer array ``[code, v1, v2, v3, site]`` (all zeros: no error; batched
+    under ``vmap``), so it can be returned from ``jit`` and from a ``jax.export``-ed function.
+    ``throw()`` raises it (TensorFlow's class and text), ``exception`` describes it.
+    """
+
+    def __init__(self, record: Any):
+        self.record = record
+
+    def tree_flatten(self) -> tuple[tuple[Any], None]:
+        return (self.record,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux: None, children: Any) -> ErrorRecord:
+        return cls(*children)
+
+    @property
+    def exception(self) -> Optional[Exception]:
+        """The recorded error as an exception object (concrete records only), else ``None``."""
+        return _check_op.exception(self.record) if is_concrete(self.record) else None
+
+    def throw(self) -> None:
+        """Raise the recorded error: now when concrete, else as a value op's check does."""
+        if is_concrete(self.record):
+            exc = _check_op.exception(self.record)
+            if exc is not None:
+                raise exc
+        else:
+            _check_op.bind(self.record, deferred=False)
+
+    def __repr__(self) -> str:
+        if not is_concrete(self.record):
+            return f"ErrorRecord(traced {getattr(self.record, 'shape', '')})"
+        exc = self.exception
+        return "ErrorRecord(no error)" if exc is None else f"ErrorRecord({type(exc).__name__}: {exc})"
+
+
+def checkify(f: Callable[..., Any]) -> Callable[..., tuple[ErrorRecord, Any]]:
+    """``f`` returning ``(errors, out)``, with every TensorArray check in it done as data.
+
+    Every check of every op ``f`` runs (arrays returned or not, raw-op states dropped, reads
+    inside loops, under ``vmap`` and ``grad``) is folded into one :class:`ErrorRecord` that
+    holds the first error in program order: no branch and no host callback, so the result can
+    be jitted, exported with ``jax.export``, and raised later with ``jta.throw(errors)``.
+
+    ```python
+    >>> import jax, jax.numpy as jnp, jta
+    >>> def last(xs, i):
+    ...     return jta.TensorArray(jnp.float32, size=3, element_shape=()).unstack(xs).read(i)
+    >>> errors, value = jax.jit(jta.checkify(last))(jnp.arange(3.0), 7)
+    >>> errors
+    ErrorRecord(InvalidArgumentError: Tried to read from index 7 but array size is: 3)
+
+    ```
+    """
+    run = functionalize(f)
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> tuple[ErrorRecord, Any]:
+        record, out = run(*args, **kwargs)
+        return ErrorRecord(record), out
+
+    return wrapper
+
+
+def checked(f: F) -> F:
+    """``f``, compiled with every TensorArray check as data; raises the first error it recorded.
+
+    ``jta.checked(f)(*args)`` runs ``jax.jit(jta.checkify(f))`` (array arguments traced, other
+    arguments static) and raises the first error in program order as jta's exception with
+    TensorFlow's text, before handing back ``f``'s value; it also raises errors recorded in the
+    arrays and raw-op states ``f`` returns. ``f`` may be jitted already.
 
     ```python
     >>> import jax, jax.numpy as jnp, jta
@@ -71,19 +147,36 @@ def checked(f: F) -> F:
 
     ```
     """
+    compiled: dict[Any, Callable[..., Any]] = {}
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        traced = tuple(_is_array(x) for x in leaves)
+        static = tuple(x for x, t in zip(leaves, traced, strict=True) if not t)
+        key = (tree, traced, static)
+        if key not in compiled:
+            compiled[key] = jax.jit(functools.partial(_call_checkified, f, tree, traced, static))
         take_raised()  # forget an error that an earlier, unchecked call left behind
         try:
-            out = f(*args, **kwargs)
-            if is_concrete(out):
-                out = jax.block_until_ready(out)  # errors of asynchronous dispatch surface here
+            errors, out = compiled[key](*(x for x, t in zip(leaves, traced, strict=True) if t))
         except jax.errors.JaxRuntimeError:
-            exc = take_raised()
+            exc = take_raised()  # a check JAX could not functionalize raised from the host
             if exc is None:
                 raise
             raise exc from None
+        errors.throw()
         return throw(out)
 
     return cast(F, wrapper)
+
+
+def _call_checkified(f: Callable[..., Any], tree: Any, traced: tuple[bool, ...], static: tuple[Any, ...],
+                     *dynamic: Any) -> tuple[ErrorRecord, Any]:
+    dyn, stat = iter(dynamic), iter(static)
+    args, kwargs = jax.tree_util.tree_unflatten(tree, [next(dyn) if t else next(stat) for t in traced])
+    return checkify(f)(*args, **kwargs)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, bool, int, float, complex))

@@ -1,0 +1,149 @@
+"""Thread one error record through a program: every ``jta_check`` becomes a select.
+
+:func:`functionalize` traces a function to a jaxpr and evaluates it again, equation by
+equation, carrying an integer record ``[code, v1, v2, v3, site]`` (the first error in program
+order). A ``jta_check`` merges its record with one fused select; a loop carries the record in
+its state; a conditional passes it through its branches. Equations that cannot report an
+error (no ``jta_check`` inside) are bound unchanged, so the rest of the program (custom
+derivatives, shardings, donation) is untouched. A higher-order primitive this module does not
+know keeps its checks, which then raise through the fallback of ``_check_op``: an error is
+never lost, only not functionalized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax._src import core, source_info_util
+from jax._src.ad_checkpoint import remat_p
+from jax._src.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+from jax._src.pjit import jit_p
+
+from ._check_op import RECORD_SIZE, ErrorEffect, check_p
+
+
+def no_error() -> jax.Array:
+    return jnp.zeros((RECORD_SIZE,), jax.dtypes.canonicalize_dtype(np.int64))
+
+
+def functionalize(f: Callable[..., Any]) -> Callable[..., tuple[jax.Array, Any]]:
+    """``f`` returning ``(record, out)``: its first TensorArray error as data, and its value."""
+
+    def run(*args: Any, **kwargs: Any) -> tuple[jax.Array, Any]:
+        closed, out_shape = jax.make_jaxpr(f, return_shape=True)(*args, **kwargs)
+        leaves = jax.tree_util.tree_leaves((args, kwargs))
+        error, outs = eval_jaxpr(closed.jaxpr, closed.consts, no_error(), *leaves)
+        return error, jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), outs)
+
+    return run
+
+
+def _reports(eqn: core.JaxprEqn) -> bool:
+    return any(isinstance(e, ErrorEffect) for e in eqn.effects)
+
+
+def eval_jaxpr(jaxpr: core.Jaxpr, consts: Any, error: jax.Array, *args: Any) -> tuple[jax.Array, list[Any]]:
+    env: dict[core.Var, Any] = {}
+
+    def read(v: Any) -> Any:
+        return v.val if isinstance(v, core.Literal) else env[v]
+
+    for var, val in zip(jaxpr.constvars, consts, strict=True):
+        env[var] = val
+    for var, val in zip(jaxpr.invars, args, strict=True):
+        env[var] = val
+    for eqn in jaxpr.eqns:
+        invals = [read(v) for v in eqn.invars]
+        rule = _RULES.get(eqn.primitive) if _reports(eqn) else None
+        name_stack = source_info_util.current_name_stack() + eqn.source_info.name_stack
+        with source_info_util.user_context(eqn.source_info.traceback, name_stack=name_stack), eqn.ctx.manager:
+            if rule is None:
+                outs = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(eqn.params))
+            else:
+                error, outs = rule(error, *invals, **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        for var, val in zip(eqn.outvars, outs, strict=True):
+            env[var] = val
+    return error, [read(v) for v in jaxpr.outvars]
+
+
+def _closed(closed: core.ClosedJaxpr) -> Callable[..., tuple[jax.Array, list[Any]]]:
+    return lambda error, *args: eval_jaxpr(closed.jaxpr, closed.consts, error, *args)
+
+
+# -- rules: (error, *operands, **params) -> (error, outputs) ---------------------------------
+def _check(error: jax.Array, record: jax.Array, **_: Any) -> tuple[jax.Array, list[Any]]:
+    return jnp.where((error[0] == 0) & (record[0] != 0), record.astype(error.dtype), error), []
+
+
+def _jit(error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr, **_: Any) -> tuple[jax.Array, list[Any]]:
+    # Inlined: this runs inside the caller's trace already, which is compiled as one program.
+    return _closed(jaxpr)(error, *args)
+
+
+def _scan(error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr, num_consts: int, num_carry: int,
+          length: int, reverse: bool, unroll: Any, **_: Any) -> tuple[jax.Array, list[Any]]:
+    consts, carry, xs = args[:num_consts], args[num_consts:num_consts + num_carry], args[num_consts + num_carry:]
+    body = _closed(jaxpr)
+
+    def step(c: Any, x: Any) -> Any:
+        err, outs = body(c[0], *consts, *c[1], *x)
+        return (err, outs[:num_carry]), outs[num_carry:]
+
+    (error, carry_out), ys = lax.scan(step, (error, list(carry)), list(xs), length=length,
+                                      reverse=reverse, unroll=unroll)
+    return error, [*carry_out, *ys]
+
+
+def _while(error: jax.Array, *args: Any, cond_jaxpr: core.ClosedJaxpr, body_jaxpr: core.ClosedJaxpr,
+           cond_nconsts: int, body_nconsts: int) -> tuple[jax.Array, list[Any]]:
+    cconsts, bconsts = args[:cond_nconsts], args[cond_nconsts:cond_nconsts + body_nconsts]
+    init = list(args[cond_nconsts + body_nconsts:])
+    cond, body = _closed(cond_jaxpr), _closed(body_jaxpr)
+    # A check in the loop condition (rare) is merged after the loop stops and each time the
+    # body runs, which is when the condition ran.
+    def cond_fn(c: Any) -> Any:
+        return cond(c[0], *cconsts, *c[1])[1][0]
+
+    def body_fn(c: Any) -> Any:
+        err, _ = cond(c[0], *cconsts, *c[1])
+        return body(err, *bconsts, *c[1])
+
+    error, out = lax.while_loop(cond_fn, body_fn, (error, init))
+    error, _ = cond(error, *cconsts, *out)
+    return error, out
+
+
+def _cond(error: jax.Array, index: Any, *args: Any, branches: tuple[core.ClosedJaxpr, ...],
+          **_: Any) -> tuple[jax.Array, list[Any]]:
+    def branch(closed: core.ClosedJaxpr) -> Callable[..., Any]:
+        return lambda e, ops: tuple(_closed(closed)(e, *ops))
+
+    error, outs = lax.switch(index, [branch(b) for b in branches], error, list(args))
+    return error, list(outs)
+
+
+def _remat(error: jax.Array, *args: Any, jaxpr: core.Jaxpr, prevent_cse: bool, policy: Any,
+           **_: Any) -> tuple[jax.Array, list[Any]]:
+    def fn(e: Any, *a: Any) -> Any:
+        return eval_jaxpr(jaxpr, (), e, *a)
+
+    return jax.checkpoint(fn, prevent_cse=prevent_cse, policy=policy)(error, *args)
+
+
+def _custom_call(error: jax.Array, *args: Any, call_jaxpr: core.ClosedJaxpr, **_: Any
+                 ) -> tuple[jax.Array, list[Any]]:
+    # A custom derivative around a check: the primal computation, inlined (jta defines none).
+    return _closed(call_jaxpr)(error, *args)
+
+
+_RULES: dict[Any, Callable[..., tuple[jax.Array, list[Any]]]] = {
+    check_p: _check, jit_p: _jit, lax.scan_p: _scan, lax.while_p: _while, lax.cond_p: _cond,
+    remat_p: _remat, custom_jvp_call_p: _custom_call, custom_vjp_call_p: _custom_call,
+}
