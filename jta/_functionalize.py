@@ -35,12 +35,27 @@ def functionalize(f: Callable[..., Any]) -> Callable[..., tuple[jax.Array, Any]]
     """``f`` returning ``(record, out)``: its first TensorArray error as data, and its value."""
 
     def run(*args: Any, **kwargs: Any) -> tuple[jax.Array, Any]:
-        closed, out_shape = jax.make_jaxpr(f, return_shape=True)(*args, **kwargs)
-        leaves = jax.tree_util.tree_leaves((args, kwargs))
-        error, outs = eval_jaxpr(closed.jaxpr, closed.consts, no_error(), *leaves)
+        # Arrays and Python numbers are traced, as ``jax.jit`` traces them; other leaves
+        # (strings, callables, ...) are closed over, as static configuration.
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        traced = [is_traceable(x) for x in leaves]
+
+        def flat(*dynamic: Any) -> Any:
+            it = iter(dynamic)
+            a, kw = jax.tree_util.tree_unflatten(tree, [next(it) if t else x for x, t in zip(leaves, traced, strict=True)])
+            return f(*a, **kw)
+
+        dynamic = [x for x, t in zip(leaves, traced, strict=True) if t]
+        closed, out_shape = jax.make_jaxpr(flat, return_shape=True)(*dynamic)
+        error, outs = eval_jaxpr(closed.jaxpr, closed.consts, no_error(), *dynamic)
         return error, jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), outs)
 
     return run
+
+
+def is_traceable(x: Any) -> bool:
+    """Whether ``jax.jit`` would trace the argument leaf ``x`` (an array or a Python number)."""
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, bool, int, float, complex))
 
 
 def _reports(eqn: core.JaxprEqn) -> bool:

@@ -7,14 +7,13 @@ from collections.abc import Callable
 from typing import Any, Optional, TypeVar, cast
 
 import jax
-import numpy as np
 
 from . import _check_op
 from ._array import ArrayData
 from ._channel import throw_array
 from ._check_op import take_raised
 from ._checks import is_concrete
-from ._functionalize import functionalize
+from ._functionalize import functionalize, is_traceable
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,6 +96,12 @@ class ErrorRecord:
         return "ErrorRecord(no error)" if exc is None else f"ErrorRecord({type(exc).__name__}: {exc})"
 
 
+# ``jax.export`` serializes the output tree of a checkified function, ErrorRecord included.
+jax.export.register_pytree_node_serialization(ErrorRecord, serialized_name="jta.ErrorRecord",
+                                              serialize_auxdata=lambda aux: b"",
+                                              deserialize_auxdata=lambda data: None)
+
+
 def checkify(f: Callable[..., Any]) -> Callable[..., tuple[ErrorRecord, Any]]:
     """``f`` returning ``(errors, out)``, with every TensorArray check in it done as data.
 
@@ -152,7 +157,7 @@ def checked(f: F) -> F:
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-        traced = tuple(_is_array(x) for x in leaves)
+        traced = tuple(is_traceable(x) for x in leaves)
         static = tuple(x for x, t in zip(leaves, traced, strict=True) if not t)
         key = (tree, traced, static)
         if key not in compiled:
@@ -176,7 +181,3 @@ def _call_checkified(f: Callable[..., Any], tree: Any, traced: tuple[bool, ...],
     dyn, stat = iter(dynamic), iter(static)
     args, kwargs = jax.tree_util.tree_unflatten(tree, [next(dyn) if t else next(stat) for t in traced])
     return checkify(f)(*args, **kwargs)
-
-
-def _is_array(x: Any) -> bool:
-    return isinstance(x, (jax.Array, np.ndarray, np.generic, bool, int, float, complex))

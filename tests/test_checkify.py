@@ -1,0 +1,271 @@
+"""``jta.checkify`` and ``jta.checked``: every TensorArray check of a program, as data.
+
+* Nothing is lost: an error surfaces from an array that is returned, from a read of a closed-over
+  array inside ``lax.scan``, from raw-op states that are dropped, under ``vmap`` (both ways round),
+  ``grad`` of a scan, a ``dynamic_size`` ``while_loop`` decoder, the taken branch of ``lax.cond``
+  and ``jax.checkpoint``; each time with the class and text of the same program run eagerly
+  (``jax.disable_jit()``), and without error the values of the plain function.
+* The first error in program order wins (a double write before an out-of-range write; the
+  earlier of two failing scan iterations).
+* The checkified function called eagerly, under ``jit``, inside ``lax.scan``, under
+  ``jax.disable_jit()`` and with x64 (an int64 index is not wrapped).
+* No host callback in the functionalized program; ``checked`` compiles once for different
+  Python ints, and once per static non-array configuration.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import jta
+from jta import raw_ops as ops
+from tests.helpers import k_text
+
+f32 = jnp.float32
+i32 = np.int32
+ERRORS = (jta.errors.TensorArrayError, ValueError)
+WRITTEN = "Could not write to TensorArray index {} because it has already been written to."
+CLEARED = ("Could not read index {} twice because it was cleared after a previous read "
+           "(perhaps try setting clear_after_read = false?).")
+READ_PAST = "Tried to read from index {} but array size is: 3"
+
+
+def filled() -> jta.TensorArray:
+    return jta.TensorArray(f32, size=3, element_shape=()).unstack(jnp.arange(3, dtype=f32))
+
+
+def read(i):
+    return filled().read(i)
+
+
+# -- the programs: each drops or hides its arrays in another way --------------------------------
+def returned(i):
+    return jta.TensorArray(f32, size=3, element_shape=()).write(i, 1.0)
+
+
+def scan_read(i):  # the array is closed over and never returned
+    ta = filled()
+    return lax.scan(lambda c, k: (c + ta.read(i + k), None), 0.0, jnp.arange(2))[0]
+
+
+def raw_write_twice(i, j):  # state dropped: only a gathered value is returned
+    s, h, flow = ops.TensorArrayV3(ops.new_state(), 3, f32, element_shape=())
+    s, flow = ops.TensorArrayWriteV3(s, h, i, 1.0, flow)
+    s, flow = ops.TensorArrayWriteV3(s, h, j, 2.0, flow)
+    return ops.TensorArrayGatherV3(s, h, jnp.array([2]), flow, f32)[1]
+
+
+def raw_read_twice(i, j):  # clear_after_read (default): the second read of a slot fails
+    s, h, flow = ops.TensorArrayV3(ops.new_state(), 3, f32, element_shape=())
+    s, flow = ops.TensorArrayScatterV3(s, h, jnp.arange(3), jnp.arange(3.0), flow)
+    s, v = ops.TensorArrayReadV3(s, h, i, flow, f32)
+    return v + ops.TensorArrayReadV3(s, h, j, flow, f32)[1]
+
+
+def scan_loss(w, idx):
+    ta, _ = lax.scan(lambda ta, i: (ta.write(i, w * i), None), jta.TensorArray(f32, size=3, element_shape=()), idx)
+    return jnp.sum(ta.stack() ** 2)
+
+
+def decoder(n):  # grows past its capacity; only the size leaves the program
+    def body(c):
+        return c[0] + 1, c[1].write(c[0], c[0].astype(f32))
+
+    ta = jta.TensorArray(f32, size=0, dynamic_size=True, capacity=4, element_shape=())
+    return lax.while_loop(lambda c: c[0] < n, body, (0, ta))[1].size()
+
+
+def branch(p, i):
+    return lax.cond(p, lambda: read(i), lambda: jnp.float32(-1.0))
+
+
+def remat(w, i):
+    return jax.checkpoint(lambda w: read(i) * w)(w)
+
+
+def write_twice_then_past_end(i, j, k):
+    ta = jta.TensorArray(f32, size=3, element_shape=()).write(i, 1.0).write(j, 2.0).write(k, 3.0)
+    return ta.stack()
+
+
+def scan_reads(idx):  # one read per iteration
+    ta = filled()
+    return lax.scan(lambda c, i: (c + ta.read(i), None), 0.0, idx)[0]
+
+
+CASES = {
+    # id: (f, failing args, error text (the array's name aside), args with no error)
+    "returned-array": (returned, (i32(5),),
+                       "Tried to write to index 5 but array is not resizeable and size is: 3", (i32(1),)),
+    "closed-over-read-in-scan": (scan_read, (i32(2),), READ_PAST.format(3), (i32(1),)),
+    "raw-write-twice-state-dropped": (raw_write_twice, (i32(0), i32(0)), WRITTEN.format(0), (i32(0), i32(1))),
+    "raw-read-cleared-state-dropped": (raw_read_twice, (i32(1), i32(1)), CLEARED.format(1), (i32(1), i32(2))),
+    "vmap-inside": (jax.vmap(read), (i32([0, 7, 5]),), READ_PAST.format(7), (i32([2, 0, 1]),)),
+    "grad-of-scan": (jax.jit(jax.grad(scan_loss)), (1.5, i32([0, 1, 1])), WRITTEN.format(1),
+                     (1.5, i32([2, 0, 1]))),
+    "while-decoder-past-capacity": (decoder, (i32(6),), "Tried to write to index 4 beyond the static capacity 4",
+                                    (i32(3),)),
+    "cond-taken-branch": (branch, (True, i32(5)), READ_PAST.format(5), (False, i32(5))),
+    "checkpoint": (remat, (2.0, i32(5)), READ_PAST.format(5), (2.0, i32(1))),
+    # first error in program order
+    "order-write-twice-then-past-end": (write_twice_then_past_end, (i32(0), i32(0), i32(7)), WRITTEN.format(0),
+                                        (i32(0), i32(2), i32(1))),
+    "order-earlier-scan-iteration": (scan_reads, (i32([0, 7, 5]),), READ_PAST.format(7), (i32([2, 1, 0]),)),
+}
+
+
+def outcome(fn: Any, *args: Any) -> Optional[tuple[str, str]]:
+    try:
+        jta.throw(fn(*args))
+    except ERRORS as e:
+        return type(e).__name__, str(e)
+    return None
+
+
+def eager(fn: Any, *args: Any) -> Optional[tuple[str, str]]:
+    """``fn`` run op by op (loops in Python): the error as the first failing op raised it."""
+    with jax.disable_jit():
+        return outcome(fn, *args)
+
+
+@functools.cache
+def eager_case(case: str) -> Optional[tuple[str, str]]:
+    f, bad, _, _ = CASES[case]
+    return eager(f, *bad)
+
+
+def described(errors: jta.ErrorRecord) -> Optional[tuple[str, str]]:
+    exc = errors.exception
+    return None if exc is None else (type(exc).__name__, str(exc))
+
+
+def values(tree: Any) -> list:
+    """Every leaf but arrays' flows (each new array's is distinct)."""
+    return [np.asarray(x) for p, x in jax.tree_util.tree_leaves_with_path(tree) if "flow" not in jax.tree_util.keystr(p)]
+
+
+@pytest.mark.parametrize("how", ["jit-checkify", "checked"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_error_as_eagerly_and_values_as_plain(case, how):
+    """The failing call reports the eager error; the same compiled function, called with no
+    error, reports none and gives the plain function's values."""
+    f, bad, text, good = CASES[case]
+    expected = eager_case(case)
+    assert expected is not None and expected[0] == "InvalidArgumentError" and text in expected[1], expected
+    if how == "checked":
+        run = jta.checked(f)
+        assert outcome(run, *bad) == expected
+        out = run(*good)
+    else:
+        run = jax.jit(jta.checkify(f))
+        errors, _ = run(*bad)
+        assert isinstance(errors, jta.ErrorRecord) and described(errors) == expected
+        assert repr(errors) == f"ErrorRecord({expected[0]}: {expected[1]})"
+        with pytest.raises(jta.errors.InvalidArgumentError) as info:
+            jta.throw(errors)
+        assert str(info.value) == expected[1]
+        errors, out = run(*good)
+        assert errors.exception is None and repr(errors) == "ErrorRecord(no error)"
+        assert jta.throw(errors) is errors
+    plain = jax.jit(f)(*good)  # (eagerly, lax.cond traces the untaken branch with a static index)
+    assert len(values(out)) == len(values(plain))
+    for got, want in zip(values(out), values(plain), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_checkify_inside_vmap_gives_a_batched_record_raising_the_first_failing_member():
+    run = jax.jit(jax.vmap(jta.checkify(read)))
+    errors, out = run(i32([0, 7, 1, 5]))
+    assert errors.record.shape[0] == 4
+    np.testing.assert_array_equal(np.asarray(errors.record)[:, 0] != 0, [False, True, False, True])
+    np.testing.assert_array_equal(out[np.array([0, 2])], [0.0, 1.0])
+    with pytest.raises(jta.errors.InvalidArgumentError, match=k_text(READ_PAST.format(7))):
+        jta.throw(errors)
+    assert run(i32([0, 2, 1, 0]))[0].exception is None
+
+
+# -- the checkified function, called in each way -----------------------------------------------
+def test_checkify_eagerly_under_jit_and_disable_jit():
+    """Plain compiled code raises from a host callback; under ``disable_jit`` the plain function
+    raises at once; checkify hands the same error back as data in every case."""
+    text = READ_PAST.format(3)
+    (errors, out), (jit_errors, jit_out) = jta.checkify(scan_read)(i32(2)), jax.jit(jta.checkify(scan_read))(i32(2))
+    assert str(errors.exception) == str(jit_errors.exception) == text and out == jit_out
+    with pytest.raises(jax.errors.JaxRuntimeError):  # plain: a host callback, in compiled code
+        jax.block_until_ready(scan_read(i32(2)))
+    with pytest.raises(jta.errors.InvalidArgumentError, match=k_text(text)):
+        jta.throw()  # what the callback raised, as jta's class
+    with jax.disable_jit():
+        with pytest.raises(jta.errors.InvalidArgumentError, match=k_text(text)):
+            scan_read(i32(2))  # op by op: raises at once, with jta's class
+        errors, out = jta.checkify(scan_read)(i32(2))  # checkify still hands the error back as data
+        assert str(errors.exception) == text
+        assert out == jit_out
+        with pytest.raises(jta.errors.InvalidArgumentError, match=k_text(text)):
+            jta.checked(scan_read)(i32(2))
+
+
+def test_checkify_inside_scan_stacks_one_record_per_iteration():
+    def body(c, i):
+        errors, v = jta.checkify(scan_read)(i)
+        return c + v, errors
+
+    _, errors = lax.scan(body, 0.0, i32([0, 5, 2, 1]))
+    np.testing.assert_array_equal(np.asarray(errors.record)[:, 0] != 0, [False, True, True, False])
+    assert str(errors.exception) == READ_PAST.format(5)  # the earlier iteration
+    assert lax.scan(body, 0.0, i32([0, 1]))[1].exception is None
+
+
+def test_x64_index_is_reported_unwrapped():
+    big = 2**33 + 1
+    with jax.enable_x64(True):
+        text = READ_PAST.format(big)
+        expected = eager(scan_read, np.int64(big))
+        assert expected == ("InvalidArgumentError", text)
+        errors, _ = jax.jit(jta.checkify(scan_read))(np.int64(big))
+        assert errors.record.dtype == np.int64 and described(errors) == expected
+        assert outcome(jta.checked(scan_read), big) == expected  # a Python int, traced as int64
+
+
+def test_functionalized_program_has_no_host_callback():
+    assert "callback" in jax.jit(scan_read).lower(i32(0)).as_text()
+    assert "callback" not in jax.jit(jta.checkify(scan_read)).lower(i32(0)).as_text()
+
+
+def test_checked_traces_python_ints_once():
+    traces = []
+
+    def f(i, scale):
+        traces.append(1)
+        return filled().read(i) * scale
+
+    g = jta.checked(f)
+    assert g(0, 2.0) == 0.0 and g(2, 3.0) == 6.0
+    assert len(traces) == 1  # ints and floats are traced: one compilation
+    with pytest.raises(jta.errors.InvalidArgumentError, match=k_text(READ_PAST.format(4))):
+        g(4, 1.0)
+    assert len(traces) == 1
+
+
+def test_checked_static_config_traces_once_per_config():
+    traces = []
+
+    def f(i, mode, signs):
+        traces.append((mode, signs))
+        value = filled().read(i) * (2.0 if mode == "double" else 1.0)
+        return -value if signs == ("neg",) else value
+
+    g = jta.checked(f)
+    assert g(1, "double", ("neg",)) == -2.0 and g(2, "double", ("neg",)) == -4.0
+    assert traces == [("double", ("neg",))]
+    assert g(1, "single", ("pos",)) == 1.0
+    assert len(traces) == 2  # a new static config: traced again
+    with pytest.raises(jta.errors.InvalidArgumentError, match=k_text(READ_PAST.format(4))):
+        g(4, "double", ("neg",))
