@@ -212,19 +212,6 @@ def _first_error_and_values(program: Program, jit: bool) -> tuple[Optional[tuple
     return outcome(lambda *a: jta.throw(program.run(*a)), *args)
 
 
-def _errors_of_other_failing_value_ops(program: Program) -> set:
-    """The error each failing value-returning op (read, gather) of ``program`` raises on its own,
-    after the mutators before it: jit may report any of them when several fail in one call."""
-    found = set()
-    for k, op in enumerate(program.ops):
-        if op.kind in ("read", "gather"):
-            mutators = tuple(o for o in program.ops[:k] if o.kind not in ("read", "gather"))
-            error = _first_error_and_values(dataclasses.replace(program, ops=(*mutators, op)), jit=False)[0]
-            if error is not None:
-                found.add(error)
-    return found
-
-
 CHUNKS = 6  # separate tests, so that pytest-xdist spreads the programs over its workers
 
 
@@ -234,19 +221,14 @@ def test_random_programs_jit_agrees_with_eager(chunk):
     count = 3000 if budget.LONG else 300
     rng = random.Random(20261123)
     programs = [random_program(rng) for _ in range(count)][chunk::CHUNKS]
-    mismatches, kinds = [], {"error": 0, "ok": 0, "another value op": 0}
+    mismatches, kinds = [], {"error": 0, "ok": 0}
     for program in programs:
         with jax.enable_x64(program.x64):
             eager = _first_error_and_values(program, jit=False)
             jitted = _first_error_and_values(program, jit=True)
             same = eager[0] == jitted[0] and (eager[0] is not None or _same(eager, jitted))
-            others = _errors_of_other_failing_value_ops(program) if not same else set()
-            other = eager[0] in others and jitted[0] in others
         kinds["error" if eager[0] else "ok"] += 1
-        if other:
-            kinds["another value op"] += 1  # README: XLA runs value-op checks in any order
-        elif not same:
+        if not same:
             mismatches.append((program, eager[0], jitted[0]))
-    print(f"{len(programs)} programs: {kinds['error']} ended in an error, {kinds['ok']} did not; in "
-          f"{kinds['another value op']}, several value-returning ops failed and jit named another")
+    print(f"{len(programs)} programs: {kinds['error']} ended in an error, {kinds['ok']} did not")
     assert not mismatches, "\n".join(f"{p}\n  eager: {e}\n  jit:   {j}" for p, e, j in mismatches[:5])

@@ -1,15 +1,18 @@
-"""Exportable programs (issue 10, item 4 — the part that holds today).
+"""Exportable programs (issue 10, item 4).
 
-Programs written with ``jta.raw_ops`` keep every check as data in the state: they lower with
-``jax.export`` for cpu, cuda and tpu with no host callback and no conditional in a loop body, the
-deserialized cpu export computes the same values, and an error recorded inside the exported
-function surfaces from the returned state (``jta.throw(state)``). ``jta.TensorArray``'s value
-methods (``read``/``stack``/``gather``/``concat``) still check through a host callback in
-compiled code and do not export (README, "Errors inside jit").
+``jta.checkify(f)`` turns every check of ``f`` into data: W1-W3 written with ``jta.TensorArray``
+(write, read, read-after-write), their gradients, and raw-op programs (a write loop, a read loop,
+a ``dynamic_size`` decoder in ``lax.while_loop``) lower with ``jax.export`` for cpu, cuda and tpu
+with no host callback, and with no conditional in a loop body that checks add (the only one left
+is XLA:CPU's opaque read in a differentiated loop, ``jta._buffer.read_row``, there with
+``checks=False`` too). The deserialized cpu export computes the same values, and an error recorded
+inside the exported function surfaces by the documented rule: ``jta.throw(errors)`` on the
+:class:`jta.ErrorRecord` it returns.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 import jax
@@ -80,12 +83,56 @@ def write_loop_grad(xs):
     return jax.grad(lambda v: jnp.sum(write_loop(v)[1] ** 2))(xs)
 
 
-XS = np.linspace(-1, 1, T * D, dtype=np.float32).reshape(T, D)
+def w1(W, xs, checks=True):
+    """W1: write h_t every step, then stack."""
+    ta = jta.TensorArray(jnp.float32, size=T, element_shape=(D,), checks=checks)
+
+    def step(carry, t):
+        h, ta = carry
+        h = jnp.tanh(h @ W + xs[t])
+        return (h, ta.write(t, h)), None
+
+    (_, ta), _ = jax.lax.scan(step, (jnp.zeros(D), ta), jnp.arange(T))
+    return ta.stack()
+
+
+def w2(W, xs, checks=True):
+    """W2: unstack the inputs, read one every step (a closed-over array)."""
+    ta = jta.TensorArray(jnp.float32, size=T, element_shape=(D,), checks=checks).unstack(xs)
+    return jax.lax.scan(lambda h, t: (jnp.tanh(h @ W + ta.read(t)), None), jnp.zeros(D), jnp.arange(T))[0]
+
+
+def w3(W, xs, checks=True):
+    """W3: every step reads what the previous one wrote."""
+    ta = jta.TensorArray(jnp.float32, size=T + 1, element_shape=(D,), clear_after_read=False,
+                         checks=checks).write(0, jnp.zeros(D))
+
+    def step(ta, t):
+        return ta.write(t + 1, jnp.tanh(ta.read(t) @ W + xs[t])), None
+
+    return jax.lax.scan(step, ta, jnp.arange(T))[0].stack()
+
+
+def gradient(f):
+    def g(W, xs, checks=True):
+        return jax.grad(lambda W: jnp.sum(f(W, xs, checks) ** 2))(W)
+    g.__name__ = f"{f.__name__}_gradient"
+    return g
+
+
+XS = jnp.linspace(-1, 1, T * D, dtype=jnp.float32).reshape(T, D)
+WW = jnp.eye(D, dtype=jnp.float32) / 2
 PROGRAMS = {
-    "write loop": (write_loop, (XS,)),
-    "write loop gradient": (write_loop_grad, (XS,)),
-    "read loop": (read_loop, (XS, np.int32(0))),
-    "dynamic_size decoder": (decoder, (XS[0], np.int32(4))),
+    "W1": (w1, (WW, XS)),
+    "W2": (w2, (WW, XS)),
+    "W3": (w3, (WW, XS)),
+    "W1 gradient": (gradient(w1), (WW, XS)),
+    "W2 gradient": (gradient(w2), (WW, XS)),
+    "W3 gradient": (gradient(w3), (WW, XS)),
+    "raw write loop": (write_loop, (XS,)),
+    "raw write loop gradient": (write_loop_grad, (XS,)),
+    "raw read loop": (read_loop, (XS, np.int32(0))),
+    "raw dynamic_size decoder": (decoder, (XS[0], np.int32(4))),
 }
 
 
@@ -119,17 +166,26 @@ def _while_bodies(mlir: str) -> list[str]:
     return found
 
 
+def _conditionals(mlir: str) -> int:
+    return sum(body.count("stablehlo.case") + body.count("stablehlo.if") for body in _while_bodies(mlir))
+
+
+def _export(fn, args, platform):
+    return jax.export.export(jax.jit(jta.checkify(fn)), platforms=[platform])(*args)
+
+
 @pytest.mark.parametrize("platform", ["cpu", "cuda", "tpu"])
 @pytest.mark.parametrize("name", list(PROGRAMS))
-def test_raw_op_program_exports_without_callbacks_or_conditionals_in_loops(name, platform):
+def test_checkified_program_exports_without_callbacks_or_check_conditionals_in_loops(name, platform):
     fn, args = PROGRAMS[name]
-    exported = jax.export.export(jax.jit(fn), platforms=[platform])(*args)
-    mlir = exported.mlir_module()
+    mlir = _export(fn, args, platform).mlir_module()
     assert not CALLBACKS.search(mlir), "a host callback in the exported module"
-    bodies = _while_bodies(mlir)
-    assert bodies, "no loop in the exported module"
-    for body in bodies:
-        assert "stablehlo.case" not in body and "stablehlo.if" not in body, "a conditional in a loop body"
+    assert _while_bodies(mlir), "no loop in the exported module"
+    if name.startswith("W"):  # the same program without checks has the same loop conditionals
+        unchecked = jax.export.export(jax.jit(functools.partial(fn, checks=False)), platforms=[platform])(*args)
+        assert _conditionals(mlir) == _conditionals(unchecked.mlir_module())
+    if "gradient" not in name:  # (a differentiated read lowers through lax.platform_dependent)
+        assert _conditionals(mlir) == 0, "a conditional in a loop body"
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
@@ -138,37 +194,44 @@ def test_deserialized_cpu_export_computes_the_same_values(name):
     def values(*a):  # plain arrays only; flows differ by design (each new array's is distinct)
         return [x for path, x in jax.tree_util.tree_leaves_with_path(fn(*a))
                 if "flow" not in jax.tree_util.keystr(path)]
-    exported = jax.export.export(jax.jit(values), platforms=["cpu"])(*args)
-    restored = jax.export.deserialize(exported.serialize())
-    for got, want in zip(restored.call(*args), values(*args), strict=True):
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    restored = jax.export.deserialize(_export(values, args, "cpu").serialize())
+    errors, got = restored.call(*args)
+    assert errors.exception is None
+    for g, want in zip(got, values(*args), strict=True):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(want))
 
 
-@pytest.mark.parametrize("name, args, text", [
-    ("read loop", (XS, np.int32(3)), "Tried to read from index 6 but array size is: 6"),
-    ("dynamic_size decoder", (XS[0], np.int32(9)), "beyond the static capacity 6"),
-])
-def test_errors_recorded_in_an_exported_function_surface_from_its_state(name, args, text):
-    fn, _ = PROGRAMS[name]
-    exported = jax.export.export(jax.jit(fn), platforms=["cpu"])(*args)
-    state, _ = exported.call(*args)
+def w2_shifted(W, xs, shift):
+    ta = jta.TensorArray(jnp.float32, size=T, element_shape=(D,)).unstack(xs)
+    return jax.lax.scan(lambda h, t: (jnp.tanh(h @ W + ta.read(t + shift)), None), jnp.zeros(D), jnp.arange(T))[0]
+
+
+@pytest.mark.parametrize("fn, args, text", [
+    (w2_shifted, (WW, XS, np.int32(2)), "Tried to read from index 6 but array size is: 6"),
+    (read_loop, (XS, np.int32(3)), "Tried to read from index 6 but array size is: 6"),
+    (decoder, (XS[0], np.int32(9)), "beyond the static capacity 6"),
+], ids=["TensorArray read loop, array not returned", "raw read loop", "raw dynamic_size decoder"])
+def test_errors_recorded_in_an_exported_function_surface_from_its_error_record(fn, args, text):
+    def value(*a):  # the array or raw-op state is not returned
+        out = fn(*a)
+        return out[1] if isinstance(out, tuple) else out
+    restored = jax.export.deserialize(_export(value, args, "cpu").serialize())
+    errors, _ = restored.call(*args)
     with pytest.raises(jta.errors.InvalidArgumentError, match=re.escape(text)):
-        jta.throw(state)
+        jta.throw(errors)
 
 
 def test_the_checks_above_see_a_conditional_and_a_callback():
     """The assertions can fail: a ``lax.cond`` in a scan body is found in the loop, and a
-    ``jta.TensorArray.read`` in compiled code (a host-callback check) cannot be exported."""
+    ``jta.TensorArray.read`` in compiled code that is not checkified (a host-callback check)
+    cannot be exported."""
     def with_cond(xs):
         return jax.lax.scan(lambda c, x: (jax.lax.cond(x[0] > 0, jnp.sin, jnp.cos, c), None), jnp.zeros(D), xs)[0]
     mlir = jax.export.export(jax.jit(with_cond), platforms=["cpu"])(XS).mlir_module()
-    assert any("stablehlo.case" in body for body in _while_bodies(mlir))
+    assert _conditionals(mlir) == 1
 
-    def method_read(xs):
-        ta = jta.TensorArray(jnp.float32, size=T, element_shape=(D,)).unstack(xs)
-        return jax.lax.scan(lambda c, t: (c + ta.read(t), None), jnp.zeros(D), jnp.arange(T))[0]
     try:
-        mlir = jax.export.export(jax.jit(method_read), platforms=["cpu"])(XS).mlir_module()
+        mlir = jax.export.export(jax.jit(w2), platforms=["cpu"])(WW, XS).mlir_module()
     except NotImplementedError as e:  # JAX refuses to export host callbacks
         assert "callback" in str(e)
     else:
