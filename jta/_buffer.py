@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax._src import ad_util, core
+from jax.interpreters import ad, batching, mlir
 
 Index = Union[int, jax.Array]
 
@@ -79,12 +81,14 @@ def _read_row_jvp(primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
     # costs ~1 us per differentiated read on CPU; elsewhere (unmeasured: a conditional in a GPU
     # loop may cost a host sync) the plain slice is kept.
     data, i = primals
+    return read_row_opaque(data, i), _slice(tangents[0], i)
 
+
+def read_row_opaque(data: jax.Array, i: jax.Array) -> jax.Array:
     def opaque(data: jax.Array, i: jax.Array) -> jax.Array:
         return lax.cond(i >= 0, lambda: _slice(data, i), lambda: _slice(data, 0))
 
-    value = lax.platform_dependent(data, i, cpu=opaque, default=read_row.fun)
-    return value, _slice(tangents[0], i)
+    return lax.platform_dependent(data, i, cpu=opaque, default=read_row.fun)
 
 
 def _row(data: jax.Array, i: Index) -> jax.Array:
@@ -126,7 +130,49 @@ def _write_row_diff_jvp(aggregate: bool, primals: Any, tangents: Any) -> tuple[j
     # written once, into zeros.)
     data, i, value = primals
     t_data, _, t_value = tangents
-    return _write_row_diff.fun(data, i, value, aggregate), t_data.at[i].add(t_value, mode="promise_in_bounds")
+    return _write_row_diff.fun(data, i, value, aggregate), _add_row_linear(t_data, t_value, i)
+
+
+def _add_row_linear(t_data: Any, t_value: Any, i: Any) -> Any:
+    """``t_data.at[i].add(t_value)`` (the tangent of a write), as a linear primitive whose
+    transpose reads the cotangent row through :func:`read_row_opaque`: JAX's own transpose (a
+    gather) was fused into several consumers of the backward step, and XLA:CPU then copied the
+    whole cotangent buffer in every backward step of a read-after-write loop (W3u, O(T^2))."""
+    return add_row_p.bind(ad.instantiate_zeros(t_data), ad.instantiate_zeros(t_value), jnp.asarray(i))
+
+
+def _add_row_impl(t_data: jax.Array, t_value: jax.Array, i: jax.Array) -> jax.Array:
+    return t_data.at[i].add(t_value.astype(t_data.dtype), mode="promise_in_bounds")
+
+
+def _add_row_transpose(ct: Any, t_data: Any, t_value: Any, i: Any) -> list[Any]:
+    if type(ct) is ad_util.Zero:
+        return [ad_util.Zero(t_data.aval) if ad.is_undefined_primal(t_data) else None,
+                ad_util.Zero(t_value.aval) if ad.is_undefined_primal(t_value) else None, None]
+    return [ct if ad.is_undefined_primal(t_data) else None,
+            read_row_opaque(ct, i) if ad.is_undefined_primal(t_value) else None, None]
+
+
+def _add_row_batch(args: Any, dims: Any) -> tuple[jax.Array, int]:
+    return jax.vmap(_add_row_impl, in_axes=dims)(*args), 0
+
+
+add_row_p = core.Primitive("jta_add_row")
+add_row_p.def_impl(_add_row_impl)
+add_row_p.def_abstract_eval(lambda t_data, t_value, i: t_data)  # (its sharding too)
+mlir.register_lowering(add_row_p, mlir.lower_fun(_add_row_impl, multiple_results=False))
+ad.primitive_transposes[add_row_p] = _add_row_transpose
+
+
+def _add_row_jvp(primals: Any, tangents: Any) -> tuple[jax.Array, Any]:
+    (t_data, t_value, i), (d_data, d_value, _) = primals, tangents  # linear in the first two
+    if type(d_data) is ad_util.Zero and type(d_value) is ad_util.Zero:
+        return add_row_p.bind(t_data, t_value, i), ad_util.Zero(d_data.aval)
+    return add_row_p.bind(t_data, t_value, i), _add_row_linear(d_data, d_value, i)
+
+
+ad.primitive_jvps[add_row_p] = _add_row_jvp
+batching.primitive_batchers[add_row_p] = _add_row_batch
 
 
 def add_at(data: jax.Array, index: Any, value: jax.Array, **kw: Any) -> jax.Array:
