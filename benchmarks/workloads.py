@@ -372,8 +372,15 @@ REGION_ANALYSIS = {"xla_cpu_copy_insertion_use_region_analysis": True}
 
 
 def _jitted(fns: dict[str, Callable[..., Any]], grad: bool, T: int, batch: int | None = BATCH) -> dict[str, Case]:
+    """Every peer under ``jax.jit``; ``jta`` as the README tells users to run it,
+    ``jta.checked(jax.jit(f))`` (every check as data, raised after the call), and ``jta_jit`` the
+    same function under a bare ``jax.jit`` (value ops check through a host callback)."""
     W, xs = make_inputs(T, batch=batch)
-    return {name: (jax.jit(grad_of(f) if grad else f), (W, xs)) for name, f in fns.items()}
+    cases = {name: (jax.jit(grad_of(f) if grad else f), (W, xs)) for name, f in fns.items()}
+    if "jta" in cases:
+        cases["jta_jit"] = cases["jta"]
+        cases["jta"] = (jta.checked(cases["jta"][0]), (W, xs))
+    return cases
 
 
 def _with_nochecks(fns: dict[str, Callable[..., Any]], jta_fn: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
@@ -433,8 +440,12 @@ def compile_cases(T: int = 1000) -> dict[str, tuple[Callable[[], Any], tuple[Any
     (gradient w.r.t. ``W``) to be lowered and compiled with ``args`` (``W [H, H]``, ``xs [T, B, H]``).
 
     ``native`` is W1 with ``lax.scan``'s stacked outputs, ``jta`` the TensorArray written in the
-    scan and stacked (``checks=True``, the default), ``jta_nochecks`` the same with ``checks=False``.
+    scan and stacked (``checks=True``, the default) as ``jta.checked`` compiles it
+    (``jax.jit(jta.checkify(...))``), ``jta_jit`` the same under a bare ``jax.jit``, and
+    ``jta_nochecks`` with ``checks=False``.
     """
     args = make_inputs(T)
-    fns = {"native": w1_native, "jta": w1_jta, "jta_nochecks": functools.partial(w1_jta, checks=False)}
-    return {name: (functools.partial(jitted_value_and_grad, f), args) for name, f in fns.items()}
+    fns = {"native": w1_native, "jta_jit": w1_jta, "jta_nochecks": functools.partial(w1_jta, checks=False)}
+    cases = {name: (functools.partial(jitted_value_and_grad, f), args) for name, f in fns.items()}
+    cases["jta"] = (lambda: jax.jit(jta.checkify(jax.value_and_grad(mean_square_loss(w1_jta)))), args)
+    return cases

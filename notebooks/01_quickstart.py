@@ -189,9 +189,9 @@ except jta.errors.InvalidArgumentError as e:
 
 
 # %% [markdown]
-# `jta.checked` does this for you: wrapped around a jitted function, it raises everything the
-# function recorded (in the arrays it returns) or raised (in reads of arrays it did not return),
-# as jta's class with TensorFlow's first error:
+# `jta.checked` does this for you: it compiles the function with every check threaded through it
+# as data (arrays it returns or drops, reads inside loops, under `vmap` and `grad`) and raises
+# TensorFlow's first error, in program order, as jta's class:
 
 # %%
 checked_put = jta.checked(put)
@@ -214,10 +214,24 @@ print(twice)
 
 
 # %% [markdown]
-# Value-returning methods (`read`, `stack`, `gather`, `concat`) check the record when they run
-# inside compiled code: a host callback raises only if an error was recorded (one predicate on
-# the fast path). JAX reports it as a `JaxRuntimeError` whose message carries jta's class and text.
-# Printing an array while tracing is safe too: its leaves are shown as `traced`.
+# `jta.checkify` gives that first error as data instead, a `jta.ErrorRecord` returned beside the
+# value: no host callback and no branch, so the function can be jitted, exported with
+# `jax.export`, and its error raised later with `jta.throw`:
+
+# %%
+def read_past(i):
+    return jta.TensorArray(jnp.float32, size=3, element_shape=()).unstack(jnp.arange(3.0)).read(i)
+
+
+errors, value = jax.jit(jta.checkify(read_past))(5)
+print(errors)
+
+# %% [markdown]
+# Under a bare `jax.jit` (no `checked`, no `checkify`) the value-returning methods (`read`,
+# `stack`, `gather`, `concat`) still raise at run time, from a host callback that runs only if an
+# error was recorded: the debugging mode. JAX reports it as a `JaxRuntimeError` whose message
+# carries jta's class and text. Printing an array while tracing is safe too: its leaves are shown
+# as `traced`.
 
 # %%
 @jax.jit
