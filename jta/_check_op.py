@@ -91,30 +91,35 @@ def exception(record: Any) -> Optional[Exception]:
 # -- the primitive's rules --------------------------------------------------------------------
 def emit(record: jax.Array, name: str, extra: Optional[dict[str, str]], deferred: bool) -> None:
     """Report the ``[code, v1, v2, v3]`` ``record`` (traced) of the array ``name``."""
-    # [code, v1, v2, v3, site] from one-hot literals, which XLA fuses into the record's select.
-    hot = np.eye(RECORD_SIZE, dtype=record.dtype)
-    entry = jnp.asarray(np.asarray(site_id(name, extra), record.dtype) * hot[4])
+    bind(record, np.asarray(site_id(name, extra), record.dtype), deferred)
+
+
+def bind(record: jax.Array, site: Any, deferred: bool) -> None:
+    """Report a ``[code, v1, v2, v3]`` record (traced) of ``site`` (usually a constant)."""
+    check_p.bind(record, site, deferred=deferred, order=next(_ORDER))
+
+
+def entry(record: jax.Array, site: Any, dtype: Any) -> jax.Array:
+    """``[code, v1, v2, v3, site]``, built from one-hot literals that XLA fuses into the select
+    that records it (stacking scalars is a concatenate per check)."""
+    hot = np.eye(RECORD_SIZE, dtype=dtype)
+    out = jnp.asarray(site).astype(dtype) * hot[4]
     for k in range(4):
-        entry = entry + record[k] * hot[k]
-    bind(entry, deferred)
-
-
-def bind(record: jax.Array, deferred: bool) -> None:
-    """Report a ``[code, v1, v2, v3, site]`` record (traced)."""
-    check_p.bind(record, deferred=deferred, order=next(_ORDER))
+        out = out + record[k].astype(dtype) * hot[k]
+    return out
 
 
 _ORDER = itertools.count()  # numbers checks in the order they are traced (program order)
 
 
 @check_p.def_effectful_abstract_eval
-def _abstract_eval(record: Any, **params: Any) -> tuple[list[Any], set[effects.Effect]]:
+def _abstract_eval(record: Any, site: Any, **params: Any) -> tuple[list[Any], set[effects.Effect]]:
     return [], {EFFECT}
 
 
 @check_p.def_impl
-def _impl(record: Any, *, deferred: bool, order: int) -> list[Any]:
-    exc = exception(record)
+def _impl(record: Any, site: Any, *, deferred: bool, order: int) -> list[Any]:
+    exc = exception(np.append(np.asarray(record), np.asarray(site, np.asarray(record).dtype)))
     if exc is not None:
         raise exc
     return []
@@ -122,9 +127,12 @@ def _impl(record: Any, *, deferred: bool, order: int) -> list[Any]:
 
 def _batch(args: Any, dims: Any, **params: Any) -> tuple[list[Any], list[Any]]:
     # vmap: report the first batch member that failed.
-    (record,), (dim,) = args, dims
-    record = jnp.moveaxis(record, dim, 0)
-    check_p.bind(record[jnp.argmax(record[:, 0] != 0)], **params)
+    (record, site), (dim, site_dim) = args, dims
+    size = record.shape[dim] if dim is not None else site.shape[site_dim]
+    record = batching.bdim_at_front(record, dim, size)
+    site = batching.bdim_at_front(site, site_dim, size)
+    k = jnp.argmax(record[:, 0] != 0)
+    check_p.bind(record[k], site[k], **params)
     return [], []
 
 
@@ -144,11 +152,12 @@ ad.primitive_jvps[check_p] = _jvp
 pe.partial_eval_jaxpr_custom_rules[check_p] = _partial_eval_custom
 
 
-def _fallback(record: jax.Array, *, deferred: bool, order: int) -> list[Any]:
+def _fallback(record: jax.Array, site: jax.Array, *, deferred: bool, order: int) -> list[Any]:
     """The program was not functionalized: a value-returning op raises from the host."""
     if not deferred:
         callback = functools.partial(_callback, order)
-        lax.cond(record[0] != 0, lambda: jax.debug.callback(callback, record), lambda: None)
+        lax.cond(record[0] != 0, lambda: jax.debug.callback(callback, entry(record, site, record.dtype)),
+                 lambda: None)
     return []
 
 

@@ -87,7 +87,7 @@ class ErrorRecord:
             if exc is not None:
                 raise exc
         else:
-            _check_op.bind(self.record, deferred=False)
+            _check_op.bind(self.record[..., :4], self.record[..., 4], deferred=False)
 
     def __repr__(self) -> str:
         if not is_concrete(self.record):

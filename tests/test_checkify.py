@@ -269,3 +269,41 @@ def test_checked_static_config_traces_once_per_config():
     assert len(traces) == 2  # a new static config: traced again
     with pytest.raises(jta.errors.InvalidArgumentError, match=k_text(READ_PAST.format(4))):
         g(4, "double", ("neg",))
+
+
+@pytest.mark.parametrize("write_step, read_step", [(2, 4), (4, 2)])
+def test_first_error_of_a_loop_that_writes_one_array_and_reads_another(write_step, read_step, monkeypatch):
+    """A loop whose only check is its carried array's write moves that check after the loop
+    (``_functionalize._after_loop``); with a failing read in the same loop it must not, or a
+    later read would be reported before an earlier double write."""
+    src = jta.TensorArray(jnp.float32, size=6, element_shape=()).unstack(jnp.arange(6.0))
+
+    def f(write_step, read_step):
+        out = jta.TensorArray(jnp.float32, size=6, element_shape=())
+
+        def step(out, t):
+            value = src.read(jnp.where(t == read_step, 9, t))
+            return out.write(jnp.where(t == write_step, 0, t), value), None
+
+        return jax.lax.scan(step, out, jnp.arange(6))[0].stack()
+
+    def write_only(write_step):
+        out = jta.TensorArray(jnp.float32, size=6, element_shape=())
+        step = lambda out, t: (out.write(jnp.where(t == write_step, 0, t), 1.0), None)  # noqa: E731
+        return jax.lax.scan(step, out, jnp.arange(6))[0]
+
+    with jax.disable_jit():
+        try:
+            f(write_step, read_step)
+        except jta.errors.InvalidArgumentError as e:
+            eager = str(e)
+    errors, _ = jax.jit(jta.checkify(f))(write_step, read_step)
+    assert str(errors.exception) == eager
+    assert ("already been written" in eager) == (write_step < read_step)
+    from jta import _functionalize
+    moved = []
+    after_loop = _functionalize._after_loop
+    monkeypatch.setattr(_functionalize, "_after_loop", lambda *a: moved.append(after_loop(*a)) or moved[-1])
+    errors, ta = jax.jit(jta.checkify(write_only))(write_step)  # the moved check still reports
+    assert "already been written" in str(errors.exception)
+    assert [m[0] is not None for m in moved] == [True]
