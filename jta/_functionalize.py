@@ -138,7 +138,7 @@ def _scan(error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr, num_consts: int
     (error, carry_out), ys = lax.scan(step, (error, list(carry)), list(xs), length=length,
                                       reverse=reverse, unroll=unroll)
     if moved is not None:
-        error, _ = _check(error, carry_out[k], site)
+        error = _check(error, carry_out[k], site)[0]
     return error, [*carry_out, *ys]
 
 
