@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from . import _checks as C
 from ._array import ArrayData
@@ -38,11 +39,20 @@ def slot_record(ta: ArrayData, indices: jax.Array) -> jax.Array:
     assert error is not None
     if not (ta.is_dense and ta._flags is not None and ta._flags.shape[0] and indices.shape[0]):
         return error
-    bits = ta._flags.at[indices].get(mode="fill", fill_value=0)
+    if indices.shape[0] == 1:  # a read: one clamped slice, no search for the first failing position
+        i, cap = indices[0], ta._flags.shape[0]
+        bit = lax.dynamic_index_in_dim(ta._flags, jnp.clip(i, 0, cap - 1).astype(jnp.int32), keepdims=False)
+        code = _slot_code(jnp.where((i >= 0) & (i < cap), bit, 0))
+        return C.record(error, code != 0, code, i)
+    return C.record_first(error, _slot_code(ta._flags.at[indices].get(mode="fill", fill_value=0)), indices, 0)
+
+
+def _slot_code(bits: jax.Array) -> jax.Array:
+    """Per slot, the error code its sticky ``bits`` hold (0: none)."""
     codes = jnp.zeros(bits.shape, jnp.int32)
     for bit, err in reversed(C.SLOT_ERRORS):  # the first bit in SLOT_ERRORS's order wins
         codes = jnp.where((bits & bit) != 0, jnp.int32(err.code), codes)
-    return C.record_first(error, codes, indices, 0)
+    return codes
 
 
 def _check_slots(ta: ArrayData, indices: jax.Array | None, deferred: bool) -> None:
