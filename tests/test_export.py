@@ -1,8 +1,9 @@
 """Exportable programs (issue 10, item 4).
 
 ``jta.checkify(f)`` turns every check of ``f`` into data: W1-W3 written with ``jta.TensorArray``
-(write, read, read-after-write), their gradients, and raw-op programs (a write loop, a read loop,
-a ``dynamic_size`` decoder in ``lax.while_loop``) lower with ``jax.export`` for cpu, cuda and tpu
+(write, read, read-after-write), their gradients, a ``dynamic_size`` TensorArray decoder in
+``lax.while_loop``, and raw-op programs (a write loop and its gradient, a read loop, a
+``dynamic_size`` decoder) lower with ``jax.export`` for cpu, cuda and tpu
 with no host callback, and with no conditional in a loop body that checks add (the only one left
 is XLA:CPU's opaque read in a differentiated loop, ``jta._buffer.read_row``, there with
 ``checks=False`` too). The deserialized cpu export computes the same values, and an error recorded
@@ -113,6 +114,19 @@ def w3(W, xs, checks=True):
     return jax.lax.scan(step, ta, jnp.arange(T))[0].stack()
 
 
+def ta_decoder(x0, steps):
+    """A ``dynamic_size`` jta.TensorArray decoder in lax.while_loop, grown at traced indices."""
+    ta = jta.TensorArray(jnp.float32, size=0, dynamic_size=True, capacity=T, element_shape=(D,))
+
+    def body(c):
+        t, ta, h = c
+        h = jnp.tanh(h + 1.0)
+        return t + 1, ta.write(t, h), h
+
+    _, ta, _ = jax.lax.while_loop(lambda c: c[0] < steps, body, (jnp.int32(0), ta, x0))
+    return ta.size(), ta.gather(jnp.arange(T - 2))
+
+
 def gradient(f):
     def g(W, xs, checks=True):
         return jax.grad(lambda W: jnp.sum(f(W, xs, checks) ** 2))(W)
@@ -133,6 +147,7 @@ PROGRAMS = {
     "raw write loop gradient": (write_loop_grad, (XS,)),
     "raw read loop": (read_loop, (XS, np.int32(0))),
     "raw dynamic_size decoder": (decoder, (XS[0], np.int32(4))),
+    "TensorArray dynamic_size decoder": (ta_decoder, (XS[0], np.int32(4))),
 }
 
 
@@ -210,7 +225,9 @@ def w2_shifted(W, xs, shift):
     (w2_shifted, (WW, XS, np.int32(2)), "Tried to read from index 6 but array size is: 6"),
     (read_loop, (XS, np.int32(3)), "Tried to read from index 6 but array size is: 6"),
     (decoder, (XS[0], np.int32(9)), "beyond the static capacity 6"),
-], ids=["TensorArray read loop, array not returned", "raw read loop", "raw dynamic_size decoder"])
+    (ta_decoder, (XS[0], np.int32(9)), "beyond the static capacity 6"),
+], ids=["TensorArray read loop, array not returned", "raw read loop", "raw dynamic_size decoder",
+        "TensorArray dynamic_size decoder"])
 def test_errors_recorded_in_an_exported_function_surface_from_its_error_record(fn, args, text):
     def value(*a):  # the array or raw-op state is not returned
         out = fn(*a)
