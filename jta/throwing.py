@@ -109,6 +109,9 @@ def checkify(f: Callable[..., Any]) -> Callable[..., tuple[ErrorRecord, Any]]:
     inside loops, under ``vmap`` and ``grad``) is folded into one :class:`ErrorRecord` that
     holds the first error in program order: no branch and no host callback, so the result can
     be jitted, exported with ``jax.export``, and raised later with ``jta.throw(errors)``.
+    ``f`` is traced even under ``jax.disable_jit()`` (as JAX's own ``checkify`` is), so there too
+    its errors come back as data. Custom derivatives (``jax.custom_vjp``) whose functions hold
+    TensorArray ops are inlined: differentiate ``f`` before checkifying it.
 
     ```python
     >>> import jax, jax.numpy as jnp, jta
