@@ -12,6 +12,7 @@ never lost, only not functionalized.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -31,18 +32,43 @@ def no_error() -> jax.Array:
     return jnp.zeros((RECORD_SIZE,), jax.dtypes.canonicalize_dtype(np.int64))
 
 
-def functionalize(f: Callable[..., Any]) -> Callable[..., tuple[jax.Array, Any]]:
+@dataclasses.dataclass(frozen=True)
+class Static:
+    """An argument passed as is, never traced (``static_argnums``/``static_argnames``)."""
+
+    value: Any
+
+
+def mark_static(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                static_argnums: Any = None, static_argnames: Any = None) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Wrap the static arguments in :class:`Static`: those given, else those of ``f``'s own
+    ``jax.jit`` (so that ``jta.checked(jax.jit(g, static_argnums=1))`` keeps them static)."""
+    info = getattr(f, "_jit_info", None)  # a jax.jit-wrapped function's options
+    if static_argnums is None and static_argnames is None and info is not None:
+        static_argnums, static_argnames = info.static_argnums, info.static_argnames
+    nums = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums or ())
+    names = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames or ())
+    nums = {n % len(args) if args else n for n in nums}
+    return (tuple(Static(a) if k in nums and not isinstance(a, Static) else a for k, a in enumerate(args)),
+            {k: Static(v) if k in names and not isinstance(v, Static) else v for k, v in kwargs.items()})
+
+
+def functionalize(f: Callable[..., Any], static_argnums: Any = None, static_argnames: Any = None
+                  ) -> Callable[..., tuple[jax.Array, Any]]:
     """``f`` returning ``(record, out)``: its first TensorArray error as data, and its value."""
 
     def run(*args: Any, **kwargs: Any) -> tuple[jax.Array, Any]:
         # Arrays and Python numbers are traced, as ``jax.jit`` traces them; other leaves
-        # (strings, callables, ...) are closed over, as static configuration.
+        # (strings, callables, ...) and static arguments are closed over.
+        args, kwargs = mark_static(f, args, kwargs, static_argnums, static_argnames)
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
         traced = [is_traceable(x) for x in leaves]
 
         def flat(*dynamic: Any) -> Any:
             it = iter(dynamic)
             a, kw = jax.tree_util.tree_unflatten(tree, [next(it) if t else x for x, t in zip(leaves, traced, strict=True)])
+            a = tuple(x.value if isinstance(x, Static) else x for x in a)
+            kw = {k: v.value if isinstance(v, Static) else v for k, v in kw.items()}
             return f(*a, **kw)
 
         dynamic = [x for x, t in zip(leaves, traced, strict=True) if t]

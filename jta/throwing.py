@@ -13,7 +13,7 @@ from ._array import ArrayData
 from ._channel import throw_array
 from ._check_op import take_raised
 from ._checks import is_concrete
-from ._functionalize import functionalize, is_traceable
+from ._functionalize import functionalize, is_traceable, mark_static
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -102,7 +102,8 @@ jax.export.register_pytree_node_serialization(ErrorRecord, serialized_name="jta.
                                               deserialize_auxdata=lambda data: None)
 
 
-def checkify(f: Callable[..., Any]) -> Callable[..., tuple[ErrorRecord, Any]]:
+def checkify(f: Callable[..., Any], *, static_argnums: Any = None, static_argnames: Any = None
+             ) -> Callable[..., tuple[ErrorRecord, Any]]:
     """``f`` returning ``(errors, out)``, with every TensorArray check in it done as data.
 
     Every check of every op ``f`` runs (arrays returned or not, raw-op states dropped, reads
@@ -123,7 +124,7 @@ def checkify(f: Callable[..., Any]) -> Callable[..., tuple[ErrorRecord, Any]]:
 
     ```
     """
-    run = functionalize(f)
+    run = functionalize(f, static_argnums, static_argnames)
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> tuple[ErrorRecord, Any]:
@@ -133,13 +134,20 @@ def checkify(f: Callable[..., Any]) -> Callable[..., tuple[ErrorRecord, Any]]:
     return wrapper
 
 
-def checked(f: F) -> F:
+def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None) -> F:
     """``f``, compiled with every TensorArray check as data; raises the first error it recorded.
 
-    ``jta.checked(f)(*args)`` runs ``jax.jit(jta.checkify(f))`` (array arguments traced, other
-    arguments static) and raises the first error in program order as jta's exception with
+    ``jta.checked(f)(*args)`` runs ``jax.jit(jta.checkify(f))``, compiled once per argument
+    structure, and raises the first error in program order as jta's exception with
     TensorFlow's text, before handing back ``f``'s value; it also raises errors recorded in the
     arrays and raw-op states ``f`` returns. ``f`` may be jitted already.
+
+    **Arguments:**
+
+    - ``f``: the function; array and Python-number arguments are traced, other leaves
+      (strings, callables) are static.
+    - ``static_argnums``, ``static_argnames``: arguments passed to ``f`` as they are, as in
+      ``jax.jit``; by default those of ``f``'s own ``jax.jit``, if it is one.
 
     ```python
     >>> import jax, jax.numpy as jnp, jta
@@ -159,6 +167,7 @@ def checked(f: F) -> F:
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        args, kwargs = mark_static(f, args, kwargs, static_argnums, static_argnames)
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
         traced = tuple(is_traceable(x) for x in leaves)
         static = tuple(x for x, t in zip(leaves, traced, strict=True) if not t)

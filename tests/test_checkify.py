@@ -307,3 +307,19 @@ def test_first_error_of_a_loop_that_writes_one_array_and_reads_another(write_ste
     errors, ta = jax.jit(jta.checkify(write_only))(write_step)  # the moved check still reports
     assert "already been written" in str(errors.exception)
     assert [m[0] is not None for m in moved] == [True]
+
+
+def test_static_arguments_of_a_jitted_function_stay_static():
+    """``jta.checked(jax.jit(f, static_argnums=...))`` keeps ``f``'s static arguments static
+    (a size is a Python int), and ``static_argnums=``/``static_argnames=`` work as in ``jax.jit``."""
+    def take(xs, n, i):
+        return jta.TensorArray(jnp.float32, size=n, element_shape=()).unstack(xs[:n]).read(i)
+
+    xs = jnp.arange(4.0)
+    jitted = jta.checked(jax.jit(take, static_argnums=1))
+    assert jitted(xs, 3, 2) == 2.0 and jitted(xs, 4, 3) == 3.0
+    with pytest.raises(jta.errors.InvalidArgumentError, match="index 3 but array size is: 3"):
+        jitted(xs, 3, 3)
+    assert jta.checked(take, static_argnums=(1,))(xs, 2, 1) == 1.0
+    errors, value = jax.jit(jta.checkify(take, static_argnames="n"), static_argnames="n")(xs, n=2, i=5)
+    assert "index 5 but array size is: 2" in str(errors.exception)
