@@ -69,14 +69,29 @@ def functionalize(f: Callable[..., Any], static_argnums: Any = None, static_argn
             a, kw = jax.tree_util.tree_unflatten(tree, [next(it) if t else x for x, t in zip(leaves, traced, strict=True)])
             a = tuple(x.value if isinstance(x, Static) else x for x in a)
             kw = {k: v.value if isinstance(v, Static) else v for k, v in kw.items()}
-            return f(*a, **kw)
+            arrays, rebuild[0] = split_output(f(*a, **kw))
+            return arrays
 
+        rebuild: list[Any] = [None]
         dynamic = [x for x, t in zip(leaves, traced, strict=True) if t]
-        closed, out_shape = jax.make_jaxpr(flat, return_shape=True)(*dynamic)
+        closed = jax.make_jaxpr(flat)(*dynamic)
         error, outs = eval_jaxpr(closed.jaxpr, closed.consts, no_error(), *dynamic)
-        return error, jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), outs)
+        return error, rebuild[0](outs)
 
     return run
+
+
+def split_output(out: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+    """``out``'s array leaves, and a function that puts new array leaves back among its other
+    leaves (a raw-op handle, a string), which cannot leave a traced function."""
+    leaves, tree = jax.tree_util.tree_flatten(out)
+    kinds = [is_traceable(x) for x in leaves]
+
+    def rebuild(arrays: list[Any]) -> Any:
+        it = iter(arrays)
+        return jax.tree_util.tree_unflatten(tree, [next(it) if k else x for x, k in zip(leaves, kinds, strict=True)])
+
+    return [x for x, k in zip(leaves, kinds, strict=True) if k], rebuild
 
 
 def is_traceable(x: Any) -> bool:

@@ -13,7 +13,7 @@ from ._array import ArrayData
 from ._channel import throw_array
 from ._check_op import take_raised
 from ._checks import is_concrete
-from ._functionalize import functionalize, is_traceable, mark_static
+from ._functionalize import functionalize, is_traceable, mark_static, split_output
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -163,7 +163,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None) ->
 
     ```
     """
-    compiled: dict[Any, Callable[..., Any]] = {}
+    compiled: dict[Any, tuple[Callable[..., Any], list[Any]]] = {}
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -173,10 +173,14 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None) ->
         static = tuple(x for x, t in zip(leaves, traced, strict=True) if not t)
         key = (tree, traced, static)
         if key not in compiled:
-            compiled[key] = jax.jit(functools.partial(_call_checkified, f, tree, traced, static))
+            rebuild: list[Any] = [None]  # the output's other leaves, set while tracing
+            run = jax.jit(functools.partial(_call_checkified, f, tree, traced, static, rebuild))
+            compiled[key] = (run, rebuild)
         take_raised()  # forget an error that an earlier, unchecked call left behind
+        run, rebuild = compiled[key]
         try:
-            errors, out = compiled[key](*(x for x, t in zip(leaves, traced, strict=True) if t))
+            errors, arrays = run(*(x for x, t in zip(leaves, traced, strict=True) if t))
+            out = rebuild[0](arrays)
         except jax.errors.JaxRuntimeError:
             exc = take_raised()  # a check JAX could not functionalize raised from the host
             if exc is None:
@@ -189,7 +193,9 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None) ->
 
 
 def _call_checkified(f: Callable[..., Any], tree: Any, traced: tuple[bool, ...], static: tuple[Any, ...],
-                     *dynamic: Any) -> tuple[ErrorRecord, Any]:
+                     rebuild: list[Any], *dynamic: Any) -> tuple[ErrorRecord, list[Any]]:
     dyn, stat = iter(dynamic), iter(static)
     args, kwargs = jax.tree_util.tree_unflatten(tree, [next(dyn) if t else next(stat) for t in traced])
-    return checkify(f)(*args, **kwargs)
+    errors, out = checkify(f)(*args, **kwargs)
+    arrays, rebuild[0] = split_output(out)
+    return errors, arrays

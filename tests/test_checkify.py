@@ -323,3 +323,18 @@ def test_static_arguments_of_a_jitted_function_stay_static():
     assert jta.checked(take, static_argnums=(1,))(xs, 2, 1) == 1.0
     errors, value = jax.jit(jta.checkify(take, static_argnames="n"), static_argnames="n")(xs, n=2, i=5)
     assert "index 5 but array size is: 2" in str(errors.exception)
+
+
+def test_outputs_that_are_not_arrays_come_back_as_they_are():
+    """A raw-op program returning its handle (a string) beside the state."""
+    def f(i):
+        state, h, flow = ops.TensorArrayV3(ops.new_state(), 3, jnp.float32, element_shape=())
+        state, flow = ops.TensorArrayWriteV3(state, h, i, 1.0, flow)
+        return state, h
+
+    state, handle = jta.checked(f)(1)
+    assert handle == "TensorArrayV3_0" and float(state[handle].read(1)) == 1.0
+    errors, (_, handle) = jta.checkify(f)(5)
+    assert handle == "TensorArrayV3_0" and "index 5" in str(errors.exception)
+    with pytest.raises(jta.errors.InvalidArgumentError, match="index 5"):
+        jta.checked(f)(5)
