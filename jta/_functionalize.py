@@ -192,13 +192,19 @@ def _while(error: jax.Array, *args: Any, cond_jaxpr: core.ClosedJaxpr, body_jaxp
         moved = None
     cond, body = _closed(cond_jaxpr), _closed(body_jaxpr, skip=moved)
     # A check in the loop condition (rare) is merged after the loop stops and each time the
-    # body runs, which is when the condition ran.
+    # body runs, which is when the condition ran. A while that vmap gave a per-member predicate
+    # runs while any member runs and keeps the carries of finished members, as its lowering
+    # does (their checks still run: README, "vmap and checks").
     def cond_fn(c: Any) -> Any:
-        return cond(c[0], *cconsts, *c[1])[1][0]
+        return jnp.any(cond(c[0], *cconsts, *c[1])[1][0])
 
     def body_fn(c: Any) -> Any:
-        err, _ = cond(c[0], *cconsts, *c[1])
-        return body(err, *bconsts, *c[1])
+        err, (pred,) = cond(c[0], *cconsts, *c[1])
+        err, new = body(err, *bconsts, *c[1])
+        if jnp.ndim(pred):
+            new = [jnp.where(jnp.reshape(pred, pred.shape + (1,) * (jnp.ndim(n) - pred.ndim)), n, o)
+                   for n, o in zip(new, c[1], strict=True)]
+        return err, new
 
     error, out = lax.while_loop(cond_fn, body_fn, (error, init))
     error, _ = cond(error, *cconsts, *out)

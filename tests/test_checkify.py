@@ -338,3 +338,37 @@ def test_outputs_that_are_not_arrays_come_back_as_they_are():
     assert handle == "TensorArrayV3_0" and "index 5" in str(errors.exception)
     with pytest.raises(jta.errors.InvalidArgumentError, match="index 5"):
         jta.checked(f)(5)
+
+
+def _member_loop(n, cap):
+    """Reads slots 0..n-1 (clamped to ``cap``): a member that stops at n=4 would fail in a 5th step."""
+    src = jta.TensorArray(f32, size=4, element_shape=()).unstack(jnp.arange(4, dtype=f32))
+    return jax.lax.while_loop(lambda c: c[0] < n,
+                              lambda c: (c[0] + 1, c[1] + src.read(jnp.minimum(c[0], cap))), (0, 0.0))[1]
+
+
+def _member_cond(k):
+    src = jta.TensorArray(f32, size=4, element_shape=()).unstack(jnp.arange(4, dtype=f32))
+    return jax.lax.cond(k > 0, lambda: src.read(k + 10), lambda: 0.0)
+
+
+def test_vmap_outside_checkify_checks_only_the_steps_and_branches_each_member_runs():
+    """JAX's vmap runs both branches of a cond with a per-member predicate, and a while loop's
+    body for every member until the last one stops; ``jax.vmap(jta.checkify(f))`` threads each
+    member's record through its own branch and steps, so neither reports an error no member made
+    (README, "vmap and checks"), while real ones are reported."""
+    errors, _ = jax.jit(jax.vmap(jta.checkify(_member_cond)))(jnp.array([0, 0]))
+    assert errors.exception is None
+    errors, _ = jax.jit(jax.vmap(jta.checkify(_member_cond)))(jnp.array([0, 1]))
+    assert "index 11" in str(errors.exception)
+    errors, values = jax.jit(jax.vmap(jta.checkify(_member_loop)))(jnp.array([4, 8]), jnp.array([100, 3]))
+    assert errors.exception is None
+    np.testing.assert_allclose(values, [_member_loop(4, 100), _member_loop(8, 3)])
+    errors, _ = jax.jit(jax.vmap(jta.checkify(_member_loop)))(jnp.array([4, 8]), jnp.array([100, 5]))
+    assert "index 4" in str(errors.exception)
+
+
+def test_checkify_of_a_vmapped_while_loop_with_per_member_predicates_runs():
+    errors, values = jax.jit(jta.checkify(jax.vmap(_member_loop)))(jnp.array([2, 3]), jnp.array([100, 100]))
+    assert errors.exception is None
+    np.testing.assert_allclose(values, [1.0, 3.0])
