@@ -67,6 +67,9 @@ def _check_slots(ta: ArrayData, indices: jax.Array | None, deferred: bool) -> No
                      else flags.at[indices].get(mode="fill", fill_value=0))
         C.raise_if_error(ta.name, ta._error, flags, ta.error_fields(), indices)
         return
+    if not (ta._meta.raw or ta._meta.is_grad):  # (see ArrayMeta.raw) no read of the flags:
+        emit(ta._error, ta.name, ta.error_fields(), deferred)  # it made XLA copy them per step (W3)
+        return
     if indices is None:
         indices = jnp.arange(ta.capacity if ta.is_dense and ta._flags is not None else 0)
     emit(slot_record(ta, indices), ta.name, ta.error_fields(), deferred)

@@ -127,7 +127,7 @@ def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None
                      dynamic_size=bool(dynamic_size), clear_after_read=bool(clear_after_read),
                      infer_shape=bool(identical_element_shapes), name=name,
                      static_size=None if (dynamic_size and capacity is not None) else n,
-                     capacity=checked_capacity(capacity, n), checks=checks)
+                     capacity=checked_capacity(capacity, n), checks=checks, raw=True)
     ta = empty(TensorArray, meta, n)
     state = State({**state.arrays, name: ta}, state.grads, state.counter + 1)
     return state, name, jnp.zeros((), jnp.float32)

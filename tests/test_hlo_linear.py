@@ -327,12 +327,14 @@ def test_read_after_write_gradient_never_copies_the_data_buffer():
     assert found == [], _fmt(found)
 
 
-@pytest.mark.xfail(reason="jta.TensorArray.read's runtime check gathers flags[i] in a separate fusion that "
-                          "nothing orders before the next write's flags update, so XLA:CPU copies the int32 "
-                          "flags vector (T entries) every step (O(T^2), small constant)", strict=False)
 @pytest.mark.parametrize("grad", [True, False], ids=["grad", "forward"])
-def test_read_after_write_with_checks_never_copies_flags(grad):
-    found = whole_buffer_ops(compiled_hlo(w3_jta, grad))
+@pytest.mark.parametrize("checkify", [False, True], ids=["jit", "checkify"])
+def test_read_after_write_with_checks_never_copies_flags(grad, checkify):
+    """A read's check used to slice flags[i] in a fusion that nothing ordered before the next
+    write's in-place flags update, so XLA:CPU copied the int32 flags (T entries) every step
+    (O(T^2)); a jta.TensorArray's read now checks its record only (``ArrayMeta.raw``)."""
+    f = _grad(w3_jta) if grad else w3_jta
+    found = whole_buffer_ops(jax.jit(jta.checkify(f) if checkify else f).lower(*_inputs()).compile().as_text())
     assert found == [], _fmt(found)
 
 
