@@ -1,7 +1,7 @@
 """``jta_check``: the one primitive through which a traced error leaves an op.
 
 An op inside compiled code computes its error record (``[code, *values]``, see ``_checks``) as
-data and binds ``jta_check(record)``. What happens next depends on who runs the program:
+data and binds ``jta_check(record, site)`` (``site`` numbers the array's name and fields). What happens next depends on who runs the program:
 
 * :func:`jta.checkify` / :func:`jta.checked` interpret the program and thread one error record
   through it, the first error in program order winning (``_functionalize``): no branch and no
@@ -13,6 +13,8 @@ data and binds ``jta_check(record)``. What happens next depends on who runs the 
 The primitive carries an effect, so JAX's dead-code elimination keeps it even though it has
 no outputs, and the effect is registered wherever JAX asks (control flow, custom derivatives,
 remat, partial evaluation: the check stays with the primal computation under ``jax.grad``).
+Defining a primitive and an effect needs ``jax._src`` (as JAX's own ``checkify`` does), hence
+``jax>=0.10`` in ``pyproject.toml``; tested with jax 0.10.2.
 """
 
 from __future__ import annotations
