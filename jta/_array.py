@@ -62,9 +62,10 @@ class ArrayMeta:
     # TF's Python layer merges the shape of an empty unstack/scatter into its ``element_shape``,
     # which the kernel never sees (it reads unwritten slots with its own): set only then.
     python_shape: S.Shape = None
-    # Created by jta.raw_ops, whose reads mark (and clear) slots: a read after clear is kept in
-    # the slot's bits only. The slots of other forward arrays hold no error that their record
-    # lacks (every write records its own), so their value ops need not read the bits.
+    # Created by jta.raw_ops, whose reads mark (and clear) slots. Every op records its own error,
+    # but the value ops of such arrays (and of accumulators) also look at the slots' sticky bits,
+    # as TF's kernels do; a forward jta.TensorArray's slots are only ever marked by its writes,
+    # and a read of its bits made XLA copy them in every step of a read-after-write loop.
     raw: bool = False
 
     def __repr__(self) -> str:

@@ -192,10 +192,13 @@ def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
     value = lax.index_in_dim(data, i, 0, keepdims=False) if isinstance(i, int) else B.read_row(data, i)
     if flags is not None and mark:
         j = i if ok is True else jnp.where(ok, i, cap)
-        # A read after clear sets a sticky bit only: recording it in the record as well costs a
-        # second reader of the flags, and XLA then copies them in every step of a backward loop.
         old = flags.at[j].get(mode="fill", fill_value=0)
         flags = flags.at[j].set(C.read_bits(old, m.clear_after_read or m.is_grad), mode="drop")
+        if error is not None and (m.clear_after_read or m.is_grad):
+            # A read after clear is recorded now, from the bits read back after the update, as a
+            # write records its own: reusing ``old`` (or checking the slot later, from a
+            # separate reader) made XLA copy the flags in every step of a read-after-write loop.
+            error = C.record_slot_error(error, flags.at[j].get(mode="fill", fill_value=0), i)
     ta = ta.replace(flags=flags, error=error, traced_size=size)
     return raise_if_concrete(ta) if mark else ta, value
 

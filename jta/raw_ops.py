@@ -150,7 +150,6 @@ def TensorArrayReadV3(state: State, handle: Handle, index: Any, flow_in: Any, dt
     check_scalar_index(index)  # the kernel: index shape, dtype, then Read (closed, ...)
     _check_dtype(ta, dtype)
     ta, value = K.read(ta, index, mark=True)
-    Ch.check_read(ta, index, deferred=True)  # a read after clear sets the slot's bits only
     return _store(state, handle, ta), value
 
 

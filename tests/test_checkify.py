@@ -372,3 +372,22 @@ def test_checkify_of_a_vmapped_while_loop_with_per_member_predicates_runs():
     errors, values = jax.jit(jta.checkify(jax.vmap(_member_loop)))(jnp.array([2, 3]), jnp.array([100, 100]))
     assert errors.exception is None
     np.testing.assert_allclose(values, [1.0, 3.0])
+
+
+def test_raw_read_after_clear_is_the_first_error_under_a_bare_jit_too():
+    """A raw read of a cleared slot is recorded at once, so a later out-of-range write does not
+    take its place in a returned state, eagerly or under a bare ``jax.jit``."""
+    def f(i, k):
+        state, h, flow = ops.TensorArrayV3(ops.new_state(), 2, jnp.float32, element_shape=())
+        state, flow = ops.TensorArrayWriteV3(state, h, 0, 1.0, flow)
+        state, _ = ops.TensorArrayReadV3(state, h, 0, flow, jnp.float32)
+        state, _ = ops.TensorArrayReadV3(state, h, i, flow, jnp.float32)  # i = 0: cleared
+        state, flow = ops.TensorArrayWriteV3(state, h, k, 2.0, flow)  # k = 5: out of range
+        return state
+
+    with pytest.raises(jta.errors.InvalidArgumentError) as eager, jax.disable_jit():
+        f(0, 5)
+    for run in (lambda: jta.throw(jax.jit(f)(0, 5)), lambda: jta.checked(f)(0, 5)):
+        with pytest.raises(jta.errors.InvalidArgumentError) as got:
+            run()
+        assert str(got.value) == str(eager.value) and "cleared" in str(got.value)
