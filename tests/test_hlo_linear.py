@@ -329,11 +329,13 @@ def test_read_after_write_gradient_never_copies_the_data_buffer():
 
 @pytest.mark.parametrize("grad", [True, False], ids=["grad", "forward"])
 @pytest.mark.parametrize("checkify", [False, True], ids=["jit", "checkify"])
-def test_read_after_write_with_checks_never_copies_flags(grad, checkify):
+@pytest.mark.parametrize("w3", [w3_jta, w3_raw], ids=["TensorArray", "raw ops"])
+def test_read_after_write_with_checks_never_copies_flags(grad, checkify, w3):
     """A read's check used to slice flags[i] in a fusion that nothing ordered before the next
     write's in-place flags update, so XLA:CPU copied the int32 flags (T entries) every step
-    (O(T^2)); a jta.TensorArray's read now checks its record only (``ArrayMeta.raw``)."""
-    f = _grad(w3_jta) if grad else w3_jta
+    (O(T^2)); a jta.TensorArray's read now checks its record only (``ArrayMeta.raw``), and a
+    raw read records a read after clear from the bits it reads back after marking the slot."""
+    f = _grad(w3) if grad else w3
     found = whole_buffer_ops(jax.jit(jta.checkify(f) if checkify else f).lower(*_inputs()).compile().as_text())
     assert found == [], _fmt(found)
 
