@@ -62,11 +62,6 @@ class ArrayMeta:
     # TF's Python layer merges the shape of an empty unstack/scatter into its ``element_shape``,
     # which the kernel never sees (it reads unwritten slots with its own): set only then.
     python_shape: S.Shape = None
-    # Created by jta.raw_ops, whose reads mark (and clear) slots. Every op records its own error,
-    # but the value ops of such arrays (and of accumulators) also look at the slots' sticky bits,
-    # as TF's kernels do; a forward jta.TensorArray's slots are only ever marked by its writes,
-    # and a read of its bits made XLA copy them in every step of a read-after-write loop.
-    raw: bool = False
 
     def __repr__(self) -> str:
         # JAX prints this when a loop's carry changes structure (scan, fori_loop, while_loop,

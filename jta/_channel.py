@@ -17,7 +17,6 @@ from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from . import _checks as C
 from ._array import ArrayData
@@ -32,32 +31,11 @@ def array_exception(ta: ArrayData) -> Optional[Exception]:
     return C.make_exception(ta.name, ta._error, ta._flags, ta.error_fields())
 
 
-def slot_record(ta: ArrayData, indices: jax.Array) -> jax.Array:
-    """``ta``'s record, or else the first error the sticky bits of the slots ``indices`` hold:
-    O(len(indices)), not O(capacity), so reading inside a loop stays linear in its steps."""
-    error = ta._error
-    assert error is not None
-    if not (ta.is_dense and ta._flags is not None and ta._flags.shape[0] and indices.shape[0]):
-        return error
-    if indices.shape[0] == 1:  # a read: one clamped slice, no search for the first failing position
-        i, cap = indices[0], ta._flags.shape[0]
-        bit = lax.dynamic_index_in_dim(ta._flags, jnp.clip(i, 0, cap - 1).astype(jnp.int32), keepdims=False)
-        code = _slot_code(jnp.where((i >= 0) & (i < cap), bit, 0))
-        return C.record(error, code != 0, code, i)
-    return C.record_first(error, _slot_code(ta._flags.at[indices].get(mode="fill", fill_value=0)), indices, 0)
-
-
-def _slot_code(bits: jax.Array) -> jax.Array:
-    """Per slot, the error code its sticky ``bits`` hold (0: none)."""
-    codes = jnp.zeros(bits.shape, jnp.int32)
-    for bit, err in reversed(C.SLOT_ERRORS):  # the first bit in SLOT_ERRORS's order wins
-        codes = jnp.where((bits & bit) != 0, jnp.int32(err.code), codes)
-    return codes
-
-
-def _check_slots(ta: ArrayData, indices: jax.Array | None, deferred: bool) -> None:
-    """Raise now when concrete, else report (``_check_op``) ``ta``'s error as of the slots
-    ``indices`` (``None``: every slot)."""
+def _check_slots(ta: ArrayData, indices: jax.Array | None) -> None:
+    """Raise now when concrete (looking at the slots ``indices``, ``None``: every slot), else
+    report ``ta``'s record (``_check_op``). Every op records the error it makes, a slot's sticky
+    bits included, so compiled code needs no read of the flags, which made XLA copy them in every
+    step of a read-after-write loop."""
     if ta._error is None:
         return
     if C.is_concrete(ta._error, ta._flags, indices):
@@ -67,25 +45,20 @@ def _check_slots(ta: ArrayData, indices: jax.Array | None, deferred: bool) -> No
                      else flags.at[indices].get(mode="fill", fill_value=0))
         C.raise_if_error(ta.name, ta._error, flags, ta.error_fields(), indices)
         return
-    if not (ta._meta.raw or ta._meta.is_grad):  # (see ArrayMeta.raw) no read of the flags:
-        emit(ta._error, ta.name, ta.error_fields(), deferred)  # it made XLA copy them per step (W3)
-        return
-    if indices is None:
-        indices = jnp.arange(ta.capacity if ta.is_dense and ta._flags is not None else 0)
-    emit(slot_record(ta, indices), ta.name, ta.error_fields(), deferred)
+    emit(ta._error, ta.name, ta.error_fields(), deferred=False)
 
 
-def throw_array(ta: ArrayData, deferred: bool = False) -> None:
+def throw_array(ta: ArrayData) -> None:
     """Raise ``ta``'s first recorded error now when concrete, else report it (``_check_op``)."""
-    _check_slots(ta, None, deferred)
+    _check_slots(ta, None)
 
 
-def check_gather(ta: ArrayData, indices: Any, deferred: bool = False) -> None:
-    _check_slots(ta, as_index(indices).reshape(-1), deferred)
+def check_gather(ta: ArrayData, indices: Any) -> None:
+    _check_slots(ta, as_index(indices).reshape(-1))
 
 
-def check_read(ta: ArrayData, index: Any, deferred: bool = False) -> None:
-    _check_slots(ta, jnp.reshape(as_index(index), (1,)), deferred)
+def check_read(ta: ArrayData, index: Any) -> None:
+    _check_slots(ta, jnp.reshape(as_index(index), (1,)))
 
 
 class _QuietCallbacks(logging.Filter):

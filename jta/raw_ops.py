@@ -31,7 +31,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _accumulators as A
-from . import _channel as Ch
 from . import _kernels as K
 from . import _repr
 from . import _shapes as S
@@ -127,7 +126,7 @@ def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None
                      dynamic_size=bool(dynamic_size), clear_after_read=bool(clear_after_read),
                      infer_shape=bool(identical_element_shapes), name=name,
                      static_size=None if (dynamic_size and capacity is not None) else n,
-                     capacity=checked_capacity(capacity, n), checks=checks, raw=True)
+                     capacity=checked_capacity(capacity, n), checks=checks)
     ta = empty(TensorArray, meta, n)
     state = State({**state.arrays, name: ta}, state.grads, state.counter + 1)
     return state, name, jnp.zeros((), jnp.float32)
@@ -164,7 +163,6 @@ def TensorArrayGatherV3(state: State, handle: Handle, indices: Any, flow_in: Any
             and S.compatible(attr, ta.element_shape):  # the kernel looks at the attribute only
         Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
     ta, value = K.pack_or_gather(ta, indices, mark=True, element_shape=element_shape)
-    Ch.check_gather(ta, indices, deferred=True)
     return _store(state, handle, ta), value
 
 
@@ -188,7 +186,6 @@ def TensorArrayConcatV3(state: State, handle: Handle, flow_in: Any, dtype: Any,
     if n == 0 and not S.fully_defined(attr):  # the kernel looks at the attribute only
         Error.CONCAT_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
     ta, value, lengths = K.concat(ta, mark=True, element_shape_except0=element_shape_except0)
-    Ch.throw_array(ta, deferred=True)
     return _store(state, handle, ta), value, lengths
 
 

@@ -333,8 +333,8 @@ def test_read_after_write_gradient_never_copies_the_data_buffer():
 def test_read_after_write_with_checks_never_copies_flags(grad, checkify, w3):
     """A read's check used to slice flags[i] in a fusion that nothing ordered before the next
     write's in-place flags update, so XLA:CPU copied the int32 flags (T entries) every step
-    (O(T^2)); a jta.TensorArray's read now checks its record only (``ArrayMeta.raw``), and a
-    raw read records a read after clear from the bits it reads back after marking the slot."""
+    (O(T^2)); a read now checks the array's record only, and a raw read records a read after
+    clear at once, from the bits it reads back after marking the slot."""
     f = _grad(w3) if grad else w3
     found = whole_buffer_ops(jax.jit(jta.checkify(f) if checkify else f).lower(*_inputs()).compile().as_text())
     assert found == [], _fmt(found)
