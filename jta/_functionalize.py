@@ -60,38 +60,45 @@ def functionalize(f: Callable[..., Any], static_argnums: Any = None, static_argn
     def run(*args: Any, **kwargs: Any) -> tuple[jax.Array, Any]:
         # Arrays and Python numbers are traced, as ``jax.jit`` traces them; other leaves
         # (strings, callables, ...) and static arguments are closed over.
-        args, kwargs = mark_static(f, args, kwargs, static_argnums, static_argnames)
-        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-        traced = [is_traceable(x) for x in leaves]
+        dynamic, inputs = split(mark_static(f, args, kwargs, static_argnums, static_argnames))
+        outputs: list[Split] = []
 
         def flat(*dynamic: Any) -> Any:
-            it = iter(dynamic)
-            a, kw = jax.tree_util.tree_unflatten(tree, [next(it) if t else x for x, t in zip(leaves, traced, strict=True)])
+            a, kw = inputs.rebuild(dynamic)
             a = tuple(x.value if isinstance(x, Static) else x for x in a)
             kw = {k: v.value if isinstance(v, Static) else v for k, v in kw.items()}
-            arrays, rebuild[0] = split_output(f(*a, **kw))
+            arrays, out = split(f(*a, **kw))
+            outputs.append(out)
             return arrays
 
-        rebuild: list[Any] = [None]
-        dynamic = [x for x, t in zip(leaves, traced, strict=True) if t]
         closed = jax.make_jaxpr(flat)(*dynamic)
         error, outs = eval_jaxpr(closed.jaxpr, closed.consts, no_error(), *dynamic)
-        return error, rebuild[0](outs)
+        return error, outputs[0].rebuild(outs)
 
     return run
 
 
-def split_output(out: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
-    """``out``'s array leaves, and a function that puts new array leaves back among its other
-    leaves (a raw-op handle, a string), which cannot leave a traced function."""
-    leaves, tree = jax.tree_util.tree_flatten(out)
-    kinds = [is_traceable(x) for x in leaves]
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """A pytree with its traceable leaves taken out (:func:`split`): its structure and its other
+    leaves (a raw-op handle, a string, a :class:`Static`). Hashable when those leaves are."""
 
-    def rebuild(arrays: list[Any]) -> Any:
-        it = iter(arrays)
-        return jax.tree_util.tree_unflatten(tree, [next(it) if k else x for x, k in zip(leaves, kinds, strict=True)])
+    tree: Any
+    traced: tuple[bool, ...]
+    others: tuple[Any, ...]
 
-    return [x for x, k in zip(leaves, kinds, strict=True) if k], rebuild
+    def rebuild(self, arrays: Any) -> Any:
+        """The pytree, with ``arrays`` as its traceable leaves."""
+        dyn, other = iter(arrays), iter(self.others)
+        return jax.tree_util.tree_unflatten(self.tree, [next(dyn) if t else next(other) for t in self.traced])
+
+
+def split(tree: Any) -> tuple[list[Any], Split]:
+    """``tree``'s traceable leaves (what may enter or leave a traced function), and the rest."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    traced = tuple(is_traceable(x) for x in leaves)
+    return ([x for x, t in zip(leaves, traced, strict=True) if t],
+            Split(treedef, traced, tuple(x for x, t in zip(leaves, traced, strict=True) if not t)))
 
 
 def is_traceable(x: Any) -> bool:

@@ -13,7 +13,7 @@ from ._array import ArrayData
 from ._channel import throw_array
 from ._check_op import take_raised
 from ._checks import is_concrete
-from ._functionalize import functionalize, is_traceable, mark_static, split_output
+from ._functionalize import Split, functionalize, mark_static, split
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -163,24 +163,19 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None) ->
 
     ```
     """
-    compiled: dict[Any, tuple[Callable[..., Any], list[Any]]] = {}
+    compiled: dict[Split, tuple[Callable[..., Any], list[Split]]] = {}
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        args, kwargs = mark_static(f, args, kwargs, static_argnums, static_argnames)
-        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-        traced = tuple(is_traceable(x) for x in leaves)
-        static = tuple(x for x, t in zip(leaves, traced, strict=True) if not t)
-        key = (tree, traced, static)
-        if key not in compiled:
-            rebuild: list[Any] = [None]  # the output's other leaves, set while tracing
-            run = jax.jit(functools.partial(_call_checkified, f, tree, traced, static, rebuild))
-            compiled[key] = (run, rebuild)
+        dynamic, inputs = split(mark_static(f, args, kwargs, static_argnums, static_argnames))
+        if inputs not in compiled:
+            outputs: list[Split] = []  # the output's other leaves, one per trace (the last is used)
+            compiled[inputs] = (jax.jit(functools.partial(_call_checkified, f, inputs, outputs)), outputs)
+        run, outputs = compiled[inputs]
         take_raised()  # forget an error that an earlier, unchecked call left behind
-        run, rebuild = compiled[key]
         try:
-            errors, arrays = run(*(x for x, t in zip(leaves, traced, strict=True) if t))
-            out = rebuild[0](arrays)
+            errors, arrays = run(*dynamic)
+            out = outputs[-1].rebuild(arrays)
         except jax.errors.JaxRuntimeError:
             exc = take_raised()  # a check JAX could not functionalize raised from the host
             if exc is None:
@@ -192,10 +187,10 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None) ->
     return cast(F, wrapper)
 
 
-def _call_checkified(f: Callable[..., Any], tree: Any, traced: tuple[bool, ...], static: tuple[Any, ...],
-                     rebuild: list[Any], *dynamic: Any) -> tuple[ErrorRecord, list[Any]]:
-    dyn, stat = iter(dynamic), iter(static)
-    args, kwargs = jax.tree_util.tree_unflatten(tree, [next(dyn) if t else next(stat) for t in traced])
+def _call_checkified(f: Callable[..., Any], inputs: Split, outputs: list[Split], *dynamic: Any
+                     ) -> tuple[ErrorRecord, list[Any]]:
+    args, kwargs = inputs.rebuild(dynamic)
     errors, out = checkify(f)(*args, **kwargs)
-    arrays, rebuild[0] = split_output(out)
+    arrays, rest = split(out)
+    outputs.append(rest)
     return errors, arrays
