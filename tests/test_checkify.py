@@ -37,8 +37,8 @@ CLEARED = ("Could not read index {} twice because it was cleared after a previou
 READ_PAST = "Tried to read from index {} but array size is: 3"
 
 
-def filled() -> jta.TensorArray:
-    return jta.TensorArray(f32, size=3, element_shape=()).unstack(jnp.arange(3, dtype=f32))
+def filled(n: int = 3) -> jta.TensorArray:
+    return jta.TensorArray(f32, size=n, element_shape=()).unstack(jnp.arange(n, dtype=f32))
 
 
 def read(i):
@@ -342,13 +342,13 @@ def test_outputs_that_are_not_arrays_come_back_as_they_are():
 
 def _member_loop(n, cap):
     """Reads slots 0..n-1 (clamped to ``cap``): a member that stops at n=4 would fail in a 5th step."""
-    src = jta.TensorArray(f32, size=4, element_shape=()).unstack(jnp.arange(4, dtype=f32))
+    src = filled(4)
     return jax.lax.while_loop(lambda c: c[0] < n,
                               lambda c: (c[0] + 1, c[1] + src.read(jnp.minimum(c[0], cap))), (0, 0.0))[1]
 
 
 def _member_cond(k):
-    src = jta.TensorArray(f32, size=4, element_shape=()).unstack(jnp.arange(4, dtype=f32))
+    src = filled(4)
     return jax.lax.cond(k > 0, lambda: src.read(k + 10), lambda: 0.0)
 
 
