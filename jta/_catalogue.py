@@ -36,26 +36,26 @@ class Error(enum.Enum):
 
     # -- recordable at traced values (code, class, template, fields of the int32 record) --------
     WRITE_OUT_OF_RANGE = (1, _Invalid, "TensorArray {name}: Tried to write to index {index} but array is "
-                          "not resizeable and size is: {size}", ("index", "size"))
+                          "not resizeable and size is: {size}", ("index", "size", "index_high"))
     READ_OUT_OF_RANGE = (2, _Invalid, "Tried to read from index {index} but array size is: {size}",
-                         ("index", "size"))
+                         ("index", "size", "index_high"))
     SCATTER_OUT_OF_RANGE = (3, _Invalid, "Max scatter index must be < array size ({index} vs. {size})",
-                            ("index", "size"))
+                            ("index", "size", "index_high"))
     WRITE_BEYOND_CAPACITY = (4, _Invalid, "TensorArray {name}: Tried to write to index {index} beyond the "
                              "static capacity {capacity} of this dynamically sized array; pass a larger "
-                             "`capacity=` when creating it.", ("index", "capacity"))  # jta
+                             "`capacity=` when creating it.", ("index", "capacity", "index_high"))  # jta
     READ_BEYOND_CAPACITY = (5, _Invalid, "TensorArray {name}: Tried to read from index {index} beyond the "
                             "static capacity {capacity} of this gradient array; pass a larger `capacity=` "
-                            "to the forward array.", ("index", "capacity"))  # jta
+                            "to the forward array.", ("index", "capacity", "index_high"))  # jta
     TRACED_RAGGED_SPLIT = (6, _Invalid, "TensorArray {name}: split lengths must all equal {expected} when "
                            "they are traced (the elements must share one shape), but lengths[{position}] is "
                            "{length}. Pass concrete lengths for ragged splits.",
                            ("position", "expected", "length"))  # jta
     SPLIT_SUM = (7, _Invalid, "Expected sum of lengths to be equal to values.shape[0], but sum of lengths is "
-                 "{total} and value's shape is: [{rows}{rest}]", ("total", "rows"))
+                 "{total} and value's shape is: [{rows}{rest}]", ("total", "rows", "total_high"))
     NEGATIVE_SPLIT_LENGTH = (8, _Invalid, "TensorArray {name}: Split lengths must be non-negative, but "
                              "lengths[{position}] is {length}. (TensorFlow aborts the process here; jta "
-                             "refuses the input.)", ("position", "length"))
+                             "refuses the input.)", ("position", "length", "length_high"))
     WRITE_AFTER_READ = (9, _Invalid, "TensorArray {name}: Could not write to TensorArray index {index} "
                         "because it has already been read.", ("index",))
     WRITTEN_TWICE = (10, _Invalid, "TensorArray {name}: Could not write to TensorArray index {index} "
@@ -63,6 +63,15 @@ class Error(enum.Enum):
     READ_CLEARED = (11, _Invalid, "TensorArray {name}: Could not read index {index} twice because it was "
                     "cleared after a previous read (perhaps try setting clear_after_read = false?).",
                     ("index",))
+    # A split at traced lengths: WRITE_SHAPE and INCONSISTENT_SHAPES (TF's Python layer, which
+    # checks equal lengths) for a piece of ``length`` rows, against an element shape whose first
+    # dim is ``expected``; ``rest`` (the trailing dims) is the array's, which the value's equal.
+    SPLIT_PIECE_SHAPE = (13, _Invalid, "TensorArray {name}: Could not write to TensorArray index {index} "
+                         "because the value shape is [{length}{rest}] which is incompatible with the "
+                         "TensorArray's inferred element shape: [{expected}{rest}] (consider setting "
+                         "infer_shape=False).", ("index", "length", "expected"))
+    SPLIT_PIECES_INCONSISTENT = (14, ValueError, "Inconsistent shapes: saw ({length}{python_rest}) but expected "
+                                 "({expected}{python_rest}) ", ("length", "expected", "length_high"))
 
     # -- static only ----------------------------------------------------------------------------
     CLOSED = (101, _Invalid, "TensorArray {name} has already been closed.")
@@ -120,6 +129,13 @@ class Error(enum.Enum):
                         "slots of shape {shape} {dtype}) but this device holds at most {limit} bytes. jta "
                         "allocates every slot up front (TensorFlow allocates each element on its first "
                         "write): pass a smaller size, capacity or element shape.")  # jta
+    UNSUPPORTED_PRIMITIVE = (133, _Unimplemented, "jta.checkify cannot thread TensorArray checks through the "
+                             "JAX primitive '{primitive}' (it has no rule for it). Apply jta.checkify to the "
+                             "function you pass to it, and return or jta.throw its ErrorRecord there.")  # jta
+    EXPORT_NEEDS_CHECKIFY = (134, _Unimplemented, "jax.export cannot serialize the host callback through which "
+                             "{what} of TensorArray {name} raises its error in compiled code (at {where}). Export "
+                             "jax.jit(jta.checkify(f)) instead: its ErrorRecord output carries the errors as data, and "
+                             "jta.throw(errors) raises them after the call.")  # jta
     # TypeError / ValueError: TensorFlow's Python layer (op-wrapper conversion of arguments).
     NONE_ARGUMENT = (301, ValueError, "Tried to convert '{param}' to a tensor and failed. Error: None values "
                      "not supported.")
@@ -163,6 +179,11 @@ class Error(enum.Enum):
                                 "array (or keep infer_shape=True and write once at a Python index).")  # jta
     TRACED_SPLIT_UNEQUAL = (207, ValueError, "TensorArray {name}: traced split lengths need equal pieces, "
                             "but {rows} rows do not divide into {n} pieces. Pass concrete lengths.")  # jta
+    TRACED_SPLIT_NEVER_FITS = (212, ValueError, "TensorArray {name}: no lengths split a value of shape {shape} "
+                               "into elements of shape {element_shape}: the dimensions after the first differ, "
+                               "so the split fails whatever its lengths, and with traced lengths which error "
+                               "TensorFlow reports depends on their values. Pass concrete lengths to get it, "
+                               "or a value whose trailing dimensions match.")  # jta
     NO_GRADIENT_SOURCE = (208, ValueError, "Expected op/tensor name to start with gradients (excluding "
                           "scope), got: {name}. This means that a tf.gradients op with this op in its "
                           "dependency path has a custom name that does not start with 'gradients'. Please "
@@ -198,7 +219,10 @@ class Error(enum.Enum):
 
     def from_record(self, name: str, values: Any, extra: dict[str, str]) -> Exception:
         """The exception for a traced record's integers ``values`` (in the order of ``fields``)."""
-        return self.exception(name=name, **dict(zip(self.fields, (int(v) for v in values), strict=False)), **extra)
+        fields = _wide(dict(zip(self.fields, (int(v) for v in values), strict=False)))
+        if "rest" in extra:
+            extra = {**extra, "python_rest": _python_rest(extra["rest"])}
+        return self.exception(name=name, **fields, **extra)
 
     @classmethod
     def by_code(cls, code: int) -> Error:
@@ -206,3 +230,17 @@ class Error(enum.Enum):
 
 
 _BY_CODE = {e.code: e for e in Error}
+
+
+def _wide(fields: dict[str, int]) -> dict[str, int]:
+    """Fold each ``<f>_high`` field into ``<f>``: a record made before x64 was enabled holds 32-bit
+    integers, so a 64-bit value (an int64 index or length) is stored as its low word (signed)
+    and ``(value - low) >> 32`` (``0`` in a 64-bit record)."""
+    highs = {k for k in fields if k.endswith("_high") and k[:-5] in fields}
+    return {k: v + (fields.get(k + "_high", 0) << 32) for k, v in fields.items() if k not in highs}
+
+
+def _python_rest(rest: str) -> str:
+    """The trailing dims ``rest`` (``",2,3"``, as in ``[4,2,3]``) as ``str(tf.TensorShape)`` writes
+    them after the first (``", 2, 3"``; ``","`` for a vector, as in ``(4,)``)."""
+    return rest.replace(",", ", ") if rest else ","

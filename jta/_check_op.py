@@ -1,26 +1,38 @@
-"""``jta_check``: the one primitive through which a traced error leaves an op.
+"""The error channel's two primitives: ``jta_record`` updates a record, ``jta_check`` reports one.
 
-An op inside compiled code computes its error record (``[code, *values]``, see ``_checks``) as
-data and binds ``jta_check(record, site)`` (``site`` numbers the array's name and fields). What happens next depends on who runs the program:
+A record is an integer vector ``[code, v1, v2, v3]`` (int64 under x64): an
+:class:`~jta._catalogue.Error` code (0: no error) and its traced fields. Ops update it only
+through ``jta_record`` (the first error wins), so a record's history is visible in a jaxpr as a
+chain of ``jta_record`` equations: the functionalizer proves from that chain that a check may
+move out of a loop (``_functionalize._descends``).
 
-* :func:`jta.checkify` / :func:`jta.checked` interpret the program and thread one error record
-  through it, the first error in program order winning (``_functionalize``): no branch and no
-  host callback anywhere, so the program exports with ``jax.export``.
+An op hands its record to ``jta_check(record, site, sites=..., deferred=...)``. The static half
+of the error travels in the equation's params: ``sites`` is a tuple of :class:`Site` (the
+array's name, its template fields, the user's source line) and the operand ``site`` indexes it.
+What happens next depends on who runs the program:
+
+* :func:`jta.checkify` / :func:`jta.checked` interpret the program and thread one record
+  ``[code, v1, v2, v3, site]`` through it, the first error in program order winning, and hand
+  back the sites with it (``_functionalize``): no branch and no host callback anywhere, so the
+  program exports with ``jax.export`` and the record decodes in any process.
 * Otherwise the primitive is lowered as it stands. A value-returning op (``deferred=False``)
   lowers to ``lax.cond(record != 0, host callback)``, which raises at run time; a mutator
   (``deferred=True``) lowers to nothing, its error stays in the array or state it returns.
 
-The primitive carries an effect, so JAX's dead-code elimination keeps it even though it has
-no outputs, and the effect is registered wherever JAX asks (control flow, custom derivatives,
+``jta_check`` carries an effect, so JAX's dead-code elimination keeps it even though it has no
+outputs, and the effect is registered wherever JAX asks (control flow, custom derivatives,
 remat, partial evaluation: the check stays with the primal computation under ``jax.grad``).
-Defining a primitive and an effect needs ``jax._src`` (as JAX's own ``checkify`` does), hence
-``jax>=0.10`` in ``pyproject.toml``; tested with jax 0.10.2.
+Defining primitives and an effect needs ``jax._src`` (as JAX's own ``checkify`` does), hence
+the pinned JAX range in ``pyproject.toml``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
+import json
+import os
 import threading
 from typing import Any, Optional
 
@@ -28,13 +40,101 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax._src import core, effects
+from jax._src import core, effects, source_info_util
+from jax._src.interpreters import ad
 from jax._src.interpreters import partial_eval as pe
-from jax.interpreters import ad, batching, mlir
+from jax.interpreters import batching, mlir
 
 from ._catalogue import Error
 
+RECORD_SIZE = 5  # a functionalized record: code, three values, site
 
+
+@dataclasses.dataclass(frozen=True)
+class Site:
+    """The static half of an error: the array's name, the template fields that come from its
+    metadata, and the user's source line that ran the op (``""`` when unknown)."""
+
+    name: str
+    fields: tuple[tuple[str, str], ...] = ()
+    where: str = ""
+
+    def exception(self, code: int, values: Any) -> Exception:
+        """The exception for a record's ``code`` and integer ``values``: TensorFlow's class and
+        text, with a note (PEP 678) naming the array and the source line."""
+        exc = Error.by_code(code).from_record(self.name, values, dict(self.fields))
+        add_note = getattr(exc, "add_note", None)  # Python >= 3.11
+        if self.where and add_note is not None:
+            add_note(f"TensorArray {self.name!r}, at {self.where}")
+        return exc
+
+    def to_json(self) -> list[Any]:
+        return [self.name, [list(kv) for kv in self.fields], self.where]
+
+    @classmethod
+    def from_json(cls, data: list[Any]) -> Site:
+        name, fields, where = data
+        return cls(name, tuple((k, v) for k, v in fields), where)
+
+
+def sites_to_bytes(sites: tuple[Site, ...]) -> bytes:
+    return json.dumps([s.to_json() for s in sites]).encode()
+
+
+def sites_from_bytes(data: bytes) -> tuple[Site, ...]:
+    return tuple(Site.from_json(s) for s in json.loads(data.decode())) if data else ()
+
+
+def exception(record: Any, sites: tuple[Site, ...]) -> Optional[Exception]:
+    """The exception a concrete ``[..., code, v1, v2, v3, site]`` record describes (batched:
+    the first member that failed, in row-major order), or ``None``."""
+    rows = np.asarray(record).reshape(-1, RECORD_SIZE)
+    failed = np.nonzero(rows[:, 0])[0]
+    if not failed.size:
+        return None
+    code, *values, site = (int(v) for v in rows[failed[0]])
+    return sites[site].exception(code, values)
+
+
+_JTA_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_line() -> str:
+    """``file:line (function)`` of the innermost frame outside JAX and jta, or ``""``."""
+    for frame in source_info_util.user_frames(source_info_util.current().traceback):
+        if not os.path.abspath(frame.file_name).startswith(_JTA_DIR):
+            return f"{frame.file_name}:{frame.start_line} ({frame.function_name})"
+    return ""
+
+
+# -- jta_record: the first error wins -----------------------------------------------------------
+record_p = core.Primitive("jta_record")
+
+
+def merge(error: jax.Array, bad: Any, entry: jax.Array) -> jax.Array:
+    """``entry`` where ``bad`` holds and ``error`` holds no error yet, else ``error``."""
+    return record_p.bind(error, jnp.asarray(bad, bool), entry)
+
+
+def _merge_impl(error: Any, bad: Any, entry: Any) -> Any:
+    # Rank-polymorphic (vmap): ``error``/``entry`` are ``[..., n]``, ``bad`` is ``[...]``.
+    return jnp.where(((error[..., 0] == 0) & bad)[..., None], entry, error)
+
+
+def _merge_batch(args: Any, dims: Any) -> tuple[Any, int]:
+    size = next(a.shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
+    error, bad, entry = (batching.bdim_at_front(a, d, size) for a, d in zip(args, dims, strict=True))
+    return record_p.bind(error, bad, entry), 0
+
+
+record_p.def_impl(_merge_impl)
+record_p.def_abstract_eval(lambda error, bad, entry: core.ShapedArray(error.shape, error.dtype))
+mlir.register_lowering(record_p, mlir.lower_fun(_merge_impl, multiple_results=False))
+batching.primitive_batchers[record_p] = _merge_batch
+ad.defjvp_zero(record_p)  # integers: no tangent
+
+
+# -- jta_check: report a record -----------------------------------------------------------------
 class ErrorEffect(effects.Effect):
     """The effect of ``jta_check``: "may report a TensorArray error"."""
 
@@ -58,47 +158,32 @@ for _allowed in (effects.lowerable_effects, effects.control_flow_allowed_effects
 check_p = core.Primitive("jta_check")
 check_p.multiple_results = True  # no results
 
-
-# -- sites: the static half of an error (the array's name and its template fields) ----------
-_SITES: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
-_SITE_INFO: list[tuple[str, dict[str, str]]] = []
-_SITES_LOCK = threading.Lock()
+_ORDER = itertools.count()  # numbers checks in the order they are traced (program order)
 
 
-def site_id(name: str, extra: Optional[dict[str, str]]) -> int:
-    """A process-wide number for ``(name, extra)``, so that a record can name its array."""
-    key = (name, tuple(sorted((extra or {}).items())))
-    with _SITES_LOCK:
-        if key not in _SITES:
-            _SITES[key] = len(_SITE_INFO)
-            _SITE_INFO.append((name, dict(key[1])))
-        return _SITES[key]
-
-
-RECORD_SIZE = 5  # code, three values, site
-
-
-def exception(record: Any) -> Optional[Exception]:
-    """The exception a concrete ``[code, v1, v2, v3, site]`` record describes (batched: the
-    first batch member that failed), or ``None``."""
-    records = np.asarray(record).reshape(-1, RECORD_SIZE)
-    failed = np.nonzero(records[:, 0])[0]
-    if not failed.size:
-        return None
-    code, *values, site = (int(v) for v in records[failed[0]])
-    name, extra = _SITE_INFO[site]
-    return Error.by_code(code).from_record(name, values, extra)
-
-
-# -- the primitive's rules --------------------------------------------------------------------
 def emit(record: jax.Array, name: str, extra: Optional[dict[str, str]], deferred: bool) -> None:
     """Report the ``[code, v1, v2, v3]`` ``record`` (traced) of the array ``name``."""
-    bind(record, np.asarray(site_id(name, extra), record.dtype), deferred)
+    site = Site(name, tuple(sorted((extra or {}).items())), user_line())
+    bind(record, np.asarray(0, record.dtype), (site,), deferred)
 
 
-def bind(record: jax.Array, site: Any, deferred: bool) -> None:
-    """Report a ``[code, v1, v2, v3]`` record (traced) of ``site`` (usually a constant)."""
-    check_p.bind(record, site, deferred=deferred, order=next(_ORDER))
+def bind(record: jax.Array, site: Any, sites: tuple[Site, ...], deferred: bool) -> None:
+    """Report a ``[..., code, v1, v2, v3]`` record (traced) whose error is ``sites[site]``.
+    A batched record (an array made by ``vmap``, returned from it) reports its first failing
+    member."""
+    record, site = first_failing(record, jnp.asarray(site))
+    check_p.bind(record, site.astype(record.dtype), sites=sites, deferred=deferred, order=next(_ORDER))
+
+
+def first_failing(record: jax.Array, site: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``record[k]`` and ``site[k]`` for the first member ``k`` (row-major) of a batched record
+    whose code is set (member 0 when none is); unbatched records as they are."""
+    if record.ndim == 1:
+        return record, site
+    site = jnp.broadcast_to(site, record.shape[:-1]).reshape(-1)
+    record = record.reshape(-1, record.shape[-1])
+    k = jnp.argmax(record[:, 0] != 0)
+    return record[k], site[k]
 
 
 def entry(record: jax.Array, site: Any, dtype: Any) -> jax.Array:
@@ -111,17 +196,14 @@ def entry(record: jax.Array, site: Any, dtype: Any) -> jax.Array:
     return out
 
 
-_ORDER = itertools.count()  # numbers checks in the order they are traced (program order)
-
-
 @check_p.def_effectful_abstract_eval
 def _abstract_eval(record: Any, site: Any, **params: Any) -> tuple[list[Any], set[effects.Effect]]:
     return [], {EFFECT}
 
 
 @check_p.def_impl
-def _impl(record: Any, site: Any, *, deferred: bool, order: int) -> list[Any]:
-    exc = exception(np.append(np.asarray(record), np.asarray(site, np.asarray(record).dtype)))
+def _impl(record: Any, site: Any, *, sites: tuple[Site, ...], deferred: bool, order: int) -> list[Any]:
+    exc = exception(np.append(np.asarray(record), np.asarray(site, np.asarray(record).dtype)), sites)
     if exc is not None:
         raise exc
     return []
@@ -131,10 +213,9 @@ def _batch(args: Any, dims: Any, **params: Any) -> tuple[list[Any], list[Any]]:
     # vmap: report the first batch member that failed.
     (record, site), (dim, site_dim) = args, dims
     size = record.shape[dim] if dim is not None else site.shape[site_dim]
-    record = batching.bdim_at_front(record, dim, size)
-    site = batching.bdim_at_front(site, site_dim, size)
-    k = jnp.argmax(record[:, 0] != 0)
-    check_p.bind(record[k], site[k], **params)
+    record, site = first_failing(batching.bdim_at_front(record, dim, size),
+                                 batching.bdim_at_front(site, site_dim, size))
+    check_p.bind(record, site, **params)
     return [], []
 
 
@@ -154,20 +235,33 @@ ad.primitive_jvps[check_p] = _jvp
 pe.partial_eval_jaxpr_custom_rules[check_p] = _partial_eval_custom
 
 
-def _fallback(record: jax.Array, site: jax.Array, *, deferred: bool, order: int) -> list[Any]:
+def _fallback(record: jax.Array, site: jax.Array, *, sites: tuple[Site, ...], deferred: bool,
+              order: int) -> list[Any]:
     """The program was not functionalized: a value-returning op raises from the host."""
     if not deferred:
-        callback = functools.partial(_callback, order)
+        callback = functools.partial(_callback, order, sites)
         lax.cond(record[0] != 0, lambda: jax.debug.callback(callback, entry(record, site, record.dtype)),
                  lambda: None)
     return []
 
 
-mlir.register_lowering(check_p, mlir.lower_fun(_fallback, multiple_results=True))
+_lower_fallback = mlir.lower_fun(_fallback, multiple_results=True)
 
 
-def _callback(order: int, record: Any) -> None:
-    exc = exception(record)
+def _lowering(ctx: Any, record: Any, site: Any, *, sites: tuple[Site, ...], deferred: bool, order: int) -> Any:
+    if not deferred and ctx.module_context.lowering_parameters.for_export:
+        # Say what to export now, rather than fail when the export is serialized.
+        first = sites[0] if sites else Site("?")
+        Error.EXPORT_NEEDS_CHECKIFY.raise_(what="a value op" if len(sites) == 1 else "jta.throw",
+                                           name=first.name, where=first.where or "unknown")
+    return _lower_fallback(ctx, record, site, sites=sites, deferred=deferred, order=order)
+
+
+mlir.register_lowering(check_p, _lowering)
+
+
+def _callback(order: int, sites: tuple[Site, ...], record: Any) -> None:
+    exc = exception(record, sites)
     if exc is not None:
         # XLA runs unordered callbacks in any order, and several may fail in one run: the one
         # traced first is the first in program order, and is kept.

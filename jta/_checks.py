@@ -25,6 +25,7 @@ import numpy as np
 from jax.core import Tracer
 
 from ._catalogue import Error
+from ._check_op import merge
 
 WRITTEN = 1
 READ = 2
@@ -87,7 +88,7 @@ def record(error: jax.Array, bad: Any, code: Error | jax.Array | int, *values: A
     if isinstance(bad, (bool, np.bool_)) and not bad:
         return error
     code = code.code if isinstance(code, Error) else code
-    return jnp.where((error[0] == 0) & bad, _entry(error.dtype, code, values), error)
+    return merge(error, bad, _entry(error.dtype, code, values))
 
 
 def is_concrete(*xs: Any) -> bool:

@@ -2,36 +2,61 @@
 
 :func:`functionalize` traces a function to a jaxpr and evaluates it again, equation by
 equation, carrying an integer record ``[code, v1, v2, v3, site]`` (the first error in program
-order). A ``jta_check`` merges its record with one fused select; a loop carries the record in
-its state; a conditional passes it through its branches. Equations that cannot report an
-error (no ``jta_check`` inside) are bound unchanged, so the rest of the program (custom
-derivatives, shardings, donation) is untouched. A higher-order primitive this module does not
-know keeps its checks, which then raise through the fallback of ``_check_op``: an error is
-never lost, only not functionalized.
+order) and, at trace time, the table of :class:`~jta._check_op.Site` that its ``site`` field
+indexes. A ``jta_check`` merges its record with one fused select; each primitive that holds a
+jaxpr has one rule here, which threads the record through it (a loop carries it, a conditional
+passes it through its branches, a call or custom derivative is re-bound with a threaded body).
+Equations that cannot report an error (no ``ErrorEffect``) are bound unchanged. An equation
+that reports an error through a primitive without a rule is refused at trace time
+(:data:`Error.UNSUPPORTED_PRIMITIVE`): an error is never silently lost.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax._src import core, source_info_util
+from jax._src import api_util, config, core, source_info_util
+from jax._src import linear_util as lu
+from jax._src import mesh as mesh_lib
+from jax._src import shard_map as shard_map_lib
 from jax._src.ad_checkpoint import remat_p
+from jax._src.ad_util import Zero
 from jax._src.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+from jax._src.interpreters import partial_eval as pe
 from jax._src.pjit import jit_p
+from jax._src.sharding_impls import UNSPECIFIED
 
-from ._check_op import RECORD_SIZE, ErrorEffect, check_p, entry
+from ._catalogue import Error
+from ._check_op import RECORD_SIZE, ErrorEffect, Site, check_p, entry, first_failing, record_p
 
 
 def no_error() -> jax.Array:
     return jnp.zeros((RECORD_SIZE,), jax.dtypes.canonicalize_dtype(np.int64))
 
 
+class SiteTable:
+    """The sites a functionalized record can name (built at trace time, static): each check's
+    ``sites`` tuple is appended once, and its record's ``site`` field offset into the table."""
+
+    def __init__(self) -> None:
+        self.sites: list[Site] = []
+        self._offsets: dict[tuple[Site, ...], int] = {}
+
+    def offset(self, sites: tuple[Site, ...]) -> int:
+        if sites not in self._offsets:
+            self._offsets[sites] = len(self.sites)
+            self.sites.extend(sites)
+        return self._offsets[sites]
+
+
+# -- arguments --------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Static:
     """An argument passed as is, never traced (``static_argnums``/``static_argnames``)."""
@@ -39,28 +64,43 @@ class Static:
     value: Any
 
 
-def mark_static(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                static_argnums: Any = None, static_argnames: Any = None) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Wrap the static arguments in :class:`Static`: those given, else those of ``f``'s own
-    ``jax.jit`` (so that ``jta.checked(jax.jit(g, static_argnums=1))`` keeps them static)."""
-    info = getattr(f, "_jit_info", None)  # a jax.jit-wrapped function's options
+def static_arguments(f: Callable[..., Any], static_argnums: Any, static_argnames: Any
+                     ) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Both forms of ``f``'s static arguments, resolved through its signature as ``jax.jit``
+    resolves them; by default those of ``f``'s own ``jax.jit``, if it is one."""
+    info = getattr(f, "_jit_info", None)
     if static_argnums is None and static_argnames is None and info is not None:
-        static_argnums, static_argnames = info.static_argnums, info.static_argnames
-    nums = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums or ())
-    names = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames or ())
-    nums = {n % len(args) if args else n for n in nums}
-    return (tuple(Static(a) if k in nums and not isinstance(a, Static) else a for k, a in enumerate(args)),
-            {k: Static(v) if k in names and not isinstance(v, Static) else v for k, v in kwargs.items()})
+        return tuple(info.static_argnums), tuple(info.static_argnames)
+    try:
+        signature: Optional[inspect.Signature] = inspect.signature(f)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is None:
+        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums or ())
+        names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
+        return nums, names
+    nums, names = api_util.infer_argnums_and_argnames(signature, static_argnums, static_argnames)
+    return tuple(nums), tuple(names)
+
+
+def mark_static(args: tuple[Any, ...], kwargs: dict[str, Any], nums: tuple[int, ...], names: tuple[str, ...]
+                ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Wrap the static arguments in :class:`Static` (negative numbers count from the end)."""
+    positions = {n % len(args) if args and n < 0 else n for n in nums}
+    return (tuple(Static(a) if k in positions else a for k, a in enumerate(args)),
+            {k: Static(v) if k in names else v for k, v in kwargs.items()})
 
 
 def functionalize(f: Callable[..., Any], static_argnums: Any = None, static_argnames: Any = None
-                  ) -> Callable[..., tuple[jax.Array, Any]]:
-    """``f`` returning ``(record, out)``: its first TensorArray error as data, and its value."""
+                  ) -> Callable[..., tuple[jax.Array, tuple[Site, ...], Any]]:
+    """``f`` returning ``(record, sites, out)``: its first TensorArray error as data, the sites
+    the record may name, and its value."""
+    nums, names = static_arguments(f, static_argnums, static_argnames)
 
-    def run(*args: Any, **kwargs: Any) -> tuple[jax.Array, Any]:
+    def run(*args: Any, **kwargs: Any) -> tuple[jax.Array, tuple[Site, ...], Any]:
         # Arrays and Python numbers are traced, as ``jax.jit`` traces them; other leaves
         # (strings, callables, ...) and static arguments are closed over.
-        dynamic, inputs = split(mark_static(f, args, kwargs, static_argnums, static_argnames))
+        dynamic, inputs = split(mark_static(args, kwargs, nums, names))
         outputs: list[Split] = []
 
         def flat(*dynamic: Any) -> Any:
@@ -72,8 +112,9 @@ def functionalize(f: Callable[..., Any], static_argnums: Any = None, static_argn
             return arrays
 
         closed = jax.make_jaxpr(flat)(*dynamic)
-        error, outs = eval_jaxpr(closed.jaxpr, closed.consts, no_error(), *dynamic)
-        return error, outputs[0].rebuild(outs)
+        table = SiteTable()
+        error, outs = eval_jaxpr(table, closed.jaxpr, closed.consts, no_error(), *dynamic)
+        return error, tuple(table.sites), outputs[0].rebuild(outs)
 
     return run
 
@@ -81,7 +122,7 @@ def functionalize(f: Callable[..., Any], static_argnums: Any = None, static_argn
 @dataclasses.dataclass(frozen=True)
 class Split:
     """A pytree with its traceable leaves taken out (:func:`split`): its structure and its other
-    leaves (a raw-op handle, a string, a :class:`Static`). Hashable when those leaves are."""
+    leaves (a raw-op handle, a string, a :class:`Static`)."""
 
     tree: Any
     traced: tuple[bool, ...]
@@ -106,11 +147,12 @@ def is_traceable(x: Any) -> bool:
     return isinstance(x, (jax.Array, np.ndarray, np.generic, bool, int, float, complex))
 
 
-def _reports(eqn: core.JaxprEqn) -> bool:
+# -- the interpreter --------------------------------------------------------------------------
+def reports(eqn: core.JaxprEqn) -> bool:
     return any(isinstance(e, ErrorEffect) for e in eqn.effects)
 
 
-def eval_jaxpr(jaxpr: core.Jaxpr, consts: Any, error: jax.Array, *args: Any,
+def eval_jaxpr(table: SiteTable, jaxpr: core.Jaxpr, consts: Any, error: jax.Array, *args: Any,
                skip: Any = None) -> tuple[jax.Array, list[Any]]:
     """Evaluate ``jaxpr`` threading ``error``; the equation ``skip`` (if any) is left out."""
     env: dict[core.Var, Any] = {}
@@ -126,13 +168,15 @@ def eval_jaxpr(jaxpr: core.Jaxpr, consts: Any, error: jax.Array, *args: Any,
         if eqn is skip:
             continue
         invals = [read(v) for v in eqn.invars]
-        rule = _RULES.get(eqn.primitive) if _reports(eqn) else None
         name_stack = source_info_util.current_name_stack() + eqn.source_info.name_stack
         with source_info_util.user_context(eqn.source_info.traceback, name_stack=name_stack), eqn.ctx.manager:
-            if rule is None:
+            if not reports(eqn):
                 outs = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(eqn.params))
             else:
-                error, outs = rule(error, *invals, **eqn.params)
+                rule = _RULES.get(eqn.primitive)
+                if rule is None:
+                    Error.UNSUPPORTED_PRIMITIVE.raise_(primitive=eqn.primitive.name)
+                error, outs = rule(table, error, *invals, **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = [outs]
         for var, val in zip(eqn.outvars, outs, strict=True):
@@ -140,44 +184,110 @@ def eval_jaxpr(jaxpr: core.Jaxpr, consts: Any, error: jax.Array, *args: Any,
     return error, [read(v) for v in jaxpr.outvars]
 
 
-def _closed(closed: core.ClosedJaxpr, skip: Any = None) -> Callable[..., tuple[jax.Array, list[Any]]]:
-    return lambda error, *args: eval_jaxpr(closed.jaxpr, closed.consts, error, *args, skip=skip)
+def _closed(table: SiteTable, closed: core.ClosedJaxpr, skip: Any = None) -> Callable[..., tuple[jax.Array, list[Any]]]:
+    return lambda error, *args: eval_jaxpr(table, closed.jaxpr, closed.consts, error, *args, skip=skip)
 
 
-def _after_loop(body: core.Jaxpr, carry_out: list[core.Var]) -> tuple[Any, int, Any]:
-    """``(check, k, site)`` when the only report of a loop body is a deferred check of the
-    record that the body returns as its carry ``k``, else ``(None, -1, None)``.
+def _threaded(table: SiteTable, closed: core.ClosedJaxpr, avals: list[Any], what: str
+              ) -> tuple[core.ClosedJaxpr, list[Any]]:
+    """``closed`` as a jaxpr ``(*consts, error, *args) -> (error, *outs)``, and its consts."""
+    def fn(error: Any, *args: Any) -> list[Any]:
+        error, outs = eval_jaxpr(table, closed.jaxpr, closed.consts, error, *args)
+        return [error, *outs]
 
-    That check can move after the loop: a deferred record is an array's, which keeps its first
-    error (so the carried-out record holds the error of the step that made it), and with no
-    other report in the body no error of a later step can come before it. This saves a select
-    and a copy per step of a loop that writes one array (W1: 3x faster on unbatched steps).
+    in_avals = [core.typeof(no_error()), *avals]
+    debug = api_util.debug_info(what, fn, tuple(in_avals), {})
+    jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(lu.wrap_init(fn, debug_info=debug), in_avals)
+    return core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), ()), consts
+
+
+# -- moving a check out of a loop ---------------------------------------------------------------
+def _descends(body: core.Jaxpr, record: Any, origin: core.Var) -> bool:
+    """Whether the record ``record`` is ``origin`` updated only by ``jta_record`` equations
+    (each keeps an error already recorded, so ``record`` holds any error ``origin`` holds)."""
+    producers = {var: eqn for eqn in body.eqns for var in eqn.outvars}
+    while record is not origin:
+        eqn = producers.get(record)
+        if eqn is None or eqn.primitive is not record_p:
+            return False
+        record = eqn.invars[0]
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class Moved:
+    """A loop body's check moved after the loop: the deferred check of carry ``k``'s record."""
+
+    eqn: core.JaxprEqn
+    k: int
+    site: Any
+    sites: tuple[Site, ...]
+
+    def check(self, table: SiteTable, error: jax.Array, carry: list[Any]) -> jax.Array:
+        return _check(table, error, carry[self.k], self.site, sites=self.sites)[0]
+
+
+def _movable(body: core.Jaxpr, carry_in: list[core.Var], carry_out: list[Any]) -> Optional[Moved]:
+    """The body's check that may move after the loop, if any.
+
+    Invariant (why the move is sound): the body's only report is a deferred check of the record
+    that the body returns as its carry ``k``, and that record descends from the body's carry-in
+    ``k`` through ``jta_record`` updates only (:func:`_descends`). Then carry ``k``'s record
+    after step ``t`` holds the first error of steps ``0..t`` (each step keeps the error it was
+    given, and no other report in the body can come before it), so checking it once after the
+    loop reports the same first error as checking it in every step. A carry that another carry
+    replaces (swapped carries), an array made in the body, or a record chosen by a ``cond`` or
+    a select breaks the chain, and the check stays in the loop.
     """
-    reports = [eqn for eqn in body.eqns if _reports(eqn)]
-    if len(reports) == 1 and reports[0].primitive is check_p and reports[0].params["deferred"]:
-        record, site = reports[0].invars
-        if isinstance(site, core.Literal) and not isinstance(record, core.Literal):
-            for k, var in enumerate(carry_out):
-                if var is record:
-                    return reports[0], k, site.val
-    return None, -1, None
+    found = [eqn for eqn in body.eqns if reports(eqn)]
+    if len(found) != 1 or found[0].primitive is not check_p or not found[0].params["deferred"]:
+        return None
+    (eqn,) = found
+    record, site = eqn.invars
+    if not isinstance(site, core.Literal) or isinstance(record, core.Literal):
+        return None
+    for k, var in enumerate(carry_out):
+        if var is record and _descends(body, record, carry_in[k]):
+            return Moved(eqn, k, site.val, eqn.params["sites"])
+    return None
 
 
-# -- rules: (error, *operands, **params) -> (error, outputs) ---------------------------------
-def _check(error: jax.Array, record: jax.Array, site: Any, **_: Any) -> tuple[jax.Array, list[Any]]:
+# -- rules: (table, error, *operands, **params) -> (error, outputs) ----------------------------
+def _check(table: SiteTable, error: jax.Array, record: jax.Array, site: Any, *, sites: tuple[Site, ...],
+           **_: Any) -> tuple[jax.Array, list[Any]]:
+    record, site = first_failing(record, jnp.asarray(site))
+    site = site + table.offset(sites)
     return jnp.where((error[0] == 0) & (record[0] != 0), entry(record, site, error.dtype), error), []
 
 
-def _jit(error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr, **_: Any) -> tuple[jax.Array, list[Any]]:
-    # Inlined: this runs inside the caller's trace already, which is compiled as one program.
-    return _closed(jaxpr)(error, *args)
+def _inline(table: SiteTable, error: jax.Array, *args: Any, call_jaxpr: Any, **_: Any) -> tuple[jax.Array, list[Any]]:
+    # closed_call / core_call: a call with no parameters worth keeping.
+    closed = call_jaxpr if isinstance(call_jaxpr, core.ClosedJaxpr) else core.ClosedJaxpr(call_jaxpr, ())
+    return _closed(table, closed)(error, *args)
 
 
-def _scan(error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr, num_consts: int, num_carry: int,
-          length: int, reverse: bool, unroll: Any, **_: Any) -> tuple[jax.Array, list[Any]]:
+def _jit(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr, **params: Any
+         ) -> tuple[jax.Array, list[Any]]:
+    # Re-bound with the threaded body, keeping the inner jit's shardings, layouts, donation,
+    # name and compiler options; the record (and the body's consts) enter unsharded, undonated.
+    threaded, consts = _threaded(table, jaxpr, [core.typeof(a) for a in args], "jta.checkify of jit")
+    lead = len(consts) + 1
+    new = dict(params, jaxpr=threaded,
+               in_shardings=(UNSPECIFIED,) * lead + tuple(params["in_shardings"]),
+               out_shardings=(UNSPECIFIED,) + tuple(params["out_shardings"]),
+               in_layouts=(None,) * lead + tuple(params["in_layouts"]),
+               out_layouts=(None,) + tuple(params["out_layouts"]),
+               donated_invars=(False,) * lead + tuple(params["donated_invars"]))
+    error, *outs = jit_p.bind(*consts, error, *args, **new)
+    return error, outs
+
+
+def _scan(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr, num_consts: int,
+          num_carry: int, length: int, reverse: bool, unroll: Any, **_: Any) -> tuple[jax.Array, list[Any]]:
     consts, carry, xs = args[:num_consts], args[num_consts:num_consts + num_carry], args[num_consts + num_carry:]
-    moved, k, site = _after_loop(jaxpr.jaxpr, jaxpr.jaxpr.outvars[:num_carry])
-    body = _closed(jaxpr, skip=moved)
+    invars = jaxpr.jaxpr.invars
+    moved = _movable(jaxpr.jaxpr, invars[num_consts:num_consts + num_carry], jaxpr.jaxpr.outvars[:num_carry])
+    body = _closed(table, jaxpr, skip=moved and moved.eqn)
 
     def step(c: Any, x: Any) -> Any:
         err, outs = body(c[0], *consts, *c[1], *x)
@@ -186,24 +296,33 @@ def _scan(error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr, num_consts: int
     (error, carry_out), ys = lax.scan(step, (error, list(carry)), list(xs), length=length,
                                       reverse=reverse, unroll=unroll)
     if moved is not None:
-        error = _check(error, carry_out[k], site)[0]
+        error = moved.check(table, error, carry_out)
     return error, [*carry_out, *ys]
 
 
-def _while(error: jax.Array, *args: Any, cond_jaxpr: core.ClosedJaxpr, body_jaxpr: core.ClosedJaxpr,
-           cond_nconsts: int, body_nconsts: int) -> tuple[jax.Array, list[Any]]:
+def _while(table: SiteTable, error: jax.Array, *args: Any, cond_jaxpr: core.ClosedJaxpr,
+           body_jaxpr: core.ClosedJaxpr, cond_nconsts: int, body_nconsts: int) -> tuple[jax.Array, list[Any]]:
     cconsts, bconsts = args[:cond_nconsts], args[cond_nconsts:cond_nconsts + body_nconsts]
     init = list(args[cond_nconsts + body_nconsts:])
-    moved, k, site = _after_loop(body_jaxpr.jaxpr, body_jaxpr.jaxpr.outvars)
-    if any(_reports(eqn) for eqn in cond_jaxpr.jaxpr.eqns):
-        moved = None
-    cond, body = _closed(cond_jaxpr), _closed(body_jaxpr, skip=moved)
+    moved = None
+    if not any(reports(eqn) for eqn in cond_jaxpr.jaxpr.eqns):
+        moved = _movable(body_jaxpr.jaxpr, body_jaxpr.jaxpr.invars[body_nconsts:], body_jaxpr.jaxpr.outvars)
+    cond, body = _closed(table, cond_jaxpr), _closed(table, body_jaxpr, skip=moved and moved.eqn)
+
+    def clean(c: Any) -> Any:
+        # The loop stops at the first error (its outputs are then unspecified): a loop whose
+        # exit depends on a value read past the end would otherwise run for ever.
+        ok = c[0][0] == 0
+        if moved is not None:
+            ok = ok & (first_failing(c[1][moved.k], jnp.zeros((), c[0].dtype))[0][0] == 0)
+        return ok
+
     # A check in the loop condition (rare) is merged after the loop stops and each time the
     # body runs, which is when the condition ran. A while that vmap gave a per-member predicate
     # runs while any member runs and keeps the carries of finished members, as its lowering
-    # does (their checks still run: README, "vmap and checks").
+    # does.
     def cond_fn(c: Any) -> Any:
-        return jnp.any(cond(c[0], *cconsts, *c[1])[1][0])
+        return jnp.any(cond(c[0], *cconsts, *c[1])[1][0]) & clean(c)
 
     def body_fn(c: Any) -> Any:
         err, (pred,) = cond(c[0], *cconsts, *c[1])
@@ -216,34 +335,122 @@ def _while(error: jax.Array, *args: Any, cond_jaxpr: core.ClosedJaxpr, body_jaxp
     error, out = lax.while_loop(cond_fn, body_fn, (error, init))
     error, _ = cond(error, *cconsts, *out)
     if moved is not None:
-        error, _ = _check(error, out[k], site)
+        error = moved.check(table, error, out)
     return error, out
 
 
-def _cond(error: jax.Array, index: Any, *args: Any, branches: tuple[core.ClosedJaxpr, ...],
+def _cond(table: SiteTable, error: jax.Array, index: Any, *args: Any, branches: tuple[core.ClosedJaxpr, ...],
           **_: Any) -> tuple[jax.Array, list[Any]]:
     def branch(closed: core.ClosedJaxpr) -> Callable[..., Any]:
-        return lambda e, ops: tuple(_closed(closed)(e, *ops))
+        return lambda e, ops: tuple(_closed(table, closed)(e, *ops))
 
     error, outs = lax.switch(index, [branch(b) for b in branches], error, list(args))
     return error, list(outs)
 
 
-def _remat(error: jax.Array, *args: Any, jaxpr: core.Jaxpr, prevent_cse: bool, policy: Any,
+def _remat(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.Jaxpr, prevent_cse: bool, policy: Any,
            **_: Any) -> tuple[jax.Array, list[Any]]:
     def fn(e: Any, *a: Any) -> Any:
-        return eval_jaxpr(jaxpr, (), e, *a)
+        return eval_jaxpr(table, jaxpr, (), e, *a)
 
     return jax.checkpoint(fn, prevent_cse=prevent_cse, policy=policy)(error, *args)
 
 
-def _custom_call(error: jax.Array, *args: Any, call_jaxpr: core.ClosedJaxpr, **_: Any
-                 ) -> tuple[jax.Array, list[Any]]:
-    # A custom derivative around a check: the primal computation, inlined (jta defines none).
-    return _closed(call_jaxpr)(error, *args)
+def _custom_jvp(table: SiteTable, error: jax.Array, *args: Any, call_jaxpr: core.ClosedJaxpr, jvp_jaxpr_fun: Any,
+                num_consts: int, symbolic_zeros: bool) -> tuple[jax.Array, list[Any]]:
+    # The primal is threaded and the user's JVP rule kept: the rule's own checks are reported
+    # where it runs (``jax.grad`` of a checkified function differentiates with the rule), the
+    # primal's come back as data.
+    params = custom_jvp_call_p.get_bind_params(dict(call_jaxpr=call_jaxpr, jvp_jaxpr_fun=jvp_jaxpr_fun,
+                                                    num_consts=num_consts, symbolic_zeros=symbolic_zeros))
+    _, jvp = params.pop("subfuns")
+
+    @jax.custom_jvp
+    def call(error: Any, *args: Any) -> Any:
+        return _closed(table, call_jaxpr)(error, *args)
+
+    @call.defjvp
+    def _(primals: Any, tangents: Any) -> Any:
+        err, *xs = primals
+        outs = jvp.call_wrapped(*xs, *[_instantiate(t, x) for t, x in zip(tangents[1:], xs, strict=True)])
+        n = len(outs) // 2
+        return (err, outs[:n]), (np.zeros(err.shape, jax.dtypes.float0), outs[n:])
+
+    return call(error, *args)
+
+
+def _instantiate(tangent: Any, primal: Any) -> Any:
+    return jnp.zeros_like(primal) if type(tangent).__name__ == "SymbolicZero" else tangent
+
+
+def _custom_vjp(table: SiteTable, error: jax.Array, *args: Any, call_jaxpr: core.ClosedJaxpr, fwd_jaxpr_thunk: Any,
+                num_consts: int, bwd: Any, out_trees: Any, symbolic_zeros: bool) -> tuple[jax.Array, list[Any]]:
+    # The primal is threaded and the user's rule kept. Under ``jax.grad`` JAX runs the forward
+    # rule instead of the primal: its checks are threaded too. The backward rule's checks are
+    # reported where it runs (checkify a gradient to get them as data).
+    params = custom_vjp_call_p.get_bind_params(dict(call_jaxpr=call_jaxpr, fwd_jaxpr_thunk=fwd_jaxpr_thunk,
+                                                    num_consts=num_consts, bwd=bwd, out_trees=out_trees,
+                                                    symbolic_zeros=symbolic_zeros))
+    _, fwd, bwd_fun = params.pop("subfuns")
+
+    @jax.custom_vjp
+    def call(error: Any, *args: Any) -> Any:
+        return _closed(table, call_jaxpr)(error, *args)
+
+    def call_fwd(error: Any, *args: Any) -> Any:
+        # (value, perturbed) pairs; the consts never are (JAX refuses it).
+        perturbed = [k >= num_consts and jnp.issubdtype(jnp.result_type(a), jnp.inexact) for k, a in enumerate(args)]
+        closed = jax.make_jaxpr(lambda *a: fwd.call_wrapped(*[v for pair in zip(a, perturbed, strict=True)
+                                                               for v in pair]))(*args)
+        error, flat = _closed(table, closed)(error, *args)  # the forward rule's checks, threaded
+        _, res_tree, forwarded = out_trees()
+        fresh = res_tree.num_leaves - sum(f is not None for f in forwarded)
+        fresh_res, outs = iter(flat[:fresh]), flat[fresh:]
+        res = [next(fresh_res) if f is None else args[f] for f in forwarded]
+        return (error, list(outs)), tuple(res)
+
+    def call_bwd(res: Any, cotangents: Any) -> Any:
+        _, outs_ct = cotangents
+        cts = bwd_fun.call_wrapped(*res, *outs_ct)
+        # JAX's symbolic zeros (of integer inputs, of consts) are ``None`` to ``jax.custom_vjp``.
+        return (None, *(None if isinstance(ct, Zero) else ct for ct in cts))
+
+    call.defvjp(call_fwd, call_bwd)
+    return call(error, *args)
+
+
+def _shard_map(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.Jaxpr, in_specs: Any, out_specs: Any,
+               **params: Any) -> tuple[jax.Array, list[Any]]:
+    # Every device threads a replicated record through its shard; the devices then gather their
+    # records: all report the first device (in mesh order) that failed, replicated.
+    mesh, manual, check_vma = params["mesh"], params["newly_manual_axes"], params["check_vma"]
+    spec = jax.sharding.PartitionSpec
+    axes = tuple(a for a in mesh.axis_names if a in manual)
+    in_specs = (spec(), *in_specs)
+    avals = [core.typeof(error), *(core.typeof(a) for a in args)]
+    avals = [core.shard_aval_handlers[type(v)](mesh, manual, check_vma, s, v) for s, v in zip(in_specs, avals, strict=True)]
+
+    def body(err: Any, *xs: Any) -> list[Any]:
+        err, outs = eval_jaxpr(table, jaxpr, (), err, *xs)
+        # (pmin and psum, whose results are replicated, as ``check_vma`` wants them typed)
+        device = lax.axis_index(axes)
+        first = lax.pmin(jnp.where(err[0] != 0, device, np.iinfo(np.int32).max), axes)
+        return [lax.psum(jnp.where(device == first, err, jnp.zeros_like(err)), axes), *outs]
+
+    with (shard_map_lib._extend_axis_env(mesh, manual),
+          mesh_lib.use_abstract_mesh(shard_map_lib._as_manual_mesh(mesh, manual)), config._check_vma(check_vma)):
+        debug = api_util.debug_info("jta.checkify of shard_map", body, tuple(avals), {})
+        threaded, _, consts = pe.trace_to_jaxpr_dynamic(lu.wrap_init(body, debug_info=debug), avals)
+    # The threaded body's constants (the record's literals) enter replicated, before the record.
+    new = shard_map_lib.shard_map_p.get_bind_params(dict(
+        params, jaxpr=pe.convert_constvars_jaxpr(threaded), in_specs=(spec(),) * len(consts) + in_specs,
+        out_specs=(spec(), *out_specs)))
+    error, *outs = shard_map_lib.shard_map_p.bind(*consts, error, *args, **new)
+    return error, outs
 
 
 _RULES: dict[Any, Callable[..., tuple[jax.Array, list[Any]]]] = {
-    check_p: _check, jit_p: _jit, lax.scan_p: _scan, lax.while_p: _while, lax.cond_p: _cond,
-    remat_p: _remat, custom_jvp_call_p: _custom_call, custom_vjp_call_p: _custom_call,
+    check_p: _check, jit_p: _jit, core.closed_call_p: _inline, core.call_p: _inline,
+    lax.scan_p: _scan, lax.while_p: _while, lax.cond_p: _cond, remat_p: _remat,
+    custom_jvp_call_p: _custom_jvp, custom_vjp_call_p: _custom_vjp, shard_map_lib.shard_map_p: _shard_map,
 }

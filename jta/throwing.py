@@ -8,12 +8,12 @@ from typing import Any, Optional, TypeVar, cast
 
 import jax
 
-from . import _check_op
+from . import _check_op, _vmap_masking  # noqa: F401  (registers vmap rules)
 from ._array import ArrayData
 from ._channel import throw_array
-from ._check_op import take_raised
+from ._check_op import Site, sites_from_bytes, sites_to_bytes, take_raised
 from ._checks import is_concrete
-from ._functionalize import Split, functionalize, mark_static, split
+from ._functionalize import functionalize, is_traceable, static_arguments
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -61,33 +61,38 @@ class ErrorRecord:
     """The first TensorArray error of a program, as data: what :func:`checkify` returns.
 
     A pytree of one integer array ``[code, v1, v2, v3, site]`` (all zeros: no error; batched
-    under ``vmap``), so it can be returned from ``jit`` and from a ``jax.export``-ed function.
-    ``throw()`` raises it (TensorFlow's class and text), ``exception`` describes it.
+    under ``vmap``) whose static data is the table of sites (array names, template fields,
+    source lines) that ``site`` indexes, so it can be returned from ``jit`` and from a
+    ``jax.export``-ed function, and decoded in any process. ``throw()`` raises it (TensorFlow's
+    class and text), ``exception`` describes it.
     """
 
-    def __init__(self, record: Any):
+    def __init__(self, record: Any, sites: tuple[Site, ...] = ()):
         self.record = record
+        self.sites = sites
 
-    def tree_flatten(self) -> tuple[tuple[Any], None]:
-        return (self.record,), None
+    def tree_flatten(self) -> tuple[tuple[Any], tuple[Site, ...]]:
+        return (self.record,), self.sites
 
     @classmethod
-    def tree_unflatten(cls, aux: None, children: Any) -> ErrorRecord:
-        return cls(*children)
+    def tree_unflatten(cls, sites: tuple[Site, ...], children: Any) -> ErrorRecord:
+        return cls(children[0], sites)
 
     @property
     def exception(self) -> Optional[Exception]:
         """The recorded error as an exception object (concrete records only), else ``None``."""
-        return _check_op.exception(self.record) if is_concrete(self.record) else None
+        return _check_op.exception(self.record, self.sites) if is_concrete(self.record) else None
 
     def throw(self) -> None:
-        """Raise the recorded error: now when concrete, else as a value op's check does."""
+        """Raise the recorded error: now when concrete, else as a value op's check does (the
+        first failing member of a batched record)."""
         if is_concrete(self.record):
-            exc = _check_op.exception(self.record)
+            exc = _check_op.exception(self.record, self.sites)
             if exc is not None:
                 raise exc
         else:
-            _check_op.bind(self.record[..., :4], self.record[..., 4], deferred=False)
+            record = jax.numpy.asarray(self.record)
+            _check_op.bind(record[..., :4], record[..., 4], self.sites, deferred=False)
 
     def __repr__(self) -> str:
         if not is_concrete(self.record):
@@ -96,10 +101,11 @@ class ErrorRecord:
         return "ErrorRecord(no error)" if exc is None else f"ErrorRecord({type(exc).__name__}: {exc})"
 
 
-# ``jax.export`` serializes the output tree of a checkified function, ErrorRecord included.
+# ``jax.export`` serializes the output tree of a checkified function, ErrorRecord and its sites
+# included, so a deserialized export decodes its records in any process.
 jax.export.register_pytree_node_serialization(ErrorRecord, serialized_name="jta.ErrorRecord",
-                                              serialize_auxdata=lambda aux: b"",
-                                              deserialize_auxdata=lambda data: None)
+                                              serialize_auxdata=sites_to_bytes,
+                                              deserialize_auxdata=sites_from_bytes)
 
 
 def checkify(f: Callable[..., Any], *, static_argnums: Any = None, static_argnames: Any = None
@@ -107,12 +113,21 @@ def checkify(f: Callable[..., Any], *, static_argnums: Any = None, static_argnam
     """``f`` returning ``(errors, out)``, with every TensorArray check in it done as data.
 
     Every check of every op ``f`` runs (arrays returned or not, raw-op states dropped, reads
-    inside loops, under ``vmap`` and ``grad``) is folded into one :class:`ErrorRecord` that
-    holds the first error in program order: no branch and no host callback, so the result can
-    be jitted, exported with ``jax.export``, and raised later with ``jta.throw(errors)``.
-    ``f`` is traced even under ``jax.disable_jit()`` (as JAX's own ``checkify`` is), so there too
-    its errors come back as data. Custom derivatives (``jax.custom_vjp``) whose functions hold
-    TensorArray ops are inlined: differentiate ``f`` before checkifying it.
+    inside loops, under ``vmap`` and ``grad``, inside ``jax.checkpoint``, custom derivatives,
+    nested ``jit`` and ``shard_map``), and the records of the arrays ``f`` returns, are folded
+    into one :class:`ErrorRecord` that holds the first error in program order: no branch and no
+    host callback, so the result can be jitted, exported with ``jax.export``, and raised later
+    with ``jta.throw(errors)``. A ``while_loop`` stops at the first error; when ``errors`` holds
+    one, the other outputs are unspecified. ``f`` is traced even under ``jax.disable_jit()`` (as
+    JAX's own ``checkify`` is), so there too its errors come back as data.
+
+    **Arguments:**
+
+    - ``f``: the function. Array and Python-number arguments are traced; other leaves
+      (strings, callables) are closed over.
+    - ``static_argnums``, ``static_argnames``: arguments passed to ``f`` as they are, as in
+      ``jax.jit`` (give the same ones to the ``jax.jit`` around it); by default those of
+      ``f``'s own ``jax.jit``, if it is one.
 
     ```python
     >>> import jax, jax.numpy as jnp, jta
@@ -124,29 +139,45 @@ def checkify(f: Callable[..., Any], *, static_argnums: Any = None, static_argnam
 
     ```
     """
-    run = functionalize(f, static_argnums, static_argnames)
+    run = functionalize(_reporting_outputs(f), static_argnums, static_argnames)
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> tuple[ErrorRecord, Any]:
-        record, out = run(*args, **kwargs)
-        return ErrorRecord(record), out
+        record, sites, out = run(*args, **kwargs)
+        return ErrorRecord(record, sites), out
 
     return wrapper
 
 
-def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None) -> F:
+def _reporting_outputs(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``f``, also reporting the records of the arrays it returns (an argument it hands back
+    may hold an error made before it was called)."""
+    @functools.wraps(f)
+    def reporting(*args: Any, **kwargs: Any) -> Any:
+        out = f(*args, **kwargs)
+        for leaf in jax.tree_util.tree_leaves(out, is_leaf=lambda x: isinstance(x, ArrayData)):
+            if isinstance(leaf, ArrayData):
+                throw_array(leaf)
+        return out
+
+    return reporting
+
+
+def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, donate_argnums: Any = None,
+            donate_argnames: Any = None) -> F:
     """``f``, compiled with every TensorArray check as data; raises the first error it recorded.
 
-    ``jta.checked(f)(*args)`` runs ``jax.jit(jta.checkify(f))``, compiled once per argument
-    structure, and raises the first error in program order as jta's exception with
-    TensorFlow's text, before handing back ``f``'s value; it also raises errors recorded in the
-    arrays and raw-op states ``f`` returns. ``f`` may be jitted already.
+    ``jta.checked(f)(*args)`` is ``jax.jit(jta.checkify(f))(*args)`` followed by
+    ``errors.throw()``: it raises the first error in program order (including errors held by
+    the arrays and raw-op states ``f`` returns) as jta's exception with TensorFlow's text,
+    before handing back ``f``'s value. It is ``jax.jit`` underneath: one compilation per
+    argument shape and static value (jit's own cache), and outputs that are not arrays (a
+    raw-op handle, a string) come back as they were returned. ``f`` may be jitted already.
 
     **Arguments:**
 
-    - ``f``: the function; array and Python-number arguments are traced, other leaves
-      (strings, callables) are static.
-    - ``static_argnums``, ``static_argnames``: arguments passed to ``f`` as they are, as in
+    - ``f``: the function.
+    - ``static_argnums``, ``static_argnames``, ``donate_argnums``, ``donate_argnames``: as in
       ``jax.jit``; by default those of ``f``'s own ``jax.jit``, if it is one.
 
     ```python
@@ -160,37 +191,56 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None) ->
     >>> last(jnp.arange(3.0), 7)
     Traceback (most recent call last):
     jta.errors.InvalidArgumentError: Tried to read from index 7 but array size is: 3
+    TensorArray 'TensorArray', at <doctest ...>:4 (last)
 
     ```
+
+    The exception is TensorFlow's (class and text); its note (PEP 678) names the array and the
+    line that ran the op.
     """
-    compiled: dict[Split, tuple[Callable[..., Any], list[Split]]] = {}
+    info = getattr(f, "_jit_info", None)
+    nums, names = static_arguments(f, static_argnums, static_argnames)
+    if donate_argnums is None and donate_argnames is None and info is not None:
+        donate_argnums, donate_argnames = info.donate_argnums, info.donate_argnames
+    checkified = checkify(f, static_argnums=nums, static_argnames=names)
+
+    @functools.wraps(f)
+    def traced(*args: Any, **kwargs: Any) -> tuple[ErrorRecord, Any]:
+        errors, out = checkified(*args, **kwargs)
+        return errors, jax.tree_util.tree_map(_StaticLeaf.wrap, out)
+
+    compiled = jax.jit(traced, static_argnums=nums, static_argnames=names, donate_argnums=donate_argnums,
+                       donate_argnames=donate_argnames)
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        dynamic, inputs = split(mark_static(f, args, kwargs, static_argnums, static_argnames))
-        if inputs not in compiled:
-            outputs: list[Split] = []  # the output's other leaves, one per trace (the last is used)
-            compiled[inputs] = (jax.jit(functools.partial(_call_checkified, f, inputs, outputs)), outputs)
-        run, outputs = compiled[inputs]
         take_raised()  # forget an error that an earlier, unchecked call left behind
         try:
-            errors, arrays = run(*dynamic)
-            out = outputs[-1].rebuild(arrays)
+            errors, out = compiled(*args, **kwargs)
         except jax.errors.JaxRuntimeError:
-            exc = take_raised()  # a check JAX could not functionalize raised from the host
+            exc = take_raised()  # a check reported outside the threaded program (a custom rule)
             if exc is None:
                 raise
             raise exc from None
         errors.throw()
-        return throw(out)
+        return out
 
     return cast(F, wrapper)
 
 
-def _call_checkified(f: Callable[..., Any], inputs: Split, outputs: list[Split], *dynamic: Any
-                     ) -> tuple[ErrorRecord, list[Any]]:
-    args, kwargs = inputs.rebuild(dynamic)
-    errors, out = checkify(f)(*args, **kwargs)
-    arrays, rest = split(out)
-    outputs.append(rest)
-    return errors, arrays
+class _StaticLeaf:
+    """An output leaf that is not an array, carried as static data of ``jax.jit``'s output
+    tree: unflattening the tree gives the value itself back, so each trace's values come back
+    with its own outputs, at no cost per call."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    @staticmethod
+    def wrap(leaf: Any) -> Any:
+        return leaf if is_traceable(leaf) else _StaticLeaf(leaf)
+
+
+jax.tree_util.register_pytree_node(_StaticLeaf, lambda leaf: ((), leaf.value), lambda value, _: value)

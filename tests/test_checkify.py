@@ -262,7 +262,7 @@ def test_checked_static_config_traces_once_per_config():
         value = filled().read(i) * (2.0 if mode == "double" else 1.0)
         return -value if signs == ("neg",) else value
 
-    g = jta.checked(f)
+    g = jta.checked(f, static_argnames=("mode", "signs"))  # as jax.jit: strings are static when marked
     assert g(1, "double", ("neg",)) == -2.0 and g(2, "double", ("neg",)) == -4.0
     assert traces == [("double", ("neg",))]
     assert g(1, "single", ("pos",)) == 1.0
@@ -274,7 +274,7 @@ def test_checked_static_config_traces_once_per_config():
 @pytest.mark.parametrize("write_step, read_step", [(2, 4), (4, 2)])
 def test_first_error_of_a_loop_that_writes_one_array_and_reads_another(write_step, read_step, monkeypatch):
     """A loop whose only check is its carried array's write moves that check after the loop
-    (``_functionalize._after_loop``); with a failing read in the same loop it must not, or a
+    (``_functionalize._movable``); with a failing read in the same loop it must not, or a
     later read would be reported before an earlier double write."""
     src = jta.TensorArray(jnp.float32, size=6, element_shape=()).unstack(jnp.arange(6.0))
 
@@ -302,11 +302,11 @@ def test_first_error_of_a_loop_that_writes_one_array_and_reads_another(write_ste
     assert ("already been written" in eager) == (write_step < read_step)
     from jta import _functionalize
     moved = []
-    after_loop = _functionalize._after_loop
-    monkeypatch.setattr(_functionalize, "_after_loop", lambda *a: moved.append(after_loop(*a)) or moved[-1])
+    movable = _functionalize._movable
+    monkeypatch.setattr(_functionalize, "_movable", lambda *a: moved.append(movable(*a)) or moved[-1])
     errors, ta = jax.jit(jta.checkify(write_only))(write_step)  # the moved check still reports
     assert "already been written" in str(errors.exception)
-    assert [m[0] is not None for m in moved] == [True]
+    assert [m is not None for m in moved] == [True]
 
 
 def test_static_arguments_of_a_jitted_function_stay_static():

@@ -1,0 +1,379 @@
+"""The error channel meets program structure: one test (at least) per class of defect that an
+adversarial user found (loops, stale results, static arguments, primitives without a rule,
+hangs, exported records, batched records, bare jit). The structural fuzzer
+(``test_structural_fuzz.py``) runs random programs of these classes."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import jta
+from jta import _functionalize
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+WRITE_PAST = "TensorArray {name}: Tried to write to index {index} but array is not resizeable and size is: {size}"
+READ_PAST = "Tried to read from index {index} but array size is: {size}"
+
+
+def source(values=(1.0, 2.0, 3.0)):
+    return jta.TensorArray(jnp.float32, size=len(values), element_shape=()).unstack(jnp.asarray(values))
+
+
+def eager_error(f, *args):
+    with jax.disable_jit():
+        try:
+            f(*args)
+        except jta.errors.TensorArrayError as e:
+            return type(e), str(e)
+    return None
+
+
+def checkify_error(f, *args):
+    errors, _ = jax.jit(jta.checkify(f))(*args)
+    exc = errors.exception
+    return None if exc is None else (type(exc), str(exc))
+
+
+# -- 1. a check moved out of a loop ------------------------------------------------------------
+def test_swapped_carries_in_scan_keep_the_error():
+    def f(x):
+        a = jta.TensorArray(jnp.float32, size=3, element_shape=())
+        b = jta.TensorArray(jnp.float32, size=3, element_shape=())  # (swapped carries share their metadata)
+        (a, b), _ = lax.scan(lambda c, i: ((c[1].write(i, x), c[0]), None), (a, b), jnp.arange(5))
+        return a.size()
+
+    assert checkify_error(f, 1.0) == eager_error(f, 1.0)
+    assert "index 3" in checkify_error(f, 1.0)[1]
+
+
+def test_an_array_made_in_each_step_of_a_while_loop_reports_the_first_failing_step():
+    def f(limit):
+        def body(c):
+            i, _ = c
+            fresh = jta.TensorArray(jnp.float32, size=2, element_shape=(), tensor_array_name="fresh")
+            return i + 1, fresh.write(i, 1.0)  # fails from i == 2 on; the carried array is replaced
+        return lax.while_loop(lambda c: c[0] < limit, body,
+                              (0, jta.TensorArray(jnp.float32, size=2, element_shape=(), tensor_array_name="fresh")))[0]
+
+    assert checkify_error(f, 5) == eager_error(f, 5)
+    assert "index 2" in checkify_error(f, 5)[1]
+
+
+@pytest.mark.parametrize("shape", ["carried", "swapped", "fresh", "cond", "nested"])
+def test_a_check_moves_out_of_a_loop_only_when_its_record_descends_from_its_carry(shape, monkeypatch):
+    """``_functionalize._movable``: moved for a carried array updated in place, kept in the loop
+    for swapped carries, arrays made in the body, arrays chosen by a cond; the first error is
+    the eager one either way."""
+    moved = []
+    movable = _functionalize._movable
+    monkeypatch.setattr(_functionalize, "_movable", lambda *a: moved.append(movable(*a)) or moved[-1])
+
+    def f(bad):
+        a = jta.TensorArray(jnp.float32, size=4, element_shape=(), tensor_array_name="a")
+        b = jta.TensorArray(jnp.float32, size=4, element_shape=(), tensor_array_name="a")
+
+        def step(c, i):
+            a, b = c
+            j = jnp.where(i == bad, 7, i)
+            if shape == "carried":
+                return (a.write(j, 1.0), b), None
+            if shape == "swapped":
+                return (b.write(j, 1.0), a), None
+            if shape == "fresh":
+                return (jta.TensorArray(jnp.float32, size=4, element_shape=(), tensor_array_name="a").write(j, 1.0), b), None
+            if shape == "cond":
+                return (lax.cond(i % 2 == 0, lambda: a.write(j, 1.0), lambda: a), b), None
+            inner = lax.scan(lambda t, k: (t.write(jnp.where(k == bad, 7, k), 1.0), None), a, jnp.arange(4))[0]
+            return (inner, b), None
+
+        (a, b), _ = lax.scan(step, (a, b), jnp.arange(4))
+        return a.size()
+
+    assert checkify_error(f, 2) == eager_error(f, 2)
+    assert ("index 7" in checkify_error(f, 2)[1]) or ("already been written" in checkify_error(f, 2)[1])
+    outer = moved[-1] if shape != "nested" else moved[0]
+    assert (outer is not None) == (shape == "carried"), moved
+
+
+# -- 2. stale results of jta.checked ---------------------------------------------------------
+def test_checked_returns_each_shapes_own_results():
+    g = jta.checked(lambda x: jta.TensorArray(jnp.float32, size=x.shape[0], element_shape=x.shape[1:]).unstack(x))
+    for shape in [(3, 2), (5, 4), (3, 2)]:
+        ta = g(jnp.ones(shape))
+        assert (ta.size(), ta.element_shape) == (shape[0], shape[1:])
+    named = jta.checked(lambda x: (x.sum(), f"n={x.shape[0]}"))
+    assert [named(jnp.ones(n))[1] for n in (2, 3, 2)] == ["n=2", "n=3", "n=2"]
+    split = jta.checked(lambda x: tuple(x[i] for i in range(x.shape[0])))
+    assert [len(split(jnp.ones(n))) for n in (2, 3, 2)] == [2, 3, 2]
+
+
+# -- 3. static arguments, as jax.jit takes them ----------------------------------------------
+def take(xs, n, i=0):
+    return jta.TensorArray(jnp.float32, size=n, element_shape=()).unstack(xs[:n]).read(i)
+
+
+def take_default(xs, i, n=3):
+    return jta.TensorArray(jnp.float32, size=n, element_shape=()).unstack(xs[:n]).read(i)
+
+
+def test_static_arguments_in_every_form_jax_jit_takes():
+    xs = jnp.arange(4.0)
+    assert jta.checked(take, static_argnames="n")(xs, 3, 1) == 1.0  # a name, passed positionally
+    assert jta.checked(take, static_argnums=1)(xs, n=3, i=2) == 2.0  # a number, passed by keyword
+    assert jta.checked(take_default, static_argnums=2)(xs, 1) == 1.0  # a number naming an omitted default
+    assert jta.checked(take, static_argnums=-2)(xs, 2, 1) == 1.0
+    with pytest.raises(jta.errors.InvalidArgumentError, match="index 3 but array size is: 3"):
+        jta.checked(jax.jit(take, static_argnames="n"))(xs, 3, 3)
+
+
+def test_python_ints_are_traced_once():
+    traces = []
+
+    def f(i):
+        traces.append(i)
+        return source().read(i)
+
+    g = jta.checked(f)
+    assert [float(g(i)) for i in (0, 1, 2)] == [1.0, 2.0, 3.0]
+    assert len(traces) == 1
+
+
+# -- 4. every primitive that holds a jaxpr ---------------------------------------------------
+def test_grad_of_checkpoint_of_scan_reports_a_dropped_write_without_callbacks():
+    def loss(x):
+        def body(x):
+            ta = jta.TensorArray(jnp.float32, size=3, element_shape=())
+            lax.scan(lambda ta, i: (ta.write(i, x * i), None), ta, jnp.arange(4))
+            return x * 2.0
+        return jax.checkpoint(body)(x)
+
+    run = jax.jit(jta.checkify(jax.grad(loss)))
+    errors, grad = run(1.0)
+    assert grad == 2.0 and "index 3" in str(errors.exception)
+    assert "callback" not in run.lower(1.0).as_text()
+
+
+def test_custom_vjp_keeps_the_users_rule_and_reports_as_data():
+    @jax.custom_vjp
+    def h(x, i):
+        return source().read(i) * x
+
+    h.defvjp(lambda x, i: (h(x, i), None), lambda _, g: (42.0 * g, None))
+    grad = jax.grad(lambda x, i: jta.checkify(h)(x, i)[1])
+    assert grad(1.0, 0) == 42.0 and jax.jit(grad)(1.0, 0) == 42.0
+    errors, _ = jax.jit(jta.checkify(h))(1.0, 5)
+    assert str(errors.exception) == READ_PAST.format(index=5, size=3)
+    errors, _ = jax.jit(jta.checkify(jax.grad(h)))(1.0, 5)  # the forward rule's check, as data
+    assert str(errors.exception) == READ_PAST.format(index=5, size=3)
+
+
+def test_custom_jvp_keeps_the_users_rule():
+    @jax.custom_jvp
+    def h(x, i):
+        return source().read(i) * x
+
+    h.defjvp(lambda primals, tangents: (h(*primals), 42.0 * tangents[0]))
+    assert jax.grad(lambda x: jta.checkify(h)(x, 0)[1])(1.0) == 42.0
+    errors, _ = jax.jit(jta.checkify(h))(1.0, 4)
+    assert str(errors.exception) == READ_PAST.format(index=4, size=3)
+
+
+def test_inner_jit_keeps_its_parameters():
+    inner = jax.jit(lambda x, i: source().read(i) * x, donate_argnums=0)
+
+    def f(x, i):
+        return inner(x, i)
+
+    jaxpr = jax.make_jaxpr(jta.checkify(f))(jnp.float32(1.0), 1)
+    (call,) = [e for e in jaxpr.eqns if e.primitive.name == "jit"]
+    assert call.params["donated_invars"][-2:] == (True, False)
+    errors, _ = jax.jit(jta.checkify(f))(jnp.float32(1.0), 9)
+    assert str(errors.exception) == READ_PAST.format(index=9, size=3)
+
+
+def test_a_primitive_without_a_rule_is_refused_at_trace_time():
+    # jax.custom_batching.custom_vmap holds a jaxpr that jta has no rule for.
+    @jax.custom_batching.custom_vmap
+    def read(i):
+        return source().read(i)
+
+    read.def_vmap(lambda size, batched, i: (jax.vmap(read)(i), True))
+    with pytest.raises(jta.errors.UnimplementedError, match="'custom_vmap_call'"):
+        jta.checkify(read)(1)
+
+
+SHARD_MAP = """
+import os
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+import jax, jax.numpy as jnp, jta
+mesh = jax.make_mesh((2,), ("d",))
+spec = jax.sharding.PartitionSpec
+
+def f(x):
+    def per_device(x):
+        ta = jta.TensorArray(jnp.float32, size=2, element_shape=(1,))
+        return ta.write(jnp.int32(x[0, 0]), x[0]).stack()
+    return jax.shard_map(per_device, mesh=mesh, in_specs=spec("d"), out_specs=spec("d"))(x)
+
+put = lambda v: jax.device_put(jnp.array(v), jax.sharding.NamedSharding(mesh, spec("d")))
+print(jta.checked(f)(put([[0.0], [1.0]])).shape)
+try:
+    jta.checked(f)(put([[0.0], [5.0]]))
+except jta.errors.InvalidArgumentError as e:
+    print(e)
+errors, _ = jax.jit(jta.checkify(f))(put([[9.0], [5.0]]))
+print(errors.exception)
+print("callback" in jax.jit(jta.checkify(f)).lower(put([[0.0], [1.0]])).as_text())
+"""
+
+
+def run_python(code: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                            env=env, timeout=240, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.splitlines()
+
+
+def test_shard_map_on_simulated_devices_reports_the_first_failing_device():
+    lines = run_python(SHARD_MAP)
+    assert lines == ["(4, 1)", WRITE_PAST.format(name="TensorArray", index=5, size=2),
+                     WRITE_PAST.format(name="TensorArray", index=9, size=2), "False"]
+
+
+# -- 5. loops stop at the first error ---------------------------------------------------------
+def test_a_while_loop_whose_exit_needs_a_value_read_past_the_end_stops():
+    src = source((1.0, 1.0, 1.0))
+
+    def f(x):
+        body = lambda c: (c[0] + 1, src.read(c[0]) * x)  # noqa: E731  (clamped reads would loop for ever)
+        return lax.while_loop(lambda c: c[1] > 0, body, (0, 1.0))[0]
+
+    with pytest.raises(jta.errors.InvalidArgumentError, match=READ_PAST.format(index=3, size=3)):
+        jta.checked(f)(1.0)
+
+
+def test_a_while_loop_appending_past_its_capacity_stops():
+    def f(x):
+        ta = jta.TensorArray(jnp.float32, size=0, dynamic_size=True, capacity=4, element_shape=())
+
+        def body(c):
+            i, ta = c
+            return i + 1, ta.write(i, x)  # the only check is the carried array's: moved, and still stops
+        return lax.while_loop(lambda c: c[0] >= 0, body, (0, ta))[0]
+
+    with pytest.raises(jta.errors.InvalidArgumentError, match="beyond the static capacity 4"):
+        jta.checked(f)(1.0)
+
+
+# -- 6. portable records ----------------------------------------------------------------------
+def test_an_exported_record_decodes_in_a_fresh_process(tmp_path):
+    path = tmp_path / "last.bin"
+    run_python(f"""
+        import jax, jax.numpy as jnp, jta
+        def last(xs, i):
+            return jta.TensorArray(jnp.float32, size=3, element_shape=(), tensor_array_name="tokens").unstack(xs).read(i)
+        exported = jax.export.export(jax.jit(jta.checkify(last)))(jnp.arange(3.0), 1)
+        open({str(path)!r}, "wb").write(exported.serialize())
+    """)
+    lines = run_python(f"""
+        import jax, jax.numpy as jnp, jta
+        # another array traced first, so that a process-local table would name the wrong one
+        jta.checkify(lambda i: jta.TensorArray(jnp.float32, size=1, element_shape=(), tensor_array_name="other").read(i))(4)
+        exported = jax.export.deserialize(open({str(path)!r}, "rb").read())
+        errors, value = exported.call(jnp.arange(3.0), 7)
+        try:
+            jta.throw(errors)
+        except jta.errors.InvalidArgumentError as e:
+            print(e)
+            print(e.__notes__[0].split(", at ")[0])
+    """)
+    assert lines == [READ_PAST.format(index=7, size=3), "TensorArray 'tokens'"]
+
+
+def test_exporting_a_bare_jit_program_that_reads_says_what_to_export():
+    def last(xs, i):
+        return source().read(i)
+
+    with pytest.raises(jta.errors.UnimplementedError, match=r"Export jax.jit\(jta.checkify\(f\)\) instead"):
+        jax.export.export(jax.jit(last))(jnp.arange(3.0), 1)
+
+
+# -- 7. batched records -----------------------------------------------------------------------
+def read(i):
+    return source().read(i)
+
+
+@pytest.mark.parametrize("mode", ["checked", "jit"])
+def test_throw_takes_a_batched_record_and_vmapped_arrays_everywhere(mode):
+    def from_record(i):
+        errors, out = jax.vmap(jta.checkify(read))(i)
+        jta.throw(errors)
+        return out
+
+    def from_arrays(i):
+        return jta.throw(jax.vmap(lambda i: jta.TensorArray(jnp.float32, size=2, element_shape=()).write(i, 1.0))(i))
+
+    for f, text in [(from_record, READ_PAST.format(index=7, size=3)),
+                    (from_arrays, WRITE_PAST.format(name="TensorArray", index=7, size=2))]:
+        if mode == "checked":
+            with pytest.raises(jta.errors.InvalidArgumentError, match=text):
+                jta.checked(f)(jnp.array([0, 7, 1]))
+        else:
+            with pytest.raises(jax.errors.JaxRuntimeError):
+                jax.block_until_ready(jax.jit(f)(jnp.array([0, 7, 1])))
+            with pytest.raises(jta.errors.InvalidArgumentError, match=text):
+                jta.throw()
+
+
+def guarded_read(i):
+    return lax.cond(i < 3, lambda: source().read(i + 1), lambda: 0.0)
+
+
+def looped_read(n):
+    return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + source().read(c[0])), (0, 0.0))[1]
+
+
+@pytest.mark.parametrize("f", [guarded_read, looped_read])
+def test_checked_of_vmap_agrees_with_vmap_of_checkify(f):
+    """JAX runs a batched cond's every branch, and a batched while's body for finished members:
+    their checks count only for the members that take the branch or still run."""
+    fine, bad = (jnp.array([0, 2, 3]), jnp.array([1, 4, 2])) if f is looped_read else (jnp.array([0, 5]), jnp.array([5, 2]))
+    errors, values = jax.vmap(jta.checkify(f))(fine)
+    assert errors.exception is None
+    np.testing.assert_array_equal(jta.checked(jax.vmap(f))(fine), values)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(f))(fine), values)  # bare jit: no callback fires
+    with pytest.raises(jta.errors.InvalidArgumentError, match=READ_PAST.format(index=3, size=3)):
+        jta.checked(jax.vmap(f))(bad)
+    assert str(jax.vmap(jta.checkify(f))(bad)[0].exception) == READ_PAST.format(index=3, size=3)
+
+
+# -- where: a note naming the array and the source line ---------------------------------------
+def test_the_exception_names_the_array_and_the_users_line():
+    def last(i):
+        return jta.TensorArray(jnp.float32, size=3, element_shape=(), tensor_array_name="tokens").read(i)
+
+    with pytest.raises(jta.errors.InvalidArgumentError) as info:
+        jta.checked(last)(5)
+    assert str(info.value) == READ_PAST.format(index=5, size=3)
+    (note,) = info.value.__notes__
+    assert note.startswith("TensorArray 'tokens', at ") and note.endswith(".last)")
+    assert __file__ in note
+
+
+# -- 10. bare jit: value ops raise ------------------------------------------------------------
+def test_a_bare_jit_read_raises_at_run_time_and_throw_gives_jtas_exception():
+    with pytest.raises(jax.errors.JaxRuntimeError):
+        jax.block_until_ready(jax.jit(read)(5))
+    with pytest.raises(jta.errors.InvalidArgumentError, match=READ_PAST.format(index=5, size=3)):
+        jta.throw()
