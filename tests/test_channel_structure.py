@@ -377,3 +377,13 @@ def test_a_bare_jit_read_raises_at_run_time_and_throw_gives_jtas_exception():
         jax.block_until_ready(jax.jit(read)(5))
     with pytest.raises(jta.errors.InvalidArgumentError, match=READ_PAST.format(index=5, size=3)):
         jta.throw()
+
+
+# -- 11. the wrapper: jax.jit's donation (its cost per call: benchmarks/wrapper_overhead.py) -----
+def test_checked_keeps_the_donation_of_a_jitted_step():
+    step = jta.checked(jax.jit(lambda ta, i, x: ta.write(i, x), donate_argnums=0))
+    ta = step(jta.TensorArray(jnp.float32, size=4, element_shape=(1000,)), 0, jnp.ones(1000))
+    buffer = ta._data
+    ta = step(ta, 1, jnp.ones(1000))
+    assert buffer.is_deleted()  # updated in place, not copied
+    np.testing.assert_array_equal(ta.stack()[:2], np.ones((2, 1000)))

@@ -50,5 +50,8 @@ def k_text(text: str, name: str = NAMES["raw"]) -> str:
     runtime name (a regex, see :data:`NAMES`)."""
     # pytest matches the notes too: jta's note naming the array and source line of an error
     # from compiled code, and JAX's note on traceback filtering (errors raised while tracing).
-    return ("(?s)^" + re.escape(text).replace("NAME", name) + r"(\nTensorArray '[^\n]*', at [^\n]*)?"
-            r"(\n-+\nFor simplicity, JAX has removed .*)?\Z")
+    return "(?s)^" + re.escape(text).replace("NAME", name) + NOTE + r"(\n-+\nFor simplicity, JAX has removed .*)?\Z"
+
+
+# The note (PEP 678) that jta adds to an error from compiled code, which pytest's ``match`` sees.
+NOTE = r"(\nTensorArray '[^\n]*', at [^\n]*)?"
