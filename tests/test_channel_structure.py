@@ -69,39 +69,44 @@ def test_an_array_made_in_each_step_of_a_while_loop_reports_the_first_failing_st
     assert "index 2" in checkify_error(f, 5)[1]
 
 
-@pytest.mark.parametrize("shape", ["carried", "swapped", "fresh", "cond", "nested"])
-def test_a_check_moves_out_of_a_loop_only_when_its_record_descends_from_its_carry(shape, monkeypatch):
+@pytest.mark.parametrize("loop", ["scan", "while"])
+@pytest.mark.parametrize("shape", ["carried", "swapped", "fresh", "template", "cond", "nested"])
+def test_a_check_moves_out_of_a_loop_only_when_its_record_descends_from_its_carry(shape, loop, monkeypatch):
     """``_functionalize._movable``: moved for a carried array updated in place, kept in the loop
-    for swapped carries, arrays made in the body, arrays chosen by a cond; the first error is
-    the eager one either way."""
+    for swapped carries, arrays made in the body (from scratch or from a closed-over template),
+    arrays chosen by a cond; the first error is the eager one either way."""
     moved = []
     movable = _functionalize._movable
     monkeypatch.setattr(_functionalize, "_movable", lambda *a: moved.append(movable(*a)) or moved[-1])
+    template = jta.TensorArray(jnp.float32, size=4, element_shape=(), tensor_array_name="a")
+
+    def step(a, b, i, bad):
+        j = jnp.where(i == bad, 7, i)
+        if shape == "carried":
+            return a.write(j, 1.0), b
+        if shape == "swapped":
+            return b.write(j, 1.0), a
+        if shape == "fresh":
+            return jta.TensorArray(jnp.float32, size=4, element_shape=(), tensor_array_name="a").write(j, 1.0), b
+        if shape == "template":
+            return template.write(j, 1.0), b
+        if shape == "cond":
+            return lax.cond(i % 2 == 0, lambda: a.write(j, 1.0), lambda: a), b
+        inner = lax.scan(lambda t, k: (t.write(jnp.where(k == bad, 7, k), 1.0), None), a, jnp.arange(4))[0]
+        return inner, b
 
     def f(bad):
         a = jta.TensorArray(jnp.float32, size=4, element_shape=(), tensor_array_name="a")
-        b = jta.TensorArray(jnp.float32, size=4, element_shape=(), tensor_array_name="a")
-
-        def step(c, i):
-            a, b = c
-            j = jnp.where(i == bad, 7, i)
-            if shape == "carried":
-                return (a.write(j, 1.0), b), None
-            if shape == "swapped":
-                return (b.write(j, 1.0), a), None
-            if shape == "fresh":
-                return (jta.TensorArray(jnp.float32, size=4, element_shape=(), tensor_array_name="a").write(j, 1.0), b), None
-            if shape == "cond":
-                return (lax.cond(i % 2 == 0, lambda: a.write(j, 1.0), lambda: a), b), None
-            inner = lax.scan(lambda t, k: (t.write(jnp.where(k == bad, 7, k), 1.0), None), a, jnp.arange(4))[0]
-            return (inner, b), None
-
-        (a, b), _ = lax.scan(step, (a, b), jnp.arange(4))
+        b = jta.TensorArray(jnp.float32, size=4, element_shape=(), tensor_array_name="a")  # swappable with a
+        if loop == "scan":
+            (a, b), _ = lax.scan(lambda c, i: (step(*c, i, bad), None), (a, b), jnp.arange(4))
+        else:
+            _, a, b = lax.while_loop(lambda c: c[0] < 4, lambda c: (c[0] + 1, *step(c[1], c[2], c[0], bad)), (0, a, b))
         return a.size()
 
     assert checkify_error(f, 2) == eager_error(f, 2)
     assert ("index 7" in checkify_error(f, 2)[1]) or ("already been written" in checkify_error(f, 2)[1])
-    outer = moved[-1] if shape != "nested" else moved[0]
+    outer = moved[0]  # the outer loop is examined before the loops in its body
     assert (outer is not None) == (shape == "carried"), moved
 
 
