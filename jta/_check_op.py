@@ -113,7 +113,12 @@ record_p = core.Primitive("jta_record")
 
 def merge(error: jax.Array, bad: Any, entry: jax.Array) -> jax.Array:
     """``entry`` where ``bad`` holds and ``error`` holds no error yet, else ``error``."""
-    return record_p.bind(error, jnp.asarray(bad, bool), entry)
+    operands = (error, jnp.asarray(bad, bool), entry)
+    # Inside ``shard_map``, operands are made device-varying alike, as JAX's own ops do.
+    varying = frozenset().union(*(core.typeof(x).mat.varying for x in operands))
+    if varying:
+        operands = tuple(core.pvary(x, tuple(varying - core.typeof(x).mat.varying)) for x in operands)
+    return record_p.bind(*operands)
 
 
 def _merge_impl(error: Any, bad: Any, entry: Any) -> Any:
@@ -128,7 +133,7 @@ def _merge_batch(args: Any, dims: Any) -> tuple[Any, int]:
 
 
 record_p.def_impl(_merge_impl)
-record_p.def_abstract_eval(lambda error, bad, entry: core.ShapedArray(error.shape, error.dtype))
+record_p.def_abstract_eval(lambda error, bad, entry: error.update(weak_type=False))
 mlir.register_lowering(record_p, mlir.lower_fun(_merge_impl, multiple_results=False))
 batching.primitive_batchers[record_p] = _merge_batch
 ad.defjvp_zero(record_p)  # integers: no tangent
