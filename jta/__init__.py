@@ -1,6 +1,6 @@
 """jta: TensorFlow's TensorArray and its gradient machinery as pure, jit-compiled JAX."""
 
-from . import errors, gradients, raw_ops
+from . import _serialization, errors, gradients, raw_ops  # noqa: F401  (_serialization: jax.export of jta's pytrees)
 from ._describe import describe
 from .graph_import import import_graph_def
 from .tensor_array import TensorArray

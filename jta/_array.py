@@ -70,12 +70,15 @@ class ArrayMeta:
         parts = [f"TensorArray {self.name!r}", f"dtype={np.dtype(self.dtype).name}",
                  f"element_shape={S.debug_str(self.element_shape)}", size]
         parts += [k for k in ("dynamic_size", "is_grad", "closed") if getattr(self, k)]
+        if self.marked_size >= 0:
+            parts.append(f"split to size {self.marked_size}")
         if not self.checks:
             parts.append("checks=False")
         if self.slots is not None:
             parts.append(f"slots={self.slots}")
         hints = [hint for applies, hint in (
             (self.closed, _HINT_CLOSED),
+            (self.marked_size >= 0, _HINT_SPLIT),
             (self.slots is not None, _HINT_SLOTS),
             (self.dynamic_size and self.capacity is None, _HINT_DYNAMIC),
         ) if applies]
@@ -84,6 +87,9 @@ class ArrayMeta:
 
 _HINT_CLOSED = ("closed: close() inside a loop body changes the array's static structure; close it "
                 "after the loop")
+_HINT_SPLIT = ("split: split() records the size its gradient's concat uses in the array's static structure, "
+               "which both branches of a cond and a loop's carry must keep; split the array before the "
+               "cond or loop (or in every branch)")
 _HINT_SLOTS = ("element shape not fully defined: each write changes the array's static structure, which "
                "a loop carry must keep; pass a full element_shape= when creating the array")
 _HINT_DYNAMIC = ("dynamic_size without capacity: the size is static, so writing past the end inside a "

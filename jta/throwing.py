@@ -11,7 +11,7 @@ import jax
 from . import _check_op, _vmap_masking  # noqa: F401  (registers vmap rules)
 from ._array import ArrayData
 from ._channel import throw_array
-from ._check_op import Site, sites_from_bytes, sites_to_bytes, take_raised
+from ._check_op import Site, take_raised
 from ._checks import is_concrete
 from ._functionalize import functionalize, is_traceable, static_arguments
 
@@ -99,13 +99,6 @@ class ErrorRecord:
             return f"ErrorRecord(traced {getattr(self.record, 'shape', '')})"
         exc = self.exception
         return "ErrorRecord(no error)" if exc is None else f"ErrorRecord({type(exc).__name__}: {exc})"
-
-
-# ``jax.export`` serializes the output tree of a checkified function, ErrorRecord and its sites
-# included, so a deserialized export decodes its records in any process.
-jax.export.register_pytree_node_serialization(ErrorRecord, serialized_name="jta.ErrorRecord",
-                                              serialize_auxdata=sites_to_bytes,
-                                              deserialize_auxdata=sites_from_bytes)
 
 
 def checkify(f: Callable[..., Any], *, static_argnums: Any = None, static_argnames: Any = None

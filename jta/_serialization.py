@@ -1,0 +1,50 @@
+"""``jax.export`` serialization of jta's pytrees, so that an exported function may take and
+return TensorArrays, raw-op states and error records, and be called in another process.
+
+Each node's static data is written as JSON: an array's metadata (:class:`ArrayMeta`), a
+state's name counter, an error record's sites.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from ._array import ArrayMeta
+from ._check_op import sites_from_bytes, sites_to_bytes
+from .raw_ops import State
+from .tensor_array import TensorArray
+from .throwing import ErrorRecord
+
+
+def _shape(shape: Any) -> Any:
+    return None if shape is None else tuple(shape)
+
+
+def meta_to_bytes(meta: ArrayMeta) -> bytes:
+    fields = dataclasses.asdict(meta)
+    fields["dtype"] = jnp.dtype(meta.dtype).name
+    return json.dumps(fields).encode()
+
+
+def meta_from_bytes(data: bytes) -> ArrayMeta:
+    fields = json.loads(data.decode())
+    fields["dtype"] = jnp.dtype(fields["dtype"])
+    for key in ("element_shape", "python_shape"):
+        fields[key] = _shape(fields[key])
+    if fields["slots"] is not None:
+        fields["slots"] = tuple((bits, _shape(shape)) for bits, shape in fields["slots"])
+    return ArrayMeta(**fields)
+
+
+jax.export.register_pytree_node_serialization(TensorArray, serialized_name="jta.TensorArray",
+                                              serialize_auxdata=meta_to_bytes, deserialize_auxdata=meta_from_bytes)
+jax.export.register_pytree_node_serialization(State, serialized_name="jta.raw_ops.State",
+                                              serialize_auxdata=lambda counter: str(counter).encode(),
+                                              deserialize_auxdata=lambda data: int(data.decode()))
+jax.export.register_pytree_node_serialization(ErrorRecord, serialized_name="jta.ErrorRecord",
+                                              serialize_auxdata=sites_to_bytes, deserialize_auxdata=sites_from_bytes)
