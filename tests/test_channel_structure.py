@@ -392,3 +392,18 @@ def test_checked_keeps_the_donation_of_a_jitted_step():
     ta = step(ta, 1, jnp.ones(1000))
     assert buffer.is_deleted()  # updated in place, not copied
     np.testing.assert_array_equal(ta.stack()[:2], np.ones((2, 1000)))
+
+
+def test_an_exported_program_returns_arrays_and_raw_op_states():
+    def f(i):
+        state, handle, flow = jta.raw_ops.TensorArrayV3(jta.raw_ops.new_state(), 3, jnp.float32, element_shape=())
+        state, _ = jta.raw_ops.TensorArrayWriteV3(state, handle, i, 1.0, flow)
+        return jta.TensorArray(jnp.float32, size=3, element_shape=(2,), tensor_array_name="rows").write(i, jnp.ones(2)), state
+
+    exported = jax.export.export(jax.jit(jta.checkify(f)))(1)
+    errors, (ta, state) = jax.export.deserialize(exported.serialize()).call(1)
+    assert errors.exception is None and ta.name == "rows" and ta.element_shape == (2,)
+    np.testing.assert_array_equal(ta.stack(), [[0, 0], [1, 1], [0, 0]])
+    np.testing.assert_array_equal(state["TensorArrayV3_0"].stack(), [0, 1, 0])
+    errors, (ta, _) = jax.export.deserialize(exported.serialize()).call(5)
+    assert str(errors.exception) == WRITE_PAST.format(name="TensorArrayV3_0", index=5, size=3)  # the first in program order
