@@ -1,10 +1,10 @@
 """jta: TensorFlow's TensorArray and its gradient machinery as pure, jit-compiled JAX."""
 
 from . import _serialization, errors, gradients, raw_ops  # noqa: F401  (_serialization: jax.export of jta's pytrees)
+from ._channel.api import ErrorRecord, checked, checkify, throw
 from ._describe import describe
 from .graph_import import import_graph_def
 from .tensor_array import TensorArray
-from .throwing import ErrorRecord, checked, checkify, throw
 
 __all__ = ["ErrorRecord", "TensorArray", "checked", "checkify", "describe", "errors", "gradients", "import_graph_def", "raw_ops", "throw"]
 __version__ = "0.1.0"

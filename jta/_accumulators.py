@@ -17,11 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
-from . import _checks as C
 from . import _shapes as S
 from . import _storage as St
 from ._array import same_array
-from ._catalogue import Error
+from ._channel import records
+from ._channel.catalogue import Error
 from ._inputs import indices
 from ._memory import check_buffer
 
@@ -80,7 +80,7 @@ def _new(forward: Any, source: str, prepend: tuple[int, ...]) -> Any:
     es = None if m.element_shape is None else prepend + tuple(m.element_shape)
     meta = dataclasses.replace(m, element_shape=es, dynamic_size=False, clear_after_read=True,
                                name=handle(m.name, source), is_grad=True, closed=False)
-    error = None if forward._error is None else C.no_error()
+    error = None if forward._error is None else records.no_error()
     flow = forward._flow  # TensorArrayGradV3 passes the forward flow through
     cls = type(forward)
     if forward.is_dense:
@@ -89,9 +89,9 @@ def _new(forward: Any, source: str, prepend: tuple[int, ...]) -> Any:
         cap = base.shape[0]
         data = jnp.broadcast_to(base.reshape((cap,) + (1,) * len(prepend) + base.shape[1:]),
                                 (cap, *prepend, *base.shape[1:]))
-        flags = None if forward._flags is None else forward._flags & C.WRITTEN
+        flags = None if forward._flags is None else forward._flags & records.WRITTEN
         return cls.tree_unflatten(meta, (data, flags, forward._traced_size, error, flow))
-    slots = tuple((bits & C.WRITTEN, None if s is None else prepend + tuple(s)) for bits, s in m.slots)
+    slots = tuple((bits & records.WRITTEN, None if s is None else prepend + tuple(s)) for bits, s in m.slots)
     g = cls.tree_unflatten(dataclasses.replace(meta, slots=slots),
                            ((None,) * len(slots), None, forward._traced_size, error, flow))
     return St.to_dense(g) if St.can_be_dense(g) and m.infer_shape else g

@@ -7,10 +7,10 @@ Leaves (``None`` where unused):
   fully known, e.g. ragged ``infer_shape=False`` arrays): a tuple with one array (or ``None``) per
   slot, whose per-slot bits and shapes are static (``ArrayMeta.slots``); indices must be Python
   ints. With ``infer_shape`` the first write fixes the element shape and the array turns dense.
-* ``flags``: one ``int32`` bitfield per slot (``jta._checks``), dense form with checks on.
+* ``flags``: one ``int32`` bitfield per slot (``jta._channel.records``), dense form with checks on.
 * ``traced_size``: the logical size when it changes at run time (a ``dynamic_size`` array with a
   static ``capacity``, grown at traced indices); otherwise the size is static metadata.
-* ``error``: the ``int32[4]`` error record (``jta._checks``); ``None`` with ``checks=False``.
+* ``error``: the ``int32[4]`` error record (``jta._channel.records``); ``None`` with ``checks=False``.
 * ``flow``: TensorFlow's flow scalar, kept for API parity.
 
 Sizes, one name each: ``static_size`` (metadata, when known while tracing), ``traced_size``
@@ -30,10 +30,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import GetAttrKey
 
-from . import _checks as C
 from . import _shapes as S
-from ._catalogue import Error
-from ._check_op import emit
+from ._channel import records
+from ._channel.catalogue import Error
+from ._channel.primitives import emit
 from ._inputs import static_int
 from ._memory import check_buffer
 
@@ -222,7 +222,7 @@ def same_array(a: Any, b: Any) -> Optional[bool]:
     """Whether ``a`` and ``b`` come from one array (by their flows); ``None`` when traced."""
     if a._flow is b._flow:
         return True
-    if not C.is_concrete(a._flow, b._flow):
+    if not records.is_concrete(a._flow, b._flow):
         return None
     return bool(np.asarray(a._flow) == np.asarray(b._flow))
 
@@ -231,7 +231,7 @@ def empty(cls: type, meta: ArrayMeta, n: int, flow: Any = None) -> Any:
     """A fresh array of ``n`` unwritten slots (``capacity`` slots allocated when larger)."""
     cap = max(n, meta.capacity or 0)
     check_buffer(meta.name, "creating the array", cap, meta.element_shape, meta.dtype, meta.checks)
-    error = C.no_error() if meta.checks else None
+    error = records.no_error() if meta.checks else None
     # A NumPy leaf, so that it stays concrete inside ``jit`` until a loop carries it.
     flow = np.float32(next(_FLOWS) % 2**24) if flow is None else jnp.asarray(flow, jnp.float32)
     traced_size = jnp.asarray(n, jnp.int32) if meta.static_size is None else None
@@ -254,11 +254,11 @@ def as_gradient(ta: Any) -> Any:
 
 def raise_if_concrete(ta: Any) -> Any:
     """Raise the recorded error now when the record is concrete (eager code), else report it
-    as deferred (``_check_op``: it stays in ``ta`` unless the program is functionalized)."""
+    as deferred (``_channel.primitives``: it stays in ``ta`` unless the program is functionalized)."""
     if ta._error is None:
         return ta
-    if C.is_concrete(ta._error, ta._flags):
-        C.raise_if_error(ta.name, ta._error, ta._flags, ta.error_fields())
+    if records.is_concrete(ta._error, ta._flags):
+        records.raise_if_error(ta.name, ta._error, ta._flags, ta.error_fields())
     else:
         emit(ta._error, ta.name, ta.error_fields(), deferred=True)
     return ta

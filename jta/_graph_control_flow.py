@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _graph_resources as GR
-from ._catalogue import Error
+from ._channel.catalogue import Error
 from ._graph_def import Node, Tensor
 from ._graph_loops import DEAD, Dyn, Loops
 from ._graph_ops import OPS, is_static

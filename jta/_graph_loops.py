@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _graph_resources as GR
-from ._catalogue import Error
+from ._channel.catalogue import Error
 from ._graph_def import Tensor
 from ._graph_frames import Frame, Graph
 from ._graph_ops import is_static

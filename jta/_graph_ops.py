@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._catalogue import Error
+from ._channel.catalogue import Error
 from ._graph_def import Node
 
 Op = Callable[[Node, list[Any]], list[Any]]

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import raw_ops as R
 from ._array import known_size
-from ._catalogue import Error
+from ._channel.catalogue import Error
 from ._graph_def import Node
 from ._graph_ops import is_static, registrar
 

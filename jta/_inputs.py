@@ -11,7 +11,7 @@ import numpy as np
 from jax.core import Tracer
 
 from . import _shapes as S
-from ._catalogue import Error
+from ._channel.catalogue import Error
 
 
 def canonical_dtype(dtype: Any) -> np.dtype:

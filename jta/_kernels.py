@@ -16,11 +16,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _checks as C
 from . import _shapes as S
 from . import _storage as St
-from ._array import as_gradient, known_size, logical_size, require_static_size
-from ._catalogue import Error
+from ._array import as_gradient, known_size, logical_size, raise_if_concrete, require_static_size
+from ._channel import records
+from ._channel.catalogue import Error
 from ._inputs import check_dtype, check_scalar_index, length_dtype, static_int, static_ints
 from ._inputs import indices as index_operand
 
@@ -165,7 +165,7 @@ def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any 
             Error.READ_OUT_OF_RANGE.raise_(index=int(i), size=grown)
         if m.is_grad and grown is not None and i >= grown:
             grown = int(i) + 1
-        if in_order and clears and (int(i) in seen or (bits is not None and i < bits.shape[0] and bits[i] & C.READ)):
+        if in_order and clears and (int(i) in seen or (bits is not None and i < bits.shape[0] and bits[i] & records.READ)):
             Error.READ_CLEARED.raise_(name=ta.name, index=int(i))
         seen.add(int(i))
     if m.is_grad and size is not None and static.max() >= size:
@@ -254,9 +254,9 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
             _write_out_of_range(ta, int(i), grown)
         grown = _grown(ta, grown, int(i))
         slot_bits = 0 if bits is None else int(bits[i])
-        if slot_bits & C.READ:
+        if slot_bits & records.READ:
             Error.WRITE_AFTER_READ.raise_(name=ta.name, index=int(i))
-        if m.checks and not m.is_grad and (int(i) in seen or slot_bits & C.WRITTEN):
+        if m.checks and not m.is_grad and (int(i) in seen or slot_bits & records.WRITTEN):
             Error.WRITTEN_TWICE.raise_(name=ta.name, index=int(i))
         seen.add(int(i))
     # Kept NumPy: add_rows turns a full range into an elementwise add.
@@ -316,71 +316,179 @@ def _check_concat_attr(attr: S.Shape, rest: tuple[int, ...]) -> None:
         Error.CONCAT_ATTR.raise_(attr=S.debug_str(attr), shape=S.debug_str(rest))
 
 
-def split(ta: Any, value: jax.Array, lengths: Any) -> Any:
-    """``TensorArraySplitOp``: lengths and value shapes, closed, size, dtype, then the writes."""
+def split(ta: Any, value: jax.Array, lengths: Any, python_layer: bool = False) -> Any:
+    """``TensorArraySplitOp``: lengths and value shapes, closed, size, dtype, then the writes.
+    ``python_layer``: first the check that ``TensorArray.split`` makes in TensorFlow's Python."""
     ta = usable(ta)
-    m = ta._meta
+    static = static_ints(lengths)
+    if static is None and np.shape(lengths) == (0,):
+        static = np.zeros((0,), np.int64)  # no length to trace
+    if python_layer:
+        ta = _python_split_check(ta, value, lengths, static)
     if np.ndim(lengths) != 1:
         Error.LENGTHS_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(lengths)))
     if value.ndim == 0:
         Error.SPLIT_VALUE_SCALAR.raise_(shape=S.debug_str(()))
-    n = np.shape(lengths)[0]
-    static = static_ints(lengths)
-    rows = value.shape[0]
-    rest = "".join(f",{d}" for d in value.shape[1:])
+    if static is None:
+        return _split_traced(ta, value, St.as_index(lengths))
+    return _split_static(ta, value, static)
+
+
+def _python_split_check(ta: Any, value: jax.Array, lengths: Any, static: Any) -> Any:
+    """``TensorArray.split`` in TensorFlow's Python checks the piece shape ``[lengths[0],
+    *value.shape[1:]]`` of equal lengths against the element shape before the kernel runs. At
+    traced lengths jta records the same check, so that compiled code raises what eager code
+    raises (a piece's trailing dims are static: if they do not fit, the kernel says so while
+    tracing)."""
+    es, rest = ta.element_shape, tuple(np.shape(value)[1:])
     if static is not None:
-        bad = np.nonzero(static < 0)[0]
-        if bad.size:  # TensorFlow aborts the process here
-            k = int(bad[0])
-            Error.NEGATIVE_SPLIT_LENGTH.raise_(name=ta.name, position=k, length=int(static[k]))
-        if int(static.sum()) != rows:
-            Error.SPLIT_SUM.raise_(total=int(static.sum()), rows=rows, rest=rest)
+        if static.ndim == 1 and static.size and np.all(static == static[0]):
+            shape = (int(static[0]), *rest)
+            if not S.compatible(es, shape):
+                Error.INCONSISTENT_SHAPES.raise_(shape=S.python_str(shape), element_shape=S.python_str(es))
+        return ta
+    if np.ndim(lengths) != 1 or not _fits_but_dim0(es, rest) or es is None or es[0] is None or ta._error is None:
+        return ta
+    lengths = St.as_index(lengths)
+    error = ta._error
+    bad = jnp.all(lengths == lengths[0]) & (lengths[0] != es[0])
+    first = lengths[0]
+    return ta.replace(error=records.record(error, bad, Error.SPLIT_PIECES_INCONSISTENT, first, es[0],
+                                     St.high_word(error, first)))
+
+
+def _fits_but_dim0(es: S.Shape, rest: tuple[int, ...]) -> bool:
+    """Whether a piece ``[?, *rest]`` can have the element shape ``es``."""
+    return es is None or (len(es) == 1 + len(rest) and S.compatible(es[1:], rest))
+
+
+def _split_static(ta: Any, value: jax.Array, lengths: np.ndarray) -> Any:
+    """Split at static ``lengths``: every check is made now, in the kernel's order."""
+    m = ta._meta
+    n, rows = lengths.shape[0], value.shape[0]
+    bad = np.nonzero(lengths < 0)[0]
+    if bad.size:  # TensorFlow aborts the process here
+        k = int(bad[0])
+        Error.NEGATIVE_SPLIT_LENGTH.raise_(name=ta.name, position=k, length=int(lengths[k]))
+    if int(lengths.sum()) != rows:
+        Error.SPLIT_SUM.raise_(total=int(lengths.sum()), rows=rows, rest="".join(f",{d}" for d in value.shape[1:]))
     ta.check_open()  # the kernel's PackOrConcatSize(), after validating lengths and value
-    size = known_size(ta)
-    if m.dynamic_size and size is not None and n > size:
-        ta, size = _grow(ta, n), n
-    if size is None:  # grown at traced indices: the size is known at run time only
-        check_dtype(ta.dtype, value.dtype)
-        if ta._error is not None:
-            ta = ta.replace(error=C.record(ta._error, ta._traced_size > n, Error.SPLIT_SIZE, ta._traced_size, n))
-        ta = _grow_within_capacity(ta, n)
-    elif size != n:
-        Error.SPLIT_SIZE.raise_(size=size, n=n)
+    ta = _split_size(ta, n)
     check_dtype(ta.dtype, value.dtype)
     marked = n if not m.is_grad else m.marked_size
-    if static is not None and not (n and np.all(static == static[0])):
-        offsets = np.concatenate([[0], np.cumsum(static)])
+    if not (n and np.all(lengths == lengths[0])):
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
         for i in range(n):
             piece = value[int(offsets[i]):int(offsets[i + 1])]
             check_value_shape(ta, i, piece.shape)
             ta = St.pin_shape(ta, piece.shape)
             ta = St.dense_write(ta, i, piece) if ta.is_dense else St.slots_write(ta, i, piece)
         return ta.replace(marked_size=marked)
-    # Equal pieces (static) or traced lengths: one reshape, written as a scatter.
-    if n == 0:
-        return ta.replace(marked_size=marked)
-    if rows % n:
-        Error.TRACED_SPLIT_UNEQUAL.raise_(name=ta.name, rows=rows, n=n)
-    piece_shape = (rows // n, *value.shape[1:])
+    # Equal pieces: one reshape, written as a scatter.
+    piece_shape = (int(lengths[0]), *value.shape[1:])
     check_value_shape(ta, 0, piece_shape)
     ta = St.pin_shape(ta, piece_shape)
-    if static is None and m.checks and ta.is_dense:
-        lengths = jnp.asarray(lengths, jnp.int32)
-        error = ta._error
-        neg = lengths < 0
-        error = C.record(error, neg.any(), Error.NEGATIVE_SPLIT_LENGTH, jnp.argmax(neg), jnp.min(lengths))
-        error = C.record(error, jnp.sum(lengths) != rows, Error.SPLIT_SUM, jnp.sum(lengths), rows)
-        unequal = lengths != rows // n
-        error = C.record(error, unequal.any(), Error.TRACED_RAGGED_SPLIT, jnp.argmax(unequal), rows // n,
-                         lengths[jnp.argmax(unequal)])
-        ta = ta.replace(error=error)
-    pieces = value.reshape((n, *piece_shape))
+    return _write_pieces(ta, value.reshape((n, *piece_shape)), None).replace(marked_size=marked)
+
+
+def _split_size(ta: Any, n: int) -> Any:
+    """Split's size check: a ``dynamic_size`` array grows to ``n``, any other array's size must
+    be ``n`` (recorded when the size is traced, else checked now: a static problem)."""
+    size = known_size(ta)
+    if ta.dynamic_size and size is not None and n > size:
+        return _grow(ta, n)
+    if size is None:  # grown at traced indices: the size is known at run time only
+        if ta._error is not None:
+            ta = ta.replace(error=records.record(ta._error, ta._traced_size > n, Error.SPLIT_SIZE, ta._traced_size, n))
+        return _grow_within_capacity(ta, n)
+    if size != n:
+        Error.SPLIT_SIZE.raise_(size=size, n=n)
+    return ta
+
+
+def _split_traced(ta: Any, value: jax.Array, lengths: jax.Array) -> Any:
+    """Split at traced ``lengths``. The pieces must share one static shape, ``[p, *value.shape[1:]]``
+    with ``p`` the element shape's first dim, or ``rows / n`` where that is unknown: compiled code
+    writes such equal pieces and records, in TensorFlow's order, the error that eager code raises
+    for the lengths it runs with. Lengths that cut ragged pieces (which eager code writes into an
+    ``infer_shape=False`` array) are jta's error. If ``n`` pieces of ``p`` rows cannot make up the
+    value, every run fails (the records say how) and nothing is written; if ``p`` is unknown and
+    ``rows`` is no multiple of ``n``, there are no equal pieces and it raises while tracing."""
+    m = ta._meta
+    n, rows, rest = lengths.shape[0], value.shape[0], tuple(value.shape[1:])
+    es = m.element_shape
+    if not _fits_but_dim0(es, rest):  # a static problem: the first piece's write fails (unless the lengths do)
+        Error.WRITE_SHAPE.raise_(name=ta.name, index=0, shape=f"[{_TRACED}{''.join(f',{d}' for d in rest)}]",
+                                 element_shape=S.debug_str(es))
+    first = None if es is None else es[0]
+    if first is None and rows % n:
+        Error.TRACED_SPLIT_UNEQUAL.raise_(name=ta.name, rows=rows, n=n)
+    piece = rows // n if first is None else first
+    pieces_fit = piece * n == rows
+    shape_errors = _piece_shape_errors(ta, lengths)
+    ta = _record_lengths(ta, lengths, rows)
+    ta.check_open()
+    ta = _split_size(ta, n)
+    check_dtype(ta.dtype, value.dtype)
+    marked = n if not m.is_grad else m.marked_size
+    ta = St.pin_shape(ta, (piece, *rest))  # as eager code's first piece does (all pieces, when written)
+    if pieces_fit:
+        ta = _write_pieces(ta, value.reshape((n, piece, *rest)), shape_errors)
+    else:  # nothing written: every run fails, and the records say how
+        ta = _record_piece_errors(ta, shape_errors)
+    if shape_errors is None and ta._error is not None:  # the element shape's first dim is free
+        unequal = lengths != piece
+        k = jnp.argmax(unequal)
+        ta = ta.replace(error=records.record(ta._error, unequal.any(), Error.TRACED_RAGGED_SPLIT, k, piece, lengths[k]))
+    return raise_if_concrete(ta.replace(marked_size=marked))
+
+
+def _piece_shape_errors(ta: Any, lengths: jax.Array) -> Any:
+    """Per piece, whether its write fails the element shape check: ``(codes, lengths, expected
+    first dims)``. The element shape's first dim, or with ``identical_element_shapes`` (jta's
+    ``infer_shape``) the first piece's, which the first write fixes; ``None`` when the first dim
+    is free (a ragged split of an ``infer_shape=False`` array)."""
+    m = ta._meta
+    first = None if m.element_shape is None else m.element_shape[0]
+    if first is None and not m.infer_shape:
+        return None
+    expected = jnp.broadcast_to(lengths[0] if first is None else jnp.asarray(first, lengths.dtype), lengths.shape)
+    return jnp.where(lengths != expected, Error.SPLIT_PIECE_SHAPE.code, 0), lengths, expected
+
+
+def _record_lengths(ta: Any, lengths: jax.Array, rows: int) -> Any:
+    """Split's checks of traced ``lengths``, in their own width (TensorFlow's lengths are int64):
+    none is negative (TensorFlow aborts the process; jta refuses it), and they sum to ``rows``."""
+    error = ta._error
+    if error is None:
+        return ta
+    negative = lengths < 0
+    k = jnp.argmax(negative)
+    error = records.record(error, negative.any(), Error.NEGATIVE_SPLIT_LENGTH, k, lengths[k], St.high_word(error, lengths[k]))
+    total = jnp.sum(lengths.astype(jnp.promote_types(lengths.dtype, length_dtype())))
+    # (A length past ``rows`` also catches a sum that wrapped around in 32 bits.)
+    bad_sum = (total != rows) | jnp.any(lengths > rows)
+    error = records.record(error, bad_sum, Error.SPLIT_SUM, total, rows, St.high_word(error, total))
+    return ta.replace(error=error)
+
+
+def _write_pieces(ta: Any, pieces: jax.Array, shape_errors: Any) -> Any:
+    """Write ``pieces[k]`` at slot ``k``; ``shape_errors`` (or ``None``) are recorded in order with
+    the slots' own errors (``St.dense_scatter``)."""
+    n = pieces.shape[0]
     if ta.is_dense:
-        ta = St.dense_scatter(ta, np.arange(n, dtype=np.int32), True, pieces)
-    else:
-        for i in range(n):
-            ta = St.slots_write(ta, i, pieces[i])
-    return ta.replace(marked_size=marked)
+        return St.dense_scatter(ta, np.arange(n, dtype=np.int32), True, pieces, shape_errors)
+    for i in range(n):
+        ta = St.slots_write(ta, i, pieces[i])
+    return _record_piece_errors(ta, shape_errors)
+
+
+def _record_piece_errors(ta: Any, shape_errors: Any) -> Any:
+    """Record the first piece whose shape fails (fields: its index, length, the expected length)."""
+    if shape_errors is None or ta._error is None:
+        return ta
+    codes, lengths, expected = shape_errors
+    return ta.replace(error=St.record_first(ta._error, codes, jnp.arange(codes.shape[0]), lengths, expected))
 
 
 def size(ta: Any) -> jax.Array:

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from . import _shapes as S
-from ._catalogue import Error
+from ._channel.catalogue import Error
 
 __all__ = ["check_buffer", "memory_limit"]
 

@@ -11,7 +11,7 @@ a ``PartitionSpec`` per leaf...) are listed after ``leaves:`` in place of the sl
 A view never raises: should formatting fail anyway, a one-line header from static metadata is
 shown instead (:func:`_never_raises`).
 
-The slot strip shows each slot's bookkeeping bits (see ``jta._checks``)::
+The slot strip shows each slot's bookkeeping bits (see ``jta._channel.records``)::
 
     TensorArray<xs>(float32, size=5, element_shape=[2]) [W W r . .]
       W written  r read  c read+cleared  . empty  ! slot error  - spare capacity
@@ -32,9 +32,9 @@ import jax
 import numpy as np
 from jax.core import Tracer
 
-from . import _checks as C
 from . import _shapes as S
 from ._array import ArrayData, ArrayMeta, as_gradient
+from ._channel import records
 
 __all__ = ["array_repr", "array_html", "state_repr", "state_html",
            "registry_repr", "registry_html"]
@@ -148,11 +148,11 @@ def _sharding_str(data: Any) -> Optional[str]:
 
 # -- slots ----------------------------------------------------------------------------------
 def _code(bits: int, clears: bool) -> str:
-    if bits & C.ERROR_BITS:
+    if bits & records.ERROR_BITS:
         return "!"
-    if bits & C.READ:
+    if bits & records.READ:
         return "c" if clears else "r"
-    if bits & C.WRITTEN:
+    if bits & records.WRITTEN:
         return "W"
     return "."
 
@@ -248,7 +248,7 @@ def _error_text(ta: Any) -> Optional[str]:
     flags = None if ta._flags is None else _value(ta._flags)
     if isinstance(error, str) or isinstance(flags, str):
         return error if isinstance(error, str) else flags
-    exc = C.make_exception(ta.name, error, flags, ta.error_fields())
+    exc = records.make_exception(ta.name, error, flags, ta.error_fields())
     return None if exc is None else f"{type(exc).__name__}: {exc}"
 
 

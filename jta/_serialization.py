@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 
 from ._array import ArrayMeta
-from ._check_op import sites_from_bytes, sites_to_bytes
+from ._channel.api import ErrorRecord
+from ._channel.primitives import sites_from_bytes, sites_to_bytes
 from .raw_ops import State
 from .tensor_array import TensorArray
-from .throwing import ErrorRecord
 
 
 def _shape(shape: Any) -> Any:

@@ -17,10 +17,10 @@ import numpy as np
 from jax import lax
 
 from . import _buffer as B
-from . import _checks as C
 from . import _shapes as S
 from ._array import ArrayData, logical_size, raise_if_concrete
-from ._catalogue import Error
+from ._channel import records
+from ._channel.catalogue import Error
 from ._memory import check_buffer
 
 Index = B.Index
@@ -97,6 +97,37 @@ def _needs_capacity(ta: ArrayData, what: str) -> None:
         Error.DYNAMIC_NEEDS_CAPACITY.raise_(name=ta.name, what=what)
 
 
+# -- error records ----------------------------------------------------------------------------
+def high_word(error: jax.Array, value: Any) -> Any:
+    """What a record narrower than ``value`` loses of it: an array made before x64 was enabled
+    has a 32-bit record, which keeps the (signed) low word of an int64 index or length; this is
+    ``(value - low) >> 32``, which the catalogue adds back (a ``<field>_high`` field), so that
+    ``2**32`` is reported as itself, not as 0. ``0`` when the record is as wide as ``value``."""
+    value = jnp.asarray(value)
+    if value.dtype.itemsize <= error.dtype.itemsize:
+        return 0
+    return (value - value.astype(error.dtype).astype(value.dtype)) >> 32
+
+
+def record_index(error: jax.Array, bad: Any, code: Error, index: Any, size: Any) -> jax.Array:
+    """Record an error whose fields are ``(index, size, index_high)`` (an index out of range)."""
+    return records.record(error, bad, code, index, size, high_word(error, index))
+
+
+def record_first(error: jax.Array, codes: Any, *fields: Any) -> jax.Array:
+    """Record the error of the first position whose entry of ``codes`` (one error code per
+    position, 0: none) is set, with up to three ``fields`` (each one per position, or a scalar).
+
+    TensorFlow's multi-index kernels (``ReadMany``, ``WriteOrAggregateMany``, Split's writes) go
+    through the positions in order and stop at the first failure, so that is the one reported."""
+    codes = jnp.asarray(codes)
+    if codes.shape[0] == 0:
+        return error
+    k = jnp.argmax(codes != 0)
+    values = [jnp.asarray(f)[k] if jnp.ndim(f) else f for f in fields]
+    return records.record(error, codes[k] != 0, codes[k], *values)
+
+
 # -- one element ----------------------------------------------------------------------------
 def _is_static(ta: ArrayData, i: Any) -> bool:
     return isinstance(i, int) and ta._meta.static_size is not None
@@ -115,15 +146,15 @@ def _check_index(ta: Any, i: Any, grows: bool, grow_size: bool, out_of_range: Er
     if grows:
         ok = (i >= 0) & (i < cap)
         if ta._meta.checks:
-            error = C.record(error, i < 0, out_of_range, i, logical_size(ta))
-            error = C.record(error, i >= cap, beyond, i, cap)
+            error = record_index(error, i < 0, out_of_range, i, logical_size(ta))
+            error = record_index(error, i >= cap, beyond, i, cap)
         if grow_size and size is not None:
             size = jnp.where(ok, jnp.maximum(size, (i + 1).astype(jnp.int32)), size)
     else:
         limit = logical_size(ta)
         ok = (i >= 0) & (i < limit)
         if ta._meta.checks:
-            error = C.record(error, ~ok, out_of_range, i, limit)
+            error = record_index(error, ~ok, out_of_range, i, limit)
     return i, ok, error, size
 
 
@@ -150,11 +181,11 @@ def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
         j = i
     if flags is not None:
         old = flags.at[j].get(mode="fill", fill_value=0)
-        flags = flags.at[j].set(C.write_bits(old, m.is_grad), mode="drop")
+        flags = flags.at[j].set(records.write_bits(old, m.is_grad), mode="drop")
         if error is not None:  # TF's first error is this write's: record it now, from the new bits
             # Read back from the updated flags, not reused from ``old``: a second reader of the old
             # flags makes XLA copy the whole flags vector in every step of a loop.
-            error = C.record_slot_error(error, flags.at[j].get(mode="fill", fill_value=0), i)
+            error = records.record_slot_error(error, flags.at[j].get(mode="fill", fill_value=0), i)
     data = B.write_row(data, i, value, m.is_grad or not m.checks)  # checks off: TF's XLA lowering adds
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
 
@@ -162,10 +193,10 @@ def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
 def slots_write(ta: Any, i: int, value: jax.Array) -> Any:
     m = ta._meta
     bits, shape = m.slots[i]
-    if bits & C.READ:
+    if bits & records.READ:
         Error.WRITE_AFTER_READ.raise_(name=ta.name, index=i)
     old = ta._data[i]
-    if bits & C.WRITTEN:
+    if bits & records.WRITTEN:
         if not m.is_grad:
             Error.WRITTEN_TWICE.raise_(name=ta.name, index=i)
         if tuple(shape) != tuple(value.shape):
@@ -173,7 +204,7 @@ def slots_write(ta: Any, i: int, value: jax.Array) -> Any:
                                          shape=S.debug_str(tuple(value.shape)))
         if old is not None:
             value = old + value
-    slots = m.slots[:i] + ((bits | C.WRITTEN, tuple(value.shape)),) + m.slots[i + 1:]
+    slots = m.slots[:i] + ((bits | records.WRITTEN, tuple(value.shape)),) + m.slots[i + 1:]
     return ta.replace(slots=slots, data=ta._data[:i] + (value,) + ta._data[i + 1:])
 
 
@@ -193,12 +224,12 @@ def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
     if flags is not None and mark:
         j = i if ok is True else jnp.where(ok, i, cap)
         old = flags.at[j].get(mode="fill", fill_value=0)
-        flags = flags.at[j].set(C.read_bits(old, m.clear_after_read or m.is_grad), mode="drop")
+        flags = flags.at[j].set(records.read_bits(old, m.clear_after_read or m.is_grad), mode="drop")
         if error is not None and (m.clear_after_read or m.is_grad):
             # A read after clear is recorded now, from the bits read back after the update, as a
             # write records its own: reusing ``old`` (or checking the slot later, from a
             # separate reader) made XLA copy the flags in every step of a read-after-write loop.
-            error = C.record_slot_error(error, flags.at[j].get(mode="fill", fill_value=0), i)
+            error = records.record_slot_error(error, flags.at[j].get(mode="fill", fill_value=0), i)
     ta = ta.replace(flags=flags, error=error, traced_size=size)
     return raise_if_concrete(ta) if mark else ta, value
 
@@ -210,18 +241,18 @@ def unknown_shape_read(ta: ArrayData, i: int) -> Exception:
 def slots_read(ta: Any, i: int, mark: bool) -> tuple[Any, jax.Array]:
     m = ta._meta
     bits, shape = m.slots[i]
-    if not bits & C.WRITTEN:
+    if not bits & records.WRITTEN:
         if not S.fully_defined(m.element_shape):
             raise unknown_shape_read(ta, i)
         shape = m.element_shape
-    if bits & C.READ and (m.clear_after_read or m.is_grad):
+    if bits & records.READ and (m.clear_after_read or m.is_grad):
         Error.READ_CLEARED.raise_(name=ta.name, index=i)
     value = ta._data[i]
     if value is None:
         value = jnp.zeros(S.dims(shape), m.dtype)
     if not mark:
         return ta, value
-    slots = m.slots[:i] + ((bits | C.WRITTEN | C.READ, shape),) + m.slots[i + 1:]
+    slots = m.slots[:i] + ((bits | records.WRITTEN | records.READ, shape),) + m.slots[i + 1:]
     return ta.replace(slots=slots), value
 
 
@@ -233,7 +264,7 @@ def dense_gather(ta: Any, idx: Any, static: bool, mark: bool) -> tuple[Any, jax.
     cap = data.shape[0]
     limit = cap if m.is_grad else logical_size(ta)
     ok = (idx >= 0) & (idx < limit)
-    # Per position, the error its read fails with (0: none); C.record_first keeps the first.
+    # Per position, the error its read fails with (0: none); record_first keeps the first.
     codes: Any = None
     if m.checks and not static:
         beyond = Error.READ_BEYOND_CAPACITY if m.is_grad else Error.READ_OUT_OF_RANGE
@@ -245,23 +276,25 @@ def dense_gather(ta: Any, idx: Any, static: bool, mark: bool) -> tuple[Any, jax.
         j = jnp.where(ok, idx, cap)
         old = flags.at[j].get(mode="fill", fill_value=0)
         clears = m.clear_after_read or m.is_grad
-        new = C.read_bits(old, clears)
+        new = records.read_bits(old, clears)
         if clears:  # a second read of a slot: read before, or earlier in this gather
-            again = (((old & C.READ) != 0) | C.repeated(j, cap)) & ok
-            new = jnp.where(again, new | C.E_READ_CLEARED, new)
+            again = (((old & records.READ) != 0) | records.repeated(j, cap)) & ok
+            new = jnp.where(again, new | records.E_READ_CLEARED, new)
             if codes is not None:
                 codes = jnp.where((codes == 0) & again, Error.READ_CLEARED.code, codes)
-            elif not C.is_concrete(old):  # (else the kernel has checked them in order)
+            elif not records.is_concrete(old):  # (else the kernel has checked them in order)
                 codes = jnp.where(again, Error.READ_CLEARED.code, 0)
         flags = flags.at[j].set(new, mode="drop")
     if codes is not None:
         sizes: Any = logical_size(ta)
-        if m.is_grad and mark and ta._traced_size is not None and idx.shape[0]:
-            # A gradient array grows as ReadMany reads past its size: position k sees the size
-            # that the reads before it left.
+        if m.is_grad and idx.shape[0]:
+            # A gradient array grows as ReadMany reads past its size (its static size too, and
+            # in a read that returns no new array): position k sees the size that the reads
+            # before it left (gather([4, -1]) of a size-2 array fails at -1 with size 5).
             before = jnp.concatenate([jnp.zeros((1,), idx.dtype), jnp.where(ok, idx + 1, 0)[:-1]])
-            sizes = jnp.maximum(ta._traced_size, lax.cummax(before))
-        error = C.record_first(error, codes, idx, jnp.where(codes == Error.READ_BEYOND_CAPACITY.code, cap, sizes))
+            sizes = jnp.maximum(sizes, lax.cummax(before))
+        sizes = jnp.where(codes == Error.READ_BEYOND_CAPACITY.code, cap, sizes)
+        error = record_first(error, codes, idx, sizes, high_word(error, idx))
     ta = ta.replace(flags=flags, error=error, traced_size=size)
     return (raise_if_concrete(ta) if mark else ta), value
 
@@ -272,12 +305,29 @@ def _sizes_as_written(ta: Any, idx: Any, size: Any) -> Any:
     writes before it left; any other array has one ``size``."""
     if not ta.dynamic_size or idx.shape[0] == 0:
         return size
-    before = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.maximum(jnp.asarray(idx), -1)[:-1].astype(jnp.int32) + 1])
+    # Clipped before narrowing: a write past the capacity has failed already (recorded first).
+    grown = jnp.clip(jnp.asarray(idx), -1, ta._data.shape[0])[:-1].astype(jnp.int32) + 1
+    before = jnp.concatenate([jnp.zeros((1,), jnp.int32), grown])
     return jnp.maximum(logical_size(ta), lax.cummax(before))
 
 
-def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
-    """Write ``value[k]`` at rows ``idx[k]`` (NumPy when ``static``: then in range and checked)."""
+def _record_writes(error: jax.Array, codes: Any, given: Any, sizes: Any, shape_errors: Any) -> jax.Array:
+    """Record the first failing write of a scatter: ``codes`` are the slots' errors, fields
+    ``(index, size, index_high)``; ``shape_errors`` (or ``None``) are ``(codes, length, expected)``
+    of the value checks a split's write makes before the slot's (``LockedWriteOrAggregate``
+    checks the shape, then the slot), which win at their position."""
+    fields = (given, sizes, high_word(error, given))
+    if shape_errors is not None:
+        shape_codes, length, expected = shape_errors
+        bad = shape_codes != 0
+        codes = jnp.where(bad, shape_codes, codes)
+        fields = (given, jnp.where(bad, length, sizes), jnp.where(bad, expected, fields[2]))
+    return record_first(error, codes, *fields)
+
+
+def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array, shape_errors: Any = None) -> Any:
+    """Write ``value[k]`` at rows ``idx[k]`` (NumPy when ``static``: then in range and checked).
+    ``shape_errors``: per position, a value check that comes first (see ``_record_writes``)."""
     m = ta._meta
     data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
     cap = data.shape[0]
@@ -297,30 +347,30 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
         if m.checks:
             cur = size if m.dynamic_size else limit
             if m.dynamic_size:
-                error = C.record(error, max_index >= cap, Error.WRITE_BEYOND_CAPACITY, max_index, cap)
+                error = record_index(error, max_index >= cap, Error.WRITE_BEYOND_CAPACITY, max_index, cap)
             else:
-                error = C.record(error, max_index >= cur, Error.SCATTER_OUT_OF_RANGE, max_index, cur)
+                error = record_index(error, max_index >= cur, Error.SCATTER_OUT_OF_RANGE, max_index, cur)
     if cap == 0:  # no rows: every traced index is out of range (too large: recorded above)
         if m.checks:
-            error = C.record_first(error, jnp.where(jnp.asarray(given) < 0, Error.WRITE_OUT_OF_RANGE.code, 0),
-                                   given, _sizes_as_written(ta, given, cur))
+            error = _record_writes(error, jnp.where(jnp.asarray(given) < 0, Error.WRITE_OUT_OF_RANGE.code, 0),
+                                   given, _sizes_as_written(ta, given, cur), None)
         return raise_if_concrete(ta.replace(error=error, traced_size=size))
     if flags is not None:
         j = jnp.where(ok, idx, cap)
         old = flags.at[j].get(mode="fill", fill_value=0)
-        new = C.write_bits(old, m.is_grad)
-        rep = C.repeated(j, cap) if not m.is_grad else None  # written earlier in this scatter
+        new = records.write_bits(old, m.is_grad)
+        rep = records.repeated(j, cap) if not m.is_grad else None  # written earlier in this scatter
         if rep is not None:
-            new = jnp.where(rep, new | C.E_WRITTEN_TWICE, new)
-        if not (static and C.is_concrete(old)):  # (else the kernel has checked them in order)
-            # Per position, the error its write fails with (0: none); C.record_first keeps the first.
-            after_read = ((old & C.READ) != 0) & ok
+            new = jnp.where(rep, new | records.E_WRITTEN_TWICE, new)
+        if shape_errors is not None or not (static and records.is_concrete(old)):  # (else the kernel has checked them)
+            # Per position, the error its write fails with (0: none); record_first keeps the first.
+            after_read = ((old & records.READ) != 0) & ok
             codes = jnp.where(~ok if static else idx < 0, Error.WRITE_OUT_OF_RANGE.code,
                               jnp.where(after_read, Error.WRITE_AFTER_READ.code, 0))
             if rep is not None:
-                twice = ((((old & C.WRITTEN) != 0) & ~after_read) | rep) & ok
+                twice = ((((old & records.WRITTEN) != 0) & ~after_read) | rep) & ok
                 codes = jnp.where((codes == 0) & twice, Error.WRITTEN_TWICE.code, codes)
-            error = C.record_first(error, codes, given, _sizes_as_written(ta, given, cur))
+            error = _record_writes(error, codes, given, _sizes_as_written(ta, given, cur), shape_errors)
         flags = flags.at[j].set(new, mode="drop")
     if not static:  # out of range: dropped when recorded, clamped (as write does) when checks are off
         idx = jnp.where(ok, idx, cap) if m.checks else jnp.clip(idx, 0, cap - 1)
@@ -330,4 +380,4 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array) -> Any:
 
 def static_bits(ta: ArrayData) -> Any:
     """The slot bits as NumPy when they are concrete (eager code), else ``None``."""
-    return np.asarray(ta._flags) if ta._flags is not None and C.is_concrete(ta._flags) else None
+    return np.asarray(ta._flags) if ta._flags is not None and records.is_concrete(ta._flags) else None

@@ -46,7 +46,8 @@ import numpy as np
 from . import _accumulators as A
 from . import _kernels as K
 from ._array import require_static_size
-from ._catalogue import Error
+from ._channel import delivery
+from ._channel.catalogue import Error
 from .tensor_array import TensorArray
 
 __all__ = [
@@ -122,7 +123,11 @@ def read_grad(registry: Registry, ta: TensorArray, index: Any, dvalue: Any, sour
 def write_grad(registry: Registry, ta: TensorArray, index: Any, source: str,
                shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.write(index, value)``: read (and clear) the total at ``index``."""
-    return _update(registry, ta, source, lambda g: K.read(g, index, mark=True), shape_to_prepend)
+    def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
+        g, value = K.read(g, index, mark=True)
+        delivery.check_read(g, index)  # a value op reports the accumulator's record, as TensorArray.read does
+        return g, value
+    return _update(registry, ta, source, rule, shape_to_prepend)
 
 
 def gather_grad(registry: Registry, ta: TensorArray, indices: Any, dvalue: Any, source: str,
@@ -135,7 +140,11 @@ def gather_grad(registry: Registry, ta: TensorArray, indices: Any, dvalue: Any, 
 def scatter_grad(registry: Registry, ta: TensorArray, indices: Any, source: str,
                  shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.scatter(indices, value)``: gather the totals at ``indices``."""
-    return _update(registry, ta, source, lambda g: K.pack_or_gather(g, indices, mark=True), shape_to_prepend)
+    def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
+        g, value = K.pack_or_gather(g, indices, mark=True)
+        delivery.check_gather(g, indices)
+        return g, value
+    return _update(registry, ta, source, rule, shape_to_prepend)
 
 
 def concat_grad(registry: Registry, ta: TensorArray, lengths: Any, dvalue: Any, source: str,
@@ -150,6 +159,7 @@ def split_grad(registry: Registry, ta: TensorArray, source: str, shape_to_prepen
     """Gradient of ``ta.split(value, lengths)``: concatenate the accumulated totals."""
     def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
         g, value, _ = K.concat(g, mark=True)
+        delivery.throw_array(g)
         return g, value
     return _update(registry, ta, source, rule, shape_to_prepend)
 

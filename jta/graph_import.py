@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from . import _graph_control_flow as CF
 from . import _graph_def as GD
-from ._catalogue import Error
+from ._channel.catalogue import Error
 from ._graph_frames import Graph
 from ._graph_loops import Options
 from ._graph_ops import OPS

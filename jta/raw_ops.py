@@ -35,10 +35,12 @@ from . import _kernels as K
 from . import _repr
 from . import _shapes as S
 from ._array import ArrayMeta, empty
-from ._catalogue import Error
+from ._channel import delivery
+from ._channel.api import throw
+from ._channel.catalogue import Error
 from ._inputs import canonical_dtype, check_scalar_index, convert, element_dtype
+from ._inputs import indices as index_operand
 from .tensor_array import TensorArray, checked_capacity, checked_size
-from .throwing import throw
 
 __all__ = [
     "State", "new_state", "throw",
@@ -148,7 +150,9 @@ def TensorArrayReadV3(state: State, handle: Handle, index: Any, flow_in: Any, dt
     ta = _lookup(state, handle)
     check_scalar_index(index)  # the kernel: index shape, dtype, then Read (closed, ...)
     _check_dtype(ta, dtype)
+    index = index_operand(index, "TensorArrayReadV3", "index")
     ta, value = K.read(ta, index, mark=True)
+    delivery.check_read(ta, index)  # a value op reports the array's record (see _channel), as TensorArray.read does
     return _store(state, handle, ta), value
 
 
@@ -162,7 +166,9 @@ def TensorArrayGatherV3(state: State, handle: Handle, indices: Any, flow_in: Any
     if np.ndim(indices) == 1 and np.shape(indices)[0] == 0 and not S.fully_defined(attr) \
             and S.compatible(attr, ta.element_shape):  # the kernel looks at the attribute only
         Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
+    indices = index_operand(indices, "TensorArrayGatherV3", "indices")
     ta, value = K.pack_or_gather(ta, indices, mark=True, element_shape=element_shape)
+    delivery.check_gather(ta, indices)
     return _store(state, handle, ta), value
 
 
@@ -186,6 +192,7 @@ def TensorArrayConcatV3(state: State, handle: Handle, flow_in: Any, dtype: Any,
     if n == 0 and not S.fully_defined(attr):  # the kernel looks at the attribute only
         Error.CONCAT_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
     ta, value, lengths = K.concat(ta, mark=True, element_shape_except0=element_shape_except0)
+    delivery.throw_array(ta)
     return _store(state, handle, ta), value, lengths
 
 

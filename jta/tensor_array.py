@@ -13,14 +13,14 @@ import jax
 import numpy as np
 
 from . import _accumulators as A
-from . import _channel as Ch
 from . import _kernels as K
 from . import _repr
 from . import _shapes as S
 from . import _storage as St
 from ._array import ArrayData, ArrayMeta, become, empty, require_static_size
-from ._catalogue import Error
-from ._inputs import convert, element_dtype, indices, static_int, static_ints
+from ._channel import delivery
+from ._channel.catalogue import Error
+from ._inputs import convert, element_dtype, indices, static_int
 
 __all__ = ["TensorArray"]
 
@@ -88,13 +88,13 @@ class TensorArray(ArrayData):
 
         Eagerly this raises immediately; inside ``jit`` it raises at run time.
         """
-        Ch.throw_array(self)
+        delivery.throw_array(self)
         return self
 
     @property
     def error(self) -> Optional[Exception]:
         """The recorded error as an exception object (concrete arrays only), else ``None``."""
-        return Ch.array_exception(self)
+        return delivery.array_exception(self)
 
     # -- writes -----------------------------------------------------------------------------
     def write(self, index: Index, value: ArrayLike, name: Optional[str] = None) -> TensorArray:
@@ -126,10 +126,7 @@ class TensorArray(ArrayData):
         """Write consecutive row blocks of ``value`` of the given ``lengths`` (``TensorArraySplitV3``)."""
         del name
         value = convert(value, self.dtype, preferred=True)
-        static = static_ints(lengths)
-        if static is not None and static.ndim == 1 and static.size and np.all(static == static[0]):
-            self._python_shape_check((int(static[0]), *value.shape[1:]))
-        return K.split(self, value, lengths)
+        return K.split(self, value, lengths, python_layer=True)  # TF's Python checks equal lengths first
 
     # -- reads ------------------------------------------------------------------------------
     def read(self, index: Index, name: Optional[str] = None) -> jax.Array:
@@ -137,7 +134,7 @@ class TensorArray(ArrayData):
         del name
         index = indices(index, "TensorArrayReadV3", "index")
         ta, value = K.read(self, index, mark=False)
-        Ch.check_read(ta, index)
+        delivery.check_read(ta, index)
         return value
 
     def stack(self, name: Optional[str] = None) -> jax.Array:
@@ -156,7 +153,7 @@ class TensorArray(ArrayData):
         del name
         es = self.element_shape  # TF's Python layer passes element_shape[1:] as the attribute
         ta, value, _ = K.concat(self, mark=False, element_shape_except0=None if es is None else es[1:])
-        Ch.throw_array(ta)
+        delivery.throw_array(ta)
         return value
 
     # -- misc -------------------------------------------------------------------------------
@@ -208,7 +205,7 @@ class TensorArray(ArrayData):
         # TF's Python gather/stack pass the inferred element shape as the op's attribute.
         indices_ = indices(indices_, "TensorArrayGatherV3", "indices")
         ta, value = K.pack_or_gather(self, indices_, mark=False, element_shape=self.element_shape)
-        Ch.check_gather(ta, indices_)
+        delivery.check_gather(ta, indices_)
         return value
 
 

@@ -1,4 +1,4 @@
-"""The package's shape: one direction of imports, thin top layers, one error catalogue."""
+"""The package's shape: which part may import which, thin top layers, one error catalogue."""
 
 from __future__ import annotations
 
@@ -8,34 +8,75 @@ import pathlib
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "jta"
-MODULES = {p.stem: ast.parse(p.read_text(), str(p)) for p in sorted(PACKAGE.glob("*.py"))}
+# Modules by dotted name below ``jta`` ("tensor_array", "_channel.records", ...).
+MODULES = {".".join(p.relative_to(PACKAGE).with_suffix("").parts): ast.parse(p.read_text(), str(p))
+           for p in sorted(PACKAGE.rglob("*.py"))}
+MODULES = {name.removesuffix(".__init__"): tree for name, tree in MODULES.items()}
+
+# The layers, bottom first: a module may import modules of its own layer and of the layers
+# below it, never above. The channel's record format and primitives sit below the storage core
+# (which computes records as data); the channel's delivery, interpreter and API sit above it,
+# so the core never calls up into them.
+LAYERS = [
+    ("errors", {"errors"}),
+    ("channel records", {"_channel", "_channel.catalogue", "_channel.primitives", "_channel.records"}),
+    ("core", {"_shapes", "_inputs", "_memory", "_buffer", "_array", "_storage", "_kernels", "_accumulators", "_repr"}),
+    ("channel delivery", {"_channel.delivery", "_channel.functionalize", "_channel.vmap_masking",
+                          "_channel.api"}),
+    ("public", {"tensor_array", "raw_ops", "gradients", "_describe", "_serialization"}),
+    ("graph import", {name for name in MODULES if "graph" in name}),
+    ("package", {"__init__", "__main__"}),
+]
 
 
-def _jta_imports(node: ast.AST) -> set[str]:
+def _resolve(module: str, level: int, importer: str) -> str:
+    """The dotted name below ``jta`` of a relative import in ``importer``."""
+    package = importer.split(".")[:-1] if importer not in ("_channel",) else ["_channel"]
+    base = package[:len(package) - (level - 1)] if level > 1 else package
+    return ".".join([*base, *filter(None, module.split("."))])
+
+
+def _jta_imports(node: ast.AST, importer: str = "") -> set[str]:
     """Modules of jta that ``node`` imports (``from . import x``, ``from .x import y``, ``import jta.x``)."""
     found = set()
     for n in ast.walk(node):
-        if isinstance(n, ast.ImportFrom) and n.level == 1:
+        if isinstance(n, ast.ImportFrom) and n.level >= 1:
             if n.module:
-                found.add(n.module.split(".")[0])
-            else:
-                found.update(a.name for a in n.names)
+                found.add(_resolve(n.module, n.level, importer))
+            for alias in n.names:  # ``from . import x``: x may be a module
+                found.add(_resolve(f"{n.module or ''}.{alias.name}", n.level, importer))
         elif isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] == "jta":
-            found.add(n.module.split(".")[1] if "." in n.module else "__init__")
+            found.add(n.module.partition(".")[2] or "__init__")
         elif isinstance(n, ast.Import):
-            found.update(a.name.split(".")[1] for a in n.names if a.name.startswith("jta."))
+            found.update(a.name.partition(".")[2] for a in n.names if a.name.startswith("jta."))
     return found & set(MODULES)
 
 
 def _graph() -> dict[str, set[str]]:
-    return {name: _jta_imports(tree) - {name} for name, tree in MODULES.items() if name not in ("__init__", "__main__")}
+    return {name: _jta_imports(tree, name) - {name} for name, tree in MODULES.items()
+            if name not in ("__init__", "__main__")}
+
+
+def test_every_module_has_a_layer():
+    placed = set().union(*(names for _, names in LAYERS))
+    assert set(MODULES) <= placed, f"modules without a layer: {sorted(set(MODULES) - placed)}"
+
+
+def test_imports_go_down_the_layers():
+    """E.g. storage and kernels (core) compute records but never import the channel's delivery,
+    interpreter or API; the channel's primitives never import the core."""
+    rank = {name: k for k, (_, names) in enumerate(LAYERS) for name in names}
+    for name, deps in _graph().items():
+        for dep in deps:
+            assert rank[dep] <= rank[name], (
+                f"jta.{name} ({LAYERS[rank[name]][0]}) imports jta.{dep} ({LAYERS[rank[dep]][0]}), a higher layer")
 
 
 def test_no_import_inside_a_function():
     for name, tree in MODULES.items():
         for fn in ast.walk(tree):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                assert not _jta_imports(fn), f"jta/{name}.py imports jta inside {fn.name}()"
+                assert not _jta_imports(fn, name), f"jta.{name} imports jta inside {fn.name}()"
 
 
 def test_import_graph_is_acyclic():
@@ -54,14 +95,14 @@ def test_import_graph_is_acyclic():
         visit(node, ())
 
 
-@pytest.mark.parametrize("layer", ["raw_ops", "gradients", "throwing", "_describe", "tensor_array"])
+@pytest.mark.parametrize("layer", ["raw_ops", "gradients", "_channel.api", "_describe", "tensor_array"])
 def test_top_layers_use_no_private_members_of_the_array(layer):
     """The Python and raw-op layers call public functions of the lower layers; they never reach
     into an array's underscore members (leaves, metadata)."""
     private = {"_data", "_flags", "_traced_size", "_error", "_flow", "_meta"}
     for n in ast.walk(MODULES[layer]):
         if isinstance(n, ast.Attribute) and n.attr in private:
-            raise AssertionError(f"jta/{layer}.py line {n.lineno} reads .{n.attr}")
+            raise AssertionError(f"jta.{layer} line {n.lineno} reads .{n.attr}")
 
 
 def test_every_error_text_lives_in_the_catalogue():
@@ -69,9 +110,9 @@ def test_every_error_text_lives_in_the_catalogue():
     names = {"InvalidArgumentError", "OutOfRangeError", "UnimplementedError", "NotFoundError",
              "ResourceExhaustedError", "ValueError", "TypeError"}
     for name, tree in MODULES.items():
-        if name in ("_catalogue", "__main__"):
+        if name in ("_channel.catalogue", "__main__"):
             continue
         for n in ast.walk(tree):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names:
                 assert not n.args or not isinstance(n.args[0], (ast.Constant, ast.JoinedStr)), (
-                    f"jta/{name}.py line {n.lineno} writes an error text outside jta/_catalogue.py")
+                    f"jta.{name} line {n.lineno} writes an error text outside jta/_channel/catalogue.py")

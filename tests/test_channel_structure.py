@@ -18,7 +18,7 @@ import pytest
 from jax import lax
 
 import jta
-from jta import _functionalize
+from jta._channel import functionalize as _functionalize
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WRITE_PAST = "TensorArray {name}: Tried to write to index {index} but array is not resizeable and size is: {size}"
@@ -72,7 +72,7 @@ def test_an_array_made_in_each_step_of_a_while_loop_reports_the_first_failing_st
 @pytest.mark.parametrize("loop", ["scan", "while"])
 @pytest.mark.parametrize("shape", ["carried", "swapped", "fresh", "template", "cond", "nested"])
 def test_a_check_moves_out_of_a_loop_only_when_its_record_descends_from_its_carry(shape, loop, monkeypatch):
-    """``_functionalize._movable``: moved for a carried array updated in place, kept in the loop
+    """``jta._channel.functionalize._movable``: moved for a carried array updated in place, kept in the loop
     for swapped carries, arrays made in the body (from scratch or from a closed-over template),
     arrays chosen by a cond; the first error is the eager one either way."""
     moved = []

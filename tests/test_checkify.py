@@ -274,7 +274,7 @@ def test_checked_static_config_traces_once_per_config():
 @pytest.mark.parametrize("write_step, read_step", [(2, 4), (4, 2)])
 def test_first_error_of_a_loop_that_writes_one_array_and_reads_another(write_step, read_step, monkeypatch):
     """A loop whose only check is its carried array's write moves that check after the loop
-    (``_functionalize._movable``); with a failing read in the same loop it must not, or a
+    (``jta._channel.functionalize._movable``); with a failing read in the same loop it must not, or a
     later read would be reported before an earlier double write."""
     src = jta.TensorArray(jnp.float32, size=6, element_shape=()).unstack(jnp.arange(6.0))
 
@@ -300,7 +300,7 @@ def test_first_error_of_a_loop_that_writes_one_array_and_reads_another(write_ste
     errors, _ = jax.jit(jta.checkify(f))(write_step, read_step)
     assert str(errors.exception) == eager
     assert ("already been written" in eager) == (write_step < read_step)
-    from jta import _functionalize
+    from jta._channel import functionalize as _functionalize
     moved = []
     movable = _functionalize._movable
     monkeypatch.setattr(_functionalize, "_movable", lambda *a: moved.append(movable(*a)) or moved[-1])

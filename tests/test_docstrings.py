@@ -10,7 +10,8 @@ import re
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "jta"
-MODULES = sorted(f"jta.{p.stem}" for p in PACKAGE.glob("*.py") if p.stem != "__main__")
+MODULES = sorted("jta." + ".".join(p.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__")
+                 for p in PACKAGE.rglob("*.py") if p.stem != "__main__")
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -27,6 +28,8 @@ def test_docstring_examples_run(name):
 @pytest.mark.parametrize("name", MODULES)
 def test_every_example_block_is_a_doctest(name):
     """A ```python block in a docstring must be doctest-formatted, so that it is executed."""
-    source = (PACKAGE / f"{name.split('.')[1]}.py").read_text()
+    parts = name.split(".")[1:]
+    path = PACKAGE.joinpath(*parts).with_suffix(".py")
+    source = (path if path.exists() else PACKAGE.joinpath(*parts, "__init__.py")).read_text()
     for block in re.findall(r"```python\n(.*?)```", source, re.S):
         assert ">>>" in block, f"{name}: an example block is not a doctest:\n{block}"

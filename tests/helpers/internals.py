@@ -14,7 +14,7 @@ What is used, and by whom:
   the drivers in ``tests/helpers/drivers.py``;
 * ``jta._repr`` (:func:`repr_legend`, :func:`repr_codes`, :func:`max_slots_html`,
   :func:`array_html`) and ``jta._describe`` (:func:`description_type`) — ``test_repr.py``;
-* ``jta._catalogue`` (:func:`value_dependent_templates`) — ``tests/oracle/_programs.py``;
+* ``jta._channel.catalogue`` (:func:`value_dependent_templates`) — ``tests/oracle/_programs.py``;
 * ``jta._shapes`` (:func:`as_shape`, :func:`shape_compatible`, :func:`shape_debug_str`,
   :func:`shape_fully_defined`) — ``tests/oracle/_tf_cases.py``;
 * ``jta._memory`` (:func:`set_memory_limit`) — ``test_inputs.py``.
@@ -86,12 +86,12 @@ def description_type() -> type:
     return _module("_describe").Description
 
 
-# -- jta._checks ----------------------------------------------------------------------------------
+# -- jta._channel.records ----------------------------------------------------------------------------------
 
 def value_dependent_templates() -> list[str]:
     """The message templates (``{field}`` placeholders) of the errors jta records in the state at
     traced values instead of raising."""
-    return [e.template for e in _module("_catalogue").Error if e.fields]
+    return [e.template for e in _module("_channel.catalogue").Error if e.fields]
 
 
 # -- jta._shapes ----------------------------------------------------------------------------------

@@ -21,8 +21,8 @@ from jax._src import linear_util as lu
 from jax._src.interpreters import batching
 from jax._src.interpreters import partial_eval as pe
 
-from ._check_op import bind, check_p
-from ._functionalize import SiteTable, eval_jaxpr, no_error, reports
+from .functionalize import SiteTable, eval_jaxpr, no_error, reports
+from .primitives import bind, check_p
 
 _cond_rule = batching.fancy_primitive_batchers[lax.cond_p]
 _while_rule = batching.fancy_primitive_batchers[lax.while_p]

@@ -24,8 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
-from ._catalogue import Error
-from ._check_op import merge
+from .catalogue import Error
+from .primitives import merge
 
 WRITTEN = 1
 READ = 2

@@ -45,7 +45,7 @@ from jax._src.interpreters import ad
 from jax._src.interpreters import partial_eval as pe
 from jax.interpreters import batching, mlir
 
-from ._catalogue import Error
+from .catalogue import Error
 
 RECORD_SIZE = 5  # a functionalized record: code, three values, site
 
@@ -96,7 +96,7 @@ def exception(record: Any, sites: tuple[Site, ...]) -> Optional[Exception]:
     return sites[site].exception(code, values)
 
 
-_JTA_DIR = os.path.dirname(os.path.abspath(__file__))
+_JTA_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package, not this subpackage
 
 
 def user_line() -> str:

@@ -33,8 +33,8 @@ from jax._src.interpreters import partial_eval as pe
 from jax._src.pjit import jit_p
 from jax._src.sharding_impls import UNSPECIFIED
 
-from ._catalogue import Error
-from ._check_op import RECORD_SIZE, ErrorEffect, Site, check_p, entry, first_failing, record_p
+from .catalogue import Error
+from .primitives import RECORD_SIZE, ErrorEffect, Site, check_p, entry, first_failing, record_p
 
 
 def no_error() -> jax.Array:

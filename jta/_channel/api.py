@@ -8,12 +8,12 @@ from typing import Any, Optional, TypeVar, cast
 
 import jax
 
-from . import _check_op, _vmap_masking  # noqa: F401  (registers vmap rules)
-from ._array import ArrayData
-from ._channel import throw_array
-from ._check_op import Site, take_raised
-from ._checks import is_concrete
-from ._functionalize import functionalize, is_traceable, static_arguments
+from .._array import ArrayData
+from . import primitives, vmap_masking  # noqa: F401  (registers vmap rules)
+from .delivery import throw_array
+from .functionalize import functionalize, is_traceable, static_arguments
+from .primitives import Site, take_raised
+from .records import is_concrete
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -81,18 +81,18 @@ class ErrorRecord:
     @property
     def exception(self) -> Optional[Exception]:
         """The recorded error as an exception object (concrete records only), else ``None``."""
-        return _check_op.exception(self.record, self.sites) if is_concrete(self.record) else None
+        return primitives.exception(self.record, self.sites) if is_concrete(self.record) else None
 
     def throw(self) -> None:
         """Raise the recorded error: now when concrete, else as a value op's check does (the
         first failing member of a batched record)."""
         if is_concrete(self.record):
-            exc = _check_op.exception(self.record, self.sites)
+            exc = primitives.exception(self.record, self.sites)
             if exc is not None:
                 raise exc
         else:
             record = jax.numpy.asarray(self.record)
-            _check_op.bind(record[..., :4], record[..., 4], self.sites, deferred=False)
+            primitives.bind(record[..., :4], record[..., 4], self.sites, deferred=False)
 
     def __repr__(self) -> str:
         if not is_concrete(self.record):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from typing import Any, NoReturn
 
-from .errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnimplementedError
+from ..errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnimplementedError
 
 __all__ = ["Error"]
 

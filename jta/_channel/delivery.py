@@ -18,17 +18,17 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 
-from . import _checks as C
-from ._array import ArrayData
-from ._check_op import emit
-from ._storage import as_index
-from .errors import TensorArrayError
+from .._array import ArrayData
+from .._storage import as_index
+from ..errors import TensorArrayError
+from . import records
+from .primitives import emit
 
 
 def array_exception(ta: ArrayData) -> Optional[Exception]:
     if ta._error is None:
         return None
-    return C.make_exception(ta.name, ta._error, ta._flags, ta.error_fields())
+    return records.make_exception(ta.name, ta._error, ta._flags, ta.error_fields())
 
 
 def _check_slots(ta: ArrayData, indices: jax.Array | None) -> None:
@@ -38,12 +38,12 @@ def _check_slots(ta: ArrayData, indices: jax.Array | None) -> None:
     step of a read-after-write loop."""
     if ta._error is None:
         return
-    if C.is_concrete(ta._error, ta._flags, indices):
+    if records.is_concrete(ta._error, ta._flags, indices):
         flags = ta._flags if ta.is_dense else None
         if flags is not None and indices is not None:
             flags = (jnp.zeros(jnp.shape(indices), jnp.int32) if flags.shape[0] == 0  # no slots to index
                      else flags.at[indices].get(mode="fill", fill_value=0))
-        C.raise_if_error(ta.name, ta._error, flags, ta.error_fields(), indices)
+        records.raise_if_error(ta.name, ta._error, flags, ta.error_fields(), indices)
         return
     emit(ta._error, ta.name, ta.error_fields(), deferred=False)
 

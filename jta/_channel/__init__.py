@@ -1,0 +1,10 @@
+"""The error channel: how an error that depends on traced values reaches the user.
+
+* ``catalogue``: every error jta raises (TensorFlow's class and text), with a fixed code.
+* ``records``: the record format (``[code, v1, v2, v3]``) and the per-slot bits, as data.
+* ``primitives``: ``jta_record`` (the only update of a record) and ``jta_check`` (a report).
+* ``delivery``: when an array's record is reported (eagerly: raised at once).
+* ``functionalize``: ``jta.checkify``'s interpreter, one rule per primitive that holds a jaxpr.
+* ``vmap_masking``: checks in vmapped ``cond``/``while`` count only for the members that run them.
+* ``api``: ``jta.checkify``, ``jta.checked``, ``jta.throw``, ``jta.ErrorRecord``.
+"""
