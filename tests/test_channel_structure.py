@@ -407,3 +407,16 @@ def test_an_exported_program_returns_arrays_and_raw_op_states():
     np.testing.assert_array_equal(state["TensorArrayV3_0"].stack(), [0, 1, 0])
     errors, (ta, _) = jax.export.deserialize(exported.serialize()).call(5)
     assert str(errors.exception) == WRITE_PAST.format(name="TensorArrayV3_0", index=5, size=3)  # the first in program order
+
+
+def test_recorded_error_codes_are_fixed():
+    """An exported record is decoded by its code in whatever jta version runs it: the codes of
+    the errors that can be recorded at traced values never change (append new ones)."""
+    from jta._channel.catalogue import Error
+
+    assert {e.name: e.code for e in Error if e.fields} == {
+        "WRITE_OUT_OF_RANGE": 1, "READ_OUT_OF_RANGE": 2, "SCATTER_OUT_OF_RANGE": 3, "WRITE_BEYOND_CAPACITY": 4,
+        "READ_BEYOND_CAPACITY": 5, "TRACED_RAGGED_SPLIT": 6, "SPLIT_SUM": 7, "NEGATIVE_SPLIT_LENGTH": 8,
+        "WRITE_AFTER_READ": 9, "WRITTEN_TWICE": 10, "READ_CLEARED": 11, "SPLIT_SIZE": 12, "SPLIT_PIECE_SHAPE": 13,
+        "SPLIT_PIECES_INCONSISTENT": 14}
+    assert len({e.code for e in Error}) == len(Error)
