@@ -27,6 +27,7 @@ from jax import lax
 import jta
 from jta import raw_ops as ops
 from tests.helpers import k_text
+from tests.helpers.errors import run_reporting
 
 f32 = jnp.float32
 i32 = np.int32
@@ -387,7 +388,7 @@ def test_raw_read_after_clear_is_the_first_error_under_a_bare_jit_too():
 
     with pytest.raises(jta.errors.InvalidArgumentError) as eager, jax.disable_jit():
         f(0, 5)
-    for run in (lambda: jta.throw(jax.jit(f)(0, 5)), lambda: jta.checked(f)(0, 5)):
+    for run in (lambda: jta.throw(run_reporting("jit", f, 0, 5)), lambda: jta.checked(f)(0, 5)):
         with pytest.raises(jta.errors.InvalidArgumentError) as got:
             run()
         assert str(got.value) == str(eager.value) and "cleared" in str(got.value)

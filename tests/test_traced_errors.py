@@ -19,6 +19,7 @@ import jta
 from jta import raw_ops as ops
 from jta.errors import InvalidArgumentError
 from tests.helpers import APIS, MODES, NAMES, RawTA, expect_error, k_text, pytree, run, x64_if
+from tests.helpers.errors import run_reporting
 
 f32 = jnp.float32
 ONES = np.ones((3, 2), np.float32)
@@ -165,14 +166,13 @@ def test_raw_state_carried_through_fori_loop_records_a_cleared_read():
 
         return lax.fori_loop(0, 3, body, (s, jnp.zeros(2, f32)))
 
-    s, total = jax.jit(f)(np.int32(0))
+    # Each read reports its error when it runs (a value op): the loop raises at its first failure.
     with pytest.raises(InvalidArgumentError, match=k_text(
             "TensorArray NAME: Could not read index 1 twice because it was cleared after a previous read "
             "(perhaps try setting clear_after_read = false?).")):
-        jta.throw(s)
-    s, total = jax.jit(f)(np.int32(-2))  # reads -2, -1, 0: the first failure is recorded
+        jta.throw(run_reporting("jit", f, np.int32(0)))
     with pytest.raises(InvalidArgumentError, match=k_text("Tried to read from index -2 but array size is: 3")):
-        jta.throw(s)
+        jta.throw(run_reporting("jit", f, np.int32(-2)))  # reads -2, -1, 0: the first failure
 
 
 def test_errors_at_traced_int64_indices_under_x64():

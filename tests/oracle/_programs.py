@@ -392,7 +392,13 @@ def run_jta_jit(program, stop: Optional[int] = None) -> Result:
     res = Result()
     with _x64(program):
         try:
-            state, outputs = jax.jit(fn)(*args)
+            state, outputs = jax.block_until_ready(jax.jit(fn)(*args))
+        except jax.errors.JaxRuntimeError:  # a value op's check raised when it ran
+            taken = _taken_error()
+            if taken is None:
+                raise
+            res.error, res.error_at = _jta_error(taken, names), len(prog) - 1
+            return res
         except Exception as e:  # noqa: BLE001
             res.error, res.error_at, res.at_trace = _jta_error(e, names), box.get("pos"), True
             return res
@@ -409,6 +415,17 @@ def run_jta_jit(program, stop: Optional[int] = None) -> Result:
             res.error, res.error_at = _jta_error(e, names), len(prog) - 1
             res.outputs = res.outputs[:-1]
     return res
+
+
+def _taken_error() -> Optional[Exception]:
+    """What ``jta.throw()`` raises: the error a check in compiled code raised, if any."""
+    import jta
+
+    try:
+        jta.throw()
+    except Exception as e:  # noqa: BLE001
+        return e
+    return None
 
 
 def _is_handle_out(k: int, n_strings: int) -> bool:
