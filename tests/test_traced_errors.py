@@ -198,3 +198,25 @@ def test_runtime_error_text_names_the_tf_class():
     with pytest.raises(jax.errors.JaxRuntimeError,
                        match=runtime_text("Tried to read from index -4 but array size is: 3")):
         jax.block_until_ready(f(np.int32(-4)))
+
+
+def test_throw_names_the_failed_run_not_an_error_left_behind():
+    """``jta.throw()`` after a bare jit's ``JaxRuntimeError`` gives that run's error, even when an
+    earlier run's error (traced earlier: first in trace order) was never taken, and whichever
+    thread XLA called back on."""
+    def reader(size):
+        ta = jta.TensorArray(jnp.float32, size=size, element_shape=()).unstack(jnp.arange(float(size)))
+        return jax.jit(lambda i: ta.read(i))
+
+    left_behind, failing = reader(2), reader(3)
+    with pytest.raises(jax.errors.JaxRuntimeError):
+        jax.block_until_ready(left_behind(7))  # handled without jta.throw(): its error stays
+    for index in (5, 9):
+        try:
+            jax.block_until_ready(failing(index))
+        except jax.errors.JaxRuntimeError:
+            with pytest.raises(InvalidArgumentError, match=f"index {index} but array size is: 3"):
+                jta.throw()
+        else:
+            pytest.fail("no error")
+    assert jta.throw() is None  # taken: nothing left

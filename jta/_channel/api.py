@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any, Optional, TypeVar, cast
 
@@ -43,7 +44,8 @@ def throw(tree: T = _NOTHING) -> T:
     ```
     """
     if tree is _NOTHING:
-        exc = take_raised()
+        handling = sys.exc_info()[1]  # the JaxRuntimeError being handled, if any
+        exc = take_raised(handling if isinstance(handling, jax.errors.JaxRuntimeError) else None)
         if exc is not None:
             raise exc
         return cast(T, None)
@@ -210,8 +212,8 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         take_raised()  # forget an error that an earlier, unchecked call left behind
         try:
             errors, out = compiled(*args, **kwargs)
-        except jax.errors.JaxRuntimeError:
-            exc = take_raised()  # a check reported outside the threaded program (a custom rule)
+        except jax.errors.JaxRuntimeError as failure:
+            exc = take_raised(failure)  # a check reported outside the threaded program (a custom rule)
             if exc is None:
                 raise
             raise exc from None

@@ -34,6 +34,7 @@ import itertools
 import json
 import os
 import threading
+import time
 from typing import Any, Optional
 
 import jax
@@ -241,10 +242,10 @@ pe.partial_eval_jaxpr_custom_rules[check_p] = _partial_eval_custom
 
 
 def _fallback(record: jax.Array, site: jax.Array, *, sites: tuple[Site, ...], deferred: bool,
-              order: int) -> list[Any]:
+              order: int, run_key: int) -> list[Any]:
     """The program was not functionalized: a value-returning op raises from the host."""
     if not deferred:
-        callback = functools.partial(_callback, order, sites)
+        callback = functools.partial(_callback, run_key, order, sites)
         lax.cond(record[0] != 0, lambda: jax.debug.callback(callback, entry(record, site, record.dtype)),
                  lambda: None)
     return []
@@ -259,27 +260,53 @@ def _lowering(ctx: Any, record: Any, site: Any, *, sites: tuple[Site, ...], defe
         first = sites[0] if sites else Site("?")
         Error.EXPORT_NEEDS_CHECKIFY.raise_(what="a value op" if len(sites) == 1 else "jta.throw",
                                            name=first.name, where=first.where or "unknown")
-    return _lower_fallback(ctx, record, site, sites=sites, deferred=deferred, order=order)
+    return _lower_fallback(ctx, record, site, sites=sites, deferred=deferred, order=order,
+                           run_key=id(ctx.module_context))
 
 
 mlir.register_lowering(check_p, _lowering)
 
 
-def _callback(order: int, sites: tuple[Site, ...], record: Any) -> None:
+@dataclasses.dataclass(frozen=True)
+class _Raised:
+    exception: Exception
+    run_key: int  # the compiled program it was raised in
+    order: int  # its check's place in program order (trace order)
+    time: float
+
+
+def _callback(run_key: int, order: int, sites: tuple[Site, ...], record: Any) -> None:
     exc = exception(record, sites)
     if exc is not None:
-        # XLA runs unordered callbacks in any order, and several may fail in one run: the one
-        # traced first is the first in program order, and is kept.
-        if getattr(_RAISED, "exception", None) is None or order < _RAISED.order:
-            _RAISED.exception, _RAISED.order = exc, order
+        with _RAISED_LOCK:
+            _RAISED.append(_Raised(exc, run_key, order, time.monotonic()))
+            del _RAISED[:-_KEEP]
         raise exc
 
 
-_RAISED = threading.local()  # the first exception callbacks raised in compiled code (per thread)
+# The exceptions that callbacks raised in compiled code since the last ``take_raised``: one
+# list for the process, since XLA calls back on threads of its own.
+_RAISED: list[_Raised] = []
+_RAISED_LOCK = threading.Lock()
+_KEEP = 64
+_RUN_WINDOW_S = 1.0  # callbacks of one failed run fail together: XLA stops it at the first
 
 
-def take_raised() -> Optional[Exception]:
-    """The exception a callback raised in compiled code since the last call, if any."""
-    exc = getattr(_RAISED, "exception", None)
-    _RAISED.exception, _RAISED.order = None, -1
-    return exc
+def take_raised(current: Optional[BaseException] = None) -> Optional[Exception]:
+    """The first exception, in program order, that callbacks raised in the compiled run that
+    failed last (or in the one whose ``JaxRuntimeError`` is ``current``); forgets them all.
+
+    XLA runs unordered callbacks in any order and several may fail in one run, so the run's
+    exceptions are compared by the trace order of their checks. Exceptions that earlier runs
+    left behind (their ``JaxRuntimeError`` handled without a ``jta.throw()``) belong to other
+    runs: another program, or another moment.
+    """
+    with _RAISED_LOCK:
+        raised = list(_RAISED)
+        _RAISED.clear()
+    if not raised:
+        return None
+    text = str(current) if current is not None else None
+    anchor = next((r for r in reversed(raised) if text is not None and str(r.exception) in text), raised[-1])
+    run = [r for r in raised if r.run_key == anchor.run_key and abs(r.time - anchor.time) < _RUN_WINDOW_S]
+    return min(run, key=lambda r: r.order).exception
