@@ -2,7 +2,7 @@
 return TensorArrays, raw-op states and error records, and be called in another process.
 
 Each node's static data is written as JSON: an array's metadata (:class:`ArrayMeta`), a
-state's name counter, an error record's sites.
+state's name counter and accumulator keys, an error record's sites.
 """
 
 from __future__ import annotations
@@ -43,8 +43,16 @@ def meta_from_bytes(data: bytes) -> ArrayMeta:
 
 jax.export.register_pytree_node_serialization(TensorArray, serialized_name="jta.TensorArray",
                                               serialize_auxdata=meta_to_bytes, deserialize_auxdata=meta_from_bytes)
+def state_to_bytes(aux: tuple[int, tuple[tuple[str, str], ...]]) -> bytes:
+    return json.dumps(aux).encode()
+
+
+def state_from_bytes(data: bytes) -> tuple[int, tuple[tuple[str, str], ...]]:
+    counter, keys = json.loads(data.decode())
+    return counter, tuple((name, source) for name, source in keys)
+
+
 jax.export.register_pytree_node_serialization(State, serialized_name="jta.raw_ops.State",
-                                              serialize_auxdata=lambda counter: str(counter).encode(),
-                                              deserialize_auxdata=lambda data: int(data.decode()))
+                                              serialize_auxdata=state_to_bytes, deserialize_auxdata=state_from_bytes)
 jax.export.register_pytree_node_serialization(ErrorRecord, serialized_name="jta.ErrorRecord",
                                               serialize_auxdata=sites_to_bytes, deserialize_auxdata=sites_from_bytes)

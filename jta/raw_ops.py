@@ -62,11 +62,15 @@ class State:
     counter: int = 0  # names are ``<name>_<counter>``, deterministic per state
 
     def tree_flatten(self):
-        return (self.arrays, self.grads), self.counter
+        # The accumulators' (name, source) keys are static data, not dict keys of the tree:
+        # jax.export serializes dicts with string keys only.
+        keys = tuple(sorted(self.grads))
+        return (self.arrays, [self.grads[key] for key in keys]), (self.counter, keys)
 
     @classmethod
-    def tree_unflatten(cls, counter: int, children: Any) -> State:
-        return cls(children[0], children[1], counter)
+    def tree_unflatten(cls, aux: tuple[int, tuple[tuple[str, str], ...]], children: Any) -> State:
+        counter, keys = aux
+        return cls(children[0], dict(zip(keys, children[1], strict=True)), counter)
 
     def __getitem__(self, handle: Handle) -> TensorArray:
         return _lookup(self, handle)
