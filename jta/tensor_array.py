@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from . import _accumulators as A
@@ -17,7 +18,7 @@ from . import _kernels as K
 from . import _repr
 from . import _shapes as S
 from . import _storage as St
-from ._array import ArrayData, ArrayMeta, become, empty, require_static_size
+from ._array import ArrayData, ArrayMeta, become, empty, known_size, require_static_size
 from ._channel import delivery
 from ._channel.catalogue import Error
 from ._inputs import convert, element_dtype, indices, static_int
@@ -142,6 +143,43 @@ class TensorArray(ArrayData):
         del name
         self.check_open()
         return self._gather(np.arange(require_static_size(self, "stack()")))
+
+    def stack_padded(self, name: Optional[str] = None) -> tuple[jax.Array, jax.Array]:
+        """Every allocated slot stacked, and the size: ``(values, size)``.
+
+        ``values`` has shape ``[capacity, *element_shape]``: ``values[:size]`` is ``stack()``
+        and the rows from ``size`` on are zeros. ``size`` is ``self.size()``. Unlike ``stack()``,
+        this works inside ``jit`` when the size of a ``dynamic_size`` array is only known at run
+        time (the array was grown at traced indices, up to its ``capacity``), so a decoder can
+        return its outputs and their count from compiled code, also under ``jax.vmap``.
+        TensorFlow's XLA lowering of a growable list (``TensorListStack``) likewise returns its
+        whole buffer.
+
+        ```python
+        >>> import jax, jax.numpy as jnp, jta
+        >>> @jax.jit
+        ... def count_to(n):
+        ...     ta = jta.TensorArray(jnp.int32, size=0, dynamic_size=True, capacity=5, element_shape=())
+        ...     body = lambda i, ta: ta.write(i, 10 * (i + 1))
+        ...     return jax.lax.fori_loop(0, n, body, ta).stack_padded()
+        >>> count_to(3)
+        (Array([10, 20, 30,  0,  0], dtype=int32), Array(3, dtype=int32))
+
+        ```
+        """
+        del name
+        size = self.size()
+        cap = self.capacity
+        n = known_size(self)
+        if n is not None:  # a static size: stack() as it is, then zeros up to the capacity
+            values = self.stack()
+            pad = jnp.zeros((cap - n, *values.shape[1:]), values.dtype)
+            return jnp.concatenate([values, pad]), size
+        # A size known at run time only: read every allocated slot (slots past the size are
+        # unwritten, so they read as zeros and record no error), then mask the rows past it.
+        values = self.replace(traced_size=jnp.asarray(cap, jnp.int32))._gather(np.arange(cap))
+        keep = (jnp.arange(cap) < size).reshape((cap,) + (1,) * (values.ndim - 1))
+        return jnp.where(keep, values, jnp.zeros((), values.dtype)), size
 
     def gather(self, indices: ArrayLike, name: Optional[str] = None) -> jax.Array:
         """The elements at ``indices`` stacked (``TensorArrayGatherV3``)."""
