@@ -74,8 +74,10 @@ class ArrayMeta:
             parts.append(f"split to size {self.marked_size}")
         if not self.checks:
             parts.append("checks=False")
-        if self.slots is not None:
-            parts.append(f"slots={self.slots}")
+        if self.slots is not None:  # the written ones: a large array has thousands of slots
+            written = [f"{k}: {S.debug_str(shape)}" for k, (_, shape) in enumerate(self.slots) if shape is not None]
+            shown = ", ".join(written[:8]) + (", ..." if len(written) > 8 else "")
+            parts.append(f"{len(self.slots)} slots, {len(written)} written {{{shown}}}")
         hints = [hint for applies, hint in (
             (self.closed, _HINT_CLOSED),
             (self.marked_size >= 0, _HINT_SPLIT),

@@ -78,10 +78,13 @@ def to_dense(ta: Any) -> Any:
     m = ta._meta
     shape = S.dims(m.element_shape)
     check_buffer(ta.name, "fixing the element shape", len(m.slots), shape, m.dtype, m.checks)
-    zeros = jnp.zeros(shape, m.dtype)
-    rows = [zeros if v is None else v for v in ta._data]
-    data = jnp.stack(rows) if rows else jnp.zeros((0, *shape), m.dtype)
-    flags = jnp.asarray([bits for bits, _ in m.slots], jnp.int32) if m.checks else None
+    # Only the written slots are stacked: one operand per slot made the first write into a large
+    # array (whose element shape it fixes) compile a stack of thousands of zeros.
+    written = [k for k, v in enumerate(ta._data) if v is not None]
+    data = jnp.zeros((len(m.slots), *shape), m.dtype)
+    if written:
+        data = data.at[np.asarray(written, np.int32)].set(jnp.stack([ta._data[k] for k in written]))
+    flags = jnp.asarray(np.asarray([bits for bits, _ in m.slots], np.int32)) if m.checks else None
     return ta.replace(data=data, flags=flags, slots=None)
 
 

@@ -361,3 +361,26 @@ def test_read_after_write_gradient_is_linear_unbatched(checks):
     f = jta.checkify(f) if checks == "checkify" else f
     found = whole_buffer_ops(jax.jit(f).lower(W, xs).compile().as_text(), dtype="f32")
     assert found == [], _fmt(found)
+
+
+@pytest.mark.parametrize("fill", ["write", "unstack", "scatter"])
+def test_an_unknown_element_shape_costs_nothing_per_slot(fill):
+    """The first write into an array without ``element_shape`` fixes its shape and turns its
+    slots into one buffer: the program that does so has the same size whatever the array's size
+    (it stacked one operand per slot, and a size-4000 array took 20 s to compile)."""
+    def program(size):
+        ta = jta.TensorArray(jnp.float32, size=size)
+        if fill == "write":
+            ta = ta.write(1, jnp.ones(3))
+        elif fill == "unstack":
+            ta = ta.unstack(jnp.ones((size, 3)))
+        else:
+            ta = ta.scatter(np.array([0, 2]), jnp.ones((2, 3)))
+        return ta.stack()
+
+    def operands(size):
+        return sum(len(eqn.invars) for eqn in jax.make_jaxpr(lambda: program(size))().jaxpr.eqns)
+
+    sizes = [operands(size) for size in (8, 4000)]
+    assert sizes[0] == sizes[1], sizes
+    assert jax.make_jaxpr(lambda: program(4000))().out_avals[0].shape == (4000, 3)
