@@ -98,6 +98,22 @@ def _predict(history: list[tuple[int, float]], T: int) -> float:
     return t1 * (T / T1) ** p
 
 
+class Progress:
+    """How much of the run is done, and an estimate of the time left: a group's time grows with
+    its number of steps ``T``, so the estimate is the seconds per step so far times the steps left."""
+
+    def __init__(self, total_steps: int):
+        self.total, self.steps, self.seconds = total_steps, 0, 0.0
+
+    def done(self, steps: int, seconds: float) -> None:
+        self.steps += steps
+        self.seconds += seconds
+
+    def __str__(self) -> str:
+        left = (self.total - self.steps) * self.seconds / max(self.steps, 1)
+        return f"{100 * self.steps / max(self.total, 1):3.0f}% done, ~{left:.0f}s left"
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -151,10 +167,13 @@ def main(argv: Optional[list[str]] = None) -> int:
                                          t.inner, math.nan, t.median / ref.median))
         print(f"[{time.perf_counter() - start:6.1f}s] T={T:<5} compile  "
               + "  ".join(f"{impl} {t.median * 1e3:.0f}" for impl, t in timings.items()), flush=True)
+    groups = [(T, key) for T in steps for key in builders if key[0].upper() in selected]
+    progress = Progress(sum(T for T, _ in groups))
     for T in steps:
         for key, build in builders.items():
             if key[0].upper() not in selected:
                 continue
+            group_start = time.perf_counter()
             base = report.SERIES[key][1]
             cases = build(T)
             for impl in list(cases):
@@ -180,7 +199,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                 history.setdefault((*key, impl), []).append((T, t.median))
             for t in timings.values():
                 t.output = None
-            print(f"[{time.perf_counter() - start:6.1f}s] T={T:<5} {key[0]} {key[1]:<4}  "
+            progress.done(T, time.perf_counter() - group_start)
+            print(f"[{time.perf_counter() - start:6.1f}s, {progress}] T={T:<5} {key[0]} {key[1]:<4}  "
                   + "  ".join(f"{impl} {t.median * 1e3:.2f}" for impl, t in timings.items()), flush=True)
 
     targets = report.evaluate_targets(results)
