@@ -1,5 +1,7 @@
 """jta: TensorFlow's TensorArray and its gradient machinery as pure, jit-compiled JAX."""
 
+from importlib import metadata as _metadata
+
 from . import _serialization, errors, gradients, raw_ops  # noqa: F401  (_serialization: jax.export of jta's pytrees)
 from ._channel.api import ErrorRecord, checked, checkify, throw
 from ._describe import describe
@@ -7,4 +9,7 @@ from .graph_import import import_graph_def
 from .tensor_array import TensorArray
 
 __all__ = ["ErrorRecord", "TensorArray", "checked", "checkify", "describe", "errors", "gradients", "import_graph_def", "raw_ops", "throw"]
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version("jta")  # defined once, in pyproject.toml
+except _metadata.PackageNotFoundError:  # a source tree that is not installed
+    __version__ = "0+unknown"
