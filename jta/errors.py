@@ -3,8 +3,8 @@
 TensorFlow reports TensorArray misuse with ``tf.errors.InvalidArgumentError``,
 ``OutOfRangeError``, ``UnimplementedError`` and ``NotFoundError``
 (and ``ResourceExhaustedError`` for allocations that cannot succeed); jta raises
-classes of the same names with the same message texts (the mode-K texts of the
-specification), so code and tests written against TensorFlow read the same.
+classes of the same names with the same message texts (those of TensorFlow's C++ kernels),
+so code and tests written against TensorFlow read the same.
 Static problems (shapes, dtypes, Python-int indices) raise at call or trace time;
 ``ValueError`` and ``TypeError`` are raised where TensorFlow's Python layer does.
 """

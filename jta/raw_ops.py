@@ -4,7 +4,7 @@ The explicit ``state`` replaces TensorFlow's per-step resource container: it map
 array's name (the *handle*, a static string) to its :class:`~jta.TensorArray`, and holds
 the gradient registry ``{(forward name, source): accumulator}``. It is a pytree, so it can
 be carried through ``lax.scan``, ``jit`` and ``vmap``. Semantics are TensorFlow's C++
-kernels (mode K): write-once forward arrays, ``clear_after_read``, zero reads of unwritten
+kernels: write-once forward arrays, ``clear_after_read``, zero reads of unwritten
 slots of known shape, aggregating gradient arrays, and the kernels' error texts.
 
 ```python
