@@ -23,8 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import raw_ops as R
-from ._array import known_size
 from ._channel.catalogue import Error
+from ._core.array import known_size
 from ._graph_def import Node
 from ._graph_ops import is_static, registrar
 

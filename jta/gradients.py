@@ -43,11 +43,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _accumulators as A
-from . import _kernels as K
-from ._array import require_static_size
 from ._channel import delivery
 from ._channel.catalogue import Error
+from ._core import accumulators, kernels
+from ._core.array import require_static_size
 from .tensor_array import TensorArray
 
 __all__ = [
@@ -94,13 +93,13 @@ def accumulator(registry: Registry, ta: TensorArray, source: str, shape_to_prepe
 
     **Returns:** ``(registry, accumulator)``; the registry holds the accumulator.
     """
-    _, registry, g = A.get_or_create(registry, ta, source, shape_to_prepend)
+    _, registry, g = accumulators.get_or_create(registry, ta, source, shape_to_prepend)
     return registry, g
 
 
 def put(registry: Registry, g: TensorArray) -> Registry:
     """Store an updated accumulator ``g`` back under its ``(forward name, source)`` key."""
-    key = A.find_key(registry, g.name) if g.is_accumulator else None
+    key = accumulators.find_key(registry, g.name) if g.is_accumulator else None
     if key is None:
         Error.NOT_AN_ACCUMULATOR.raise_(handle=g.name)
     return {**registry, key: g}
@@ -116,7 +115,7 @@ def _update(registry: Registry, ta: TensorArray, source: str, fn: Any,
 def read_grad(registry: Registry, ta: TensorArray, index: Any, dvalue: Any, source: str,
               shape_to_prepend: Any = ()) -> Registry:
     """Gradient of ``ta.read(index)``: add ``dvalue`` into the accumulator at ``index``."""
-    return _update(registry, ta, source, lambda g: (K.write(g, index, _as(g, dvalue)), None),
+    return _update(registry, ta, source, lambda g: (kernels.write(g, index, _as(g, dvalue)), None),
                    shape_to_prepend)[0]
 
 
@@ -124,7 +123,7 @@ def write_grad(registry: Registry, ta: TensorArray, index: Any, source: str,
                shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.write(index, value)``: read (and clear) the total at ``index``."""
     def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
-        g, value = K.read(g, index, mark=True)
+        g, value = kernels.read(g, index, mark=True)
         delivery.check_read(g, index)  # a value op reports the accumulator's record, as TensorArray.read does
         return g, value
     return _update(registry, ta, source, rule, shape_to_prepend)
@@ -133,7 +132,7 @@ def write_grad(registry: Registry, ta: TensorArray, index: Any, source: str,
 def gather_grad(registry: Registry, ta: TensorArray, indices: Any, dvalue: Any, source: str,
                 shape_to_prepend: Any = ()) -> Registry:
     """Gradient of ``ta.gather(indices)``: scatter-add ``dvalue`` into the accumulator."""
-    return _update(registry, ta, source, lambda g: (K.unpack_or_scatter(g, indices, _as(g, dvalue)), None),
+    return _update(registry, ta, source, lambda g: (kernels.unpack_or_scatter(g, indices, _as(g, dvalue)), None),
                    shape_to_prepend)[0]
 
 
@@ -141,7 +140,7 @@ def scatter_grad(registry: Registry, ta: TensorArray, indices: Any, source: str,
                  shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.scatter(indices, value)``: gather the totals at ``indices``."""
     def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
-        g, value = K.pack_or_gather(g, indices, mark=True)
+        g, value = kernels.pack_or_gather(g, indices, mark=True)
         delivery.check_gather(g, indices)
         return g, value
     return _update(registry, ta, source, rule, shape_to_prepend)
@@ -150,7 +149,7 @@ def scatter_grad(registry: Registry, ta: TensorArray, indices: Any, source: str,
 def concat_grad(registry: Registry, ta: TensorArray, lengths: Any, dvalue: Any, source: str,
                 shape_to_prepend: Any = ()) -> Registry:
     """Gradient of ``ta.concat()``: split ``dvalue`` with the forward ``lengths`` into the accumulator."""
-    return _update(registry, ta, source, lambda g: (K.split(g, _as(g, dvalue), lengths), None),
+    return _update(registry, ta, source, lambda g: (kernels.split(g, _as(g, dvalue), lengths), None),
                    shape_to_prepend)[0]
 
 
@@ -158,7 +157,7 @@ def split_grad(registry: Registry, ta: TensorArray, source: str, shape_to_prepen
                ) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.split(value, lengths)``: concatenate the accumulated totals."""
     def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
-        g, value, _ = K.concat(g, mark=True)
+        g, value, _ = kernels.concat(g, mark=True)
         delivery.throw_array(g)
         return g, value
     return _update(registry, ta, source, rule, shape_to_prepend)

@@ -30,16 +30,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _accumulators as A
-from . import _kernels as K
-from . import _repr
-from . import _shapes as S
-from ._array import ArrayMeta, empty
 from ._channel import delivery
 from ._channel.api import throw
 from ._channel.catalogue import Error
-from ._inputs import canonical_dtype, check_scalar_index, convert, element_dtype
-from ._inputs import indices as index_operand
+from ._core import accumulators, display, kernels, shapes
+from ._core.array import ArrayMeta, empty
+from ._core.inputs import canonical_dtype, check_scalar_index, convert, element_dtype
+from ._core.inputs import indices as index_operand
 from .tensor_array import TensorArray, checked_capacity, checked_size
 
 __all__ = [
@@ -76,10 +73,10 @@ class State:
         return _lookup(self, handle)
 
     def __repr__(self) -> str:
-        return _repr.state_repr(self)  # arrays, then accumulators by source
+        return display.state_repr(self)  # arrays, then accumulators by source
 
     def _repr_html_(self) -> str:
-        return _repr.state_html(self)
+        return display.state_html(self)
 
 
 def new_state() -> State:
@@ -90,7 +87,7 @@ def new_state() -> State:
 def _lookup(state: State, handle: Handle) -> TensorArray:
     if handle in state.arrays:
         return state.arrays[handle]
-    key = A.find_key(state.grads, handle)
+    key = accumulators.find_key(state.grads, handle)
     if key is None:
         Error.NOT_FOUND.raise_(handle=handle)
     return state.grads[key]
@@ -99,7 +96,7 @@ def _lookup(state: State, handle: Handle) -> TensorArray:
 def _store(state: State, handle: Handle, ta: TensorArray) -> State:
     if handle in state.arrays:
         return dataclasses.replace(state, arrays={**state.arrays, handle: ta})
-    key = A.find_key(state.grads, handle)
+    key = accumulators.find_key(state.grads, handle)
     if key is None:
         Error.NOT_FOUND.raise_(handle=handle)
     return dataclasses.replace(state, grads={**state.grads, key: ta})
@@ -112,7 +109,7 @@ def _flow(flow_in: Any) -> jax.Array:
 def _check_dtype(ta: TensorArray, dtype: Any) -> None:
     dtype = canonical_dtype(dtype)
     if dtype != ta.dtype:
-        Error.READ_DTYPE.raise_(dtype=S.kernel_dtype_name(ta.dtype), given=S.kernel_dtype_name(dtype))
+        Error.READ_DTYPE.raise_(dtype=shapes.kernel_dtype_name(ta.dtype), given=shapes.kernel_dtype_name(dtype))
 
 
 def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None,
@@ -128,7 +125,7 @@ def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None
     n = checked_size(size, "jta.raw_ops.TensorArrayV3")
     # TF names an unnamed array after its node, whose default name is the op type.
     name = f"{tensor_array_name or 'TensorArrayV3'}_{state.counter}"
-    meta = ArrayMeta(dtype=element_dtype(dtype), element_shape=S.as_shape(element_shape),
+    meta = ArrayMeta(dtype=element_dtype(dtype), element_shape=shapes.as_shape(element_shape),
                      dynamic_size=bool(dynamic_size), clear_after_read=bool(clear_after_read),
                      infer_shape=bool(identical_element_shapes), name=name,
                      static_size=None if (dynamic_size and capacity is not None) else n,
@@ -143,7 +140,7 @@ def TensorArrayWriteV3(state: State, handle: Handle, index: Any, value: Any, flo
     """Write ``value`` at ``index`` of ``handle``; returns ``(state, flow_out)``."""
     ta = _lookup(state, handle)
     check_scalar_index(index)  # the kernel: index shape, then the value's dtype
-    ta = K.write(ta, index, convert(value, ta.dtype, preferred=False))
+    ta = kernels.write(ta, index, convert(value, ta.dtype, preferred=False))
     return _store(state, handle, ta), _flow(flow_in)
 
 
@@ -155,7 +152,7 @@ def TensorArrayReadV3(state: State, handle: Handle, index: Any, flow_in: Any, dt
     check_scalar_index(index)  # the kernel: index shape, dtype, then Read (closed, ...)
     _check_dtype(ta, dtype)
     index = index_operand(index, "TensorArrayReadV3", "index")
-    ta, value = K.read(ta, index, mark=True)
+    ta, value = kernels.read(ta, index, mark=True)
     delivery.check_read(ta, index)  # a value op reports the array's record (see _channel), as TensorArray.read does
     return _store(state, handle, ta), value
 
@@ -166,12 +163,12 @@ def TensorArrayGatherV3(state: State, handle: Handle, indices: Any, flow_in: Any
     del flow_in
     ta = _lookup(state, handle)
     _check_dtype(ta, dtype)  # closed: only when reading (none for zero indices)
-    attr = S.as_shape(element_shape)
-    if np.ndim(indices) == 1 and np.shape(indices)[0] == 0 and not S.fully_defined(attr) \
-            and S.compatible(attr, ta.element_shape):  # the kernel looks at the attribute only
-        Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
+    attr = shapes.as_shape(element_shape)
+    if np.ndim(indices) == 1 and np.shape(indices)[0] == 0 and not shapes.fully_defined(attr) \
+            and shapes.compatible(attr, ta.element_shape):  # the kernel looks at the attribute only
+        Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=shapes.debug_str(attr))
     indices = index_operand(indices, "TensorArrayGatherV3", "indices")
-    ta, value = K.pack_or_gather(ta, indices, mark=True, element_shape=element_shape)
+    ta, value = kernels.pack_or_gather(ta, indices, mark=True, element_shape=element_shape)
     delivery.check_gather(ta, indices)
     return _store(state, handle, ta), value
 
@@ -180,7 +177,7 @@ def TensorArrayScatterV3(state: State, handle: Handle, indices: Any, value: Any,
                          ) -> tuple[State, jax.Array]:
     """Write ``value[k]`` at ``indices[k]``; returns ``(state, flow_out)``."""
     ta = _lookup(state, handle)
-    ta = K.unpack_or_scatter(ta, indices, convert(value, ta.dtype, preferred=False))
+    ta = kernels.unpack_or_scatter(ta, indices, convert(value, ta.dtype, preferred=False))
     return _store(state, handle, ta), _flow(flow_in)
 
 
@@ -191,11 +188,11 @@ def TensorArrayConcatV3(state: State, handle: Handle, flow_in: Any, dtype: Any,
     ta = _lookup(state, handle)
     _check_dtype(ta, dtype)
     ta.check_open()  # the kernel's PackOrConcatSize()
-    attr = S.as_shape(element_shape_except0)
-    n = K.concat_size(ta)
-    if n == 0 and not S.fully_defined(attr):  # the kernel looks at the attribute only
-        Error.CONCAT_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
-    ta, value, lengths = K.concat(ta, mark=True, element_shape_except0=element_shape_except0)
+    attr = shapes.as_shape(element_shape_except0)
+    n = kernels.concat_size(ta)
+    if n == 0 and not shapes.fully_defined(attr):  # the kernel looks at the attribute only
+        Error.CONCAT_ZERO_UNKNOWN_SHAPE.raise_(shape=shapes.debug_str(attr))
+    ta, value, lengths = kernels.concat(ta, mark=True, element_shape_except0=element_shape_except0)
     delivery.throw_array(ta)
     return _store(state, handle, ta), value, lengths
 
@@ -208,19 +205,19 @@ def TensorArraySplitV3(state: State, handle: Handle, value: Any, lengths: Any, f
         value = jnp.asarray(value)  # Split checks the dtype last (after lengths, shapes, closed, size)
     else:
         value = convert(value, ta.dtype, preferred=False)
-    ta = K.split(ta, value, lengths)
+    ta = kernels.split(ta, value, lengths)
     return _store(state, handle, ta), _flow(flow_in)
 
 
 def TensorArraySizeV3(state: State, handle: Handle, flow_in: Any) -> tuple[State, jax.Array]:
     """The array's size; returns ``(state, size)``."""
     del flow_in
-    return state, K.size(_lookup(state, handle))
+    return state, kernels.size(_lookup(state, handle))
 
 
 def TensorArrayCloseV3(state: State, handle: Handle) -> State:
     """Close the array: every later op on it raises; returns the state."""
-    return _store(state, handle, K.close(_lookup(state, handle)))
+    return _store(state, handle, kernels.close(_lookup(state, handle)))
 
 
 def TensorArrayGradV3(state: State, handle: Handle, flow_in: Any, source: str
@@ -237,6 +234,6 @@ def TensorArrayGradWithShape(state: State, handle: Handle, flow_in: Any, shape_t
     if handle not in state.arrays:
         _lookup(state, handle)  # NotFound for unknown handles
         Error.WRONG_CONTAINER.raise_(handle=handle)
-    forward, grads, _ = A.get_or_create(state.grads, state.arrays[handle], str(source), shape_to_prepend)
+    forward, grads, _ = accumulators.get_or_create(state.grads, state.arrays[handle], str(source), shape_to_prepend)
     state = dataclasses.replace(state, arrays={**state.arrays, handle: forward}, grads=grads)
-    return state, A.handle(handle, str(source)), jnp.zeros((), jnp.float32)
+    return state, accumulators.handle(handle, str(source)), jnp.zeros((), jnp.float32)

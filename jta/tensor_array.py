@@ -2,7 +2,7 @@
 
 Each method does what ``tensorflow/python/ops/tensor_array_ops.py`` (``_GraphTensorArrayV2``'s
 V3 path) does in Python, static shape checks and ``preferred_dtype`` conversion, then calls the
-kernel of ``jta._kernels``. Mutators return a new array; value-returning methods return values.
+kernel of ``jta._core.kernels``. Mutators return a new array; value-returning methods return values.
 """
 
 from __future__ import annotations
@@ -13,15 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _accumulators as A
-from . import _kernels as K
-from . import _repr
-from . import _shapes as S
-from . import _storage as St
-from ._array import ArrayData, ArrayMeta, become, empty, known_size, require_static_size
 from ._channel import delivery
 from ._channel.catalogue import Error
-from ._inputs import convert, element_dtype, indices, static_int
+from ._core import accumulators, display, kernels, shapes, storage
+from ._core.array import ArrayData, ArrayMeta, become, empty, known_size, require_static_size
+from ._core.inputs import convert, element_dtype, indices, static_int
 
 __all__ = ["TensorArray"]
 
@@ -71,7 +67,7 @@ class TensorArray(ArrayData):
         if size is None:
             Error.SIZE_REQUIRED.raise_()
         n = checked_size(size, "jta.TensorArray")
-        meta = ArrayMeta(dtype=element_dtype(dtype), element_shape=S.as_shape(element_shape),
+        meta = ArrayMeta(dtype=element_dtype(dtype), element_shape=shapes.as_shape(element_shape),
                          dynamic_size=bool(dynamic_size), clear_after_read=clear_after_read in (None, True),
                          infer_shape=bool(infer_shape), name=tensor_array_name or "TensorArray",
                          static_size=None if (dynamic_size and capacity is not None) else n,
@@ -82,7 +78,7 @@ class TensorArray(ArrayData):
     def size(self, name: Optional[str] = None) -> jax.Array:
         """The number of slots (``TensorArraySizeV3``)."""
         del name
-        return K.size(self)
+        return kernels.size(self)
 
     def throw(self) -> TensorArray:
         """Raise the first recorded error (TensorFlow's class and text); else return ``self``.
@@ -103,7 +99,7 @@ class TensorArray(ArrayData):
         del name
         # TF's Python layer checks the static shape before the kernel checks the dtype.
         self._python_shape_check(np.shape(value))
-        return K.write(self, index, convert(value, self.dtype, preferred=True))
+        return kernels.write(self, index, convert(value, self.dtype, preferred=True))
 
     def unstack(self, value: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write ``value[i]`` at each index ``i`` (``scatter(range(len(value)), value)``)."""
@@ -112,8 +108,8 @@ class TensorArray(ArrayData):
             self._python_shape_check(np.shape(value)[1:])
         value = convert(value, self.dtype, preferred=True)
         if value.ndim == 0:
-            Error.UNPACK_VALUE_SCALAR.raise_(shape=S.debug_str(()))
-        return self._merged_shape(K.unpack_or_scatter(self, np.arange(value.shape[0]), value), value.shape)
+            Error.UNPACK_VALUE_SCALAR.raise_(shape=shapes.debug_str(()))
+        return self._merged_shape(kernels.unpack_or_scatter(self, np.arange(value.shape[0]), value), value.shape)
 
     def scatter(self, indices: ArrayLike, value: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write ``value[k]`` at ``indices[k]`` (``TensorArrayScatterV3``)."""
@@ -121,20 +117,20 @@ class TensorArray(ArrayData):
         # TF's Python layer checks value.shape[1:] (``()`` for a scalar) before the kernel's dtype.
         self._python_shape_check(np.shape(value)[1:])
         value = convert(value, self.dtype, preferred=True)
-        return self._merged_shape(K.unpack_or_scatter(self, indices, value), value.shape)
+        return self._merged_shape(kernels.unpack_or_scatter(self, indices, value), value.shape)
 
     def split(self, value: ArrayLike, lengths: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write consecutive row blocks of ``value`` of the given ``lengths`` (``TensorArraySplitV3``)."""
         del name
         value = convert(value, self.dtype, preferred=True)
-        return K.split(self, value, lengths, python_layer=True)  # TF's Python checks equal lengths first
+        return kernels.split(self, value, lengths, python_layer=True)  # TF's Python checks equal lengths first
 
     # -- reads ------------------------------------------------------------------------------
     def read(self, index: Index, name: Optional[str] = None) -> jax.Array:
         """The element at ``index`` (``TensorArrayReadV3``); unwritten slots read as zeros."""
         del name
         index = indices(index, "TensorArrayReadV3", "index")
-        ta, value = K.read(self, index, mark=False)
+        ta, value = kernels.read(self, index, mark=False)
         delivery.check_read(ta, index)
         return value
 
@@ -190,7 +186,7 @@ class TensorArray(ArrayData):
         """All elements concatenated along their first axis (``TensorArrayConcatV3``)."""
         del name
         es = self.element_shape  # TF's Python layer passes element_shape[1:] as the attribute
-        ta, value, _ = K.concat(self, mark=False, element_shape_except0=None if es is None else es[1:])
+        ta, value, _ = kernels.concat(self, mark=False, element_shape_except0=None if es is None else es[1:])
         delivery.throw_array(ta)
         return value
 
@@ -198,7 +194,7 @@ class TensorArray(ArrayData):
     def close(self, name: Optional[str] = None) -> TensorArray:
         """A closed copy: every later op on it raises "has already been closed."."""
         del name
-        return K.close(self)
+        return kernels.close(self)
 
     def grad(self, source: str, registry: dict, shape_to_prepend: Any = ()
              ) -> tuple[TensorArray, TensorArray, dict]:
@@ -210,7 +206,7 @@ class TensorArray(ArrayData):
         for before), and the registry holding it. Store an updated accumulator back with
         ``jta.gradients.put(registry, g)``. See ``jta.gradients`` for the backward rules.
         """
-        forward, registry, g = A.get_or_create(registry, self, source, shape_to_prepend)
+        forward, registry, g = accumulators.get_or_create(registry, self, source, shape_to_prepend)
         return forward, g, registry
 
     def identity(self) -> TensorArray:
@@ -218,17 +214,17 @@ class TensorArray(ArrayData):
         return self
 
     def __repr__(self) -> str:
-        return _repr.array_repr(self)
+        return display.array_repr(self)
 
     def _repr_html_(self) -> str:
-        return _repr.array_html(self)
+        return display.array_html(self)
 
     # -- TensorFlow's Python layer ----------------------------------------------------------
     def _python_shape_check(self, shape: tuple[int, ...]) -> None:
         """TF's Python-level check (``ValueError: Inconsistent shapes...``) before the kernel."""
-        if not S.compatible(self.element_shape, tuple(shape)):
-            Error.INCONSISTENT_SHAPES.raise_(shape=S.python_str(tuple(shape)),
-                                             element_shape=S.python_str(self.element_shape))
+        if not shapes.compatible(self.element_shape, tuple(shape)):
+            Error.INCONSISTENT_SHAPES.raise_(shape=shapes.python_str(tuple(shape)),
+                                             element_shape=shapes.python_str(self.element_shape))
 
     @staticmethod
     def _merged_shape(ta: TensorArray, value_shape: tuple[int, ...]) -> TensorArray:
@@ -236,13 +232,13 @@ class TensorArray(ArrayData):
         shape (with ``infer_shape``), even when zero elements are written; the kernel only
         learns shapes from written elements, so an empty one fixes the Python layer's alone."""
         if value_shape[0] != 0:
-            return St.pin_shape(ta, tuple(value_shape[1:]))
-        return St.python_shape(ta, tuple(value_shape[1:]))
+            return storage.pin_shape(ta, tuple(value_shape[1:]))
+        return storage.python_shape(ta, tuple(value_shape[1:]))
 
     def _gather(self, indices_: ArrayLike) -> jax.Array:
         # TF's Python gather/stack pass the inferred element shape as the op's attribute.
         indices_ = indices(indices_, "TensorArrayGatherV3", "indices")
-        ta, value = K.pack_or_gather(self, indices_, mark=False, element_shape=self.element_shape)
+        ta, value = kernels.pack_or_gather(self, indices_, mark=False, element_shape=self.element_shape)
         delivery.check_gather(ta, indices_)
         return value
 
@@ -251,7 +247,7 @@ def checked_size(size: Any, what: str) -> int:
     """The static size of a new array: ``TensorArrayOp``'s checks, then jta's static-size rule."""
     size = indices(size, "TensorArrayV3", "size")
     if np.ndim(size) != 0:
-        Error.SIZE_NOT_SCALAR.raise_(shape=S.debug_str(np.shape(size)))
+        Error.SIZE_NOT_SCALAR.raise_(shape=shapes.debug_str(np.shape(size)))
     n = static_int(size)
     if n is None:
         Error.STATIC_SIZE_REQUIRED.raise_(what=what)

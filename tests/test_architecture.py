@@ -11,6 +11,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "jta"
 # Modules by dotted name below ``jta`` ("tensor_array", "_channel.records", ...).
 MODULES = {".".join(p.relative_to(PACKAGE).with_suffix("").parts): ast.parse(p.read_text(), str(p))
            for p in sorted(PACKAGE.rglob("*.py"))}
+PACKAGES = {name.removesuffix(".__init__") for name in MODULES if name.endswith(".__init__")}
 MODULES = {name.removesuffix(".__init__"): tree for name, tree in MODULES.items()}
 
 # The layers, bottom first: a module may import modules of its own layer and of the layers
@@ -20,7 +21,7 @@ MODULES = {name.removesuffix(".__init__"): tree for name, tree in MODULES.items(
 LAYERS = [
     ("errors", {"errors"}),
     ("channel records", {"_channel", "_channel.catalogue", "_channel.primitives", "_channel.records"}),
-    ("core", {"_shapes", "_inputs", "_memory", "_buffer", "_array", "_storage", "_kernels", "_accumulators", "_repr"}),
+    ("core", {name for name in MODULES if name.split(".")[0] == "_core"}),
     ("channel delivery", {"_channel.delivery", "_channel.functionalize", "_channel.vmap_masking",
                           "_channel.api"}),
     ("public", {"tensor_array", "raw_ops", "gradients", "_describe", "_serialization"}),
@@ -31,7 +32,7 @@ LAYERS = [
 
 def _resolve(module: str, level: int, importer: str) -> str:
     """The dotted name below ``jta`` of a relative import in ``importer``."""
-    package = importer.split(".")[:-1] if importer not in ("_channel",) else ["_channel"]
+    package = importer.split(".") if importer in PACKAGES else importer.split(".")[:-1]
     base = package[:len(package) - (level - 1)] if level > 1 else package
     return ".".join([*base, *filter(None, module.split("."))])
 

@@ -9,7 +9,7 @@ from typing import Any, Optional, TypeVar, cast
 
 import jax
 
-from .._array import ArrayData
+from .._core.array import ArrayData
 from . import primitives, vmap_masking  # noqa: F401  (registers vmap rules)
 from .delivery import throw_array
 from .functionalize import functionalize, is_traceable, static_arguments

@@ -18,8 +18,8 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 
-from .._array import ArrayData
-from .._storage import as_index
+from .._core.array import ArrayData
+from .._core.storage import as_index
 from ..errors import TensorArrayError
 from . import records
 from .primitives import emit

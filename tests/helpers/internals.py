@@ -2,7 +2,7 @@
 
 jta's internals move (``jta/tensor_array.py`` is being split into modules): when a private name
 changes, update it here and nowhere else. No test module touches an underscore name of jta
-(``ta._data``, ``jta._repr``, ...) except through this module; the functions import lazily, so a
+(``ta._data``, ``jta._core.display``, ...) except through this module; the functions import lazily, so a
 moved name breaks only the tests that use it, at run time, with this file in the traceback.
 
 What is used, and by whom:
@@ -10,14 +10,14 @@ What is used, and by whom:
 * the pytree leaves of a ``jta.TensorArray``: :func:`buffer_of` (``ta._data``),
   :func:`flags_of` (``ta._flags``), :func:`error_of` (``ta._error``) — ``test_donation.py``,
   ``test_sharding.py``;
-* :func:`static_size` (``jta._array.require_static_size``) and :func:`peek` (``jta._kernels.read``) —
+* :func:`static_size` (``jta._core.array.require_static_size``) and :func:`peek` (``jta._core.kernels.read``) —
   the drivers in ``tests/helpers/drivers.py``;
-* ``jta._repr`` (:func:`repr_legend`, :func:`repr_codes`, :func:`max_slots_html`,
+* ``jta._core.display`` (:func:`repr_legend`, :func:`repr_codes`, :func:`max_slots_html`,
   :func:`array_html`) and ``jta._describe`` (:func:`description_type`) — ``test_repr.py``;
 * ``jta._channel.catalogue`` (:func:`value_dependent_templates`) — ``tests/oracle/_programs.py``;
-* ``jta._shapes`` (:func:`as_shape`, :func:`shape_compatible`, :func:`shape_debug_str`,
+* ``jta._core.shapes`` (:func:`as_shape`, :func:`shape_compatible`, :func:`shape_debug_str`,
   :func:`shape_fully_defined`) — ``tests/oracle/_tf_cases.py``;
-* ``jta._memory`` (:func:`set_memory_limit`) — ``test_inputs.py``.
+* ``jta._core.memory`` (:func:`set_memory_limit`) — ``test_inputs.py``.
 """
 
 from __future__ import annotations
@@ -51,34 +51,34 @@ def error_of(ta: Any) -> Any:
 
 def static_size(ta: Any, what: str) -> int:
     """The size as a Python int (``what`` names the op in the error when it is not static)."""
-    return _module("_array").require_static_size(ta, what)
+    return _module("_core.array").require_static_size(ta, what)
 
 
 def peek(ta: Any, index: Any) -> Any:
     """The value at ``index`` without marking the slot read (a read TF never runs)."""
-    return _module("_kernels").read(ta, index, mark=False)[1]
+    return _module("_core.kernels").read(ta, index, mark=False)[1]
 
 
-# -- jta._repr ------------------------------------------------------------------------------------
+# -- jta._core.display ------------------------------------------------------------------------------------
 
 def repr_legend() -> str:
     """The legend line under a text repr."""
-    return _module("_repr").LEGEND
+    return _module("_core.display").LEGEND
 
 
 def repr_codes() -> dict:
     """Slot code -> (description, colour) of the reprs."""
-    return _module("_repr").CODES
+    return _module("_core.display").CODES
 
 
 def max_slots_html() -> int:
     """How many slot boxes the HTML repr draws at most."""
-    return _module("_repr").MAX_SLOTS_HTML
+    return _module("_core.display").MAX_SLOTS_HTML
 
 
 def array_html(ta: Any) -> str:
     """The HTML repr of one array."""
-    return _module("_repr").array_html(ta)
+    return _module("_core.display").array_html(ta)
 
 
 def description_type() -> type:
@@ -94,26 +94,26 @@ def value_dependent_templates() -> list[str]:
     return [e.template for e in _module("_channel.catalogue").Error if e.fields]
 
 
-# -- jta._shapes ----------------------------------------------------------------------------------
+# -- jta._core.shapes ----------------------------------------------------------------------------------
 
 def as_shape(shape: Any) -> Any:
     """jta's normal form of a (partial) shape: ``None`` or a tuple of ints / ``None``."""
-    return _module("_shapes").as_shape(shape)
+    return _module("_core.shapes").as_shape(shape)
 
 
 def shape_compatible(a: Any, b: Any) -> bool:
-    return _module("_shapes").compatible(a, b)
+    return _module("_core.shapes").compatible(a, b)
 
 
 def shape_debug_str(shape: Any) -> str:
     """TF's ``PartialTensorShape::DebugString`` text (``[2,?]``, ``<unknown>``)."""
-    return _module("_shapes").debug_str(shape)
+    return _module("_core.shapes").debug_str(shape)
 
 
 def shape_fully_defined(shape: Any) -> bool:
-    return _module("_shapes").fully_defined(shape)
+    return _module("_core.shapes").fully_defined(shape)
 
 
 def set_memory_limit(monkeypatch: Any, nbytes: int) -> None:
-    """Pretend the device holds ``nbytes`` (``jta._memory.memory_limit``) — ``test_inputs.py``."""
-    monkeypatch.setattr(_module("_memory"), "memory_limit", lambda: nbytes)
+    """Pretend the device holds ``nbytes`` (``jta._core.memory.memory_limit``) — ``test_inputs.py``."""
+    monkeypatch.setattr(_module("_core.memory"), "memory_limit", lambda: nbytes)

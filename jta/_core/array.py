@@ -30,12 +30,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import GetAttrKey
 
-from . import _shapes as S
-from ._channel import records
-from ._channel.catalogue import Error
-from ._channel.primitives import emit
-from ._inputs import static_int
-from ._memory import check_buffer
+from .._channel import records
+from .._channel.catalogue import Error
+from .._channel.primitives import emit
+from . import shapes
+from .inputs import static_int
+from .memory import check_buffer
 
 __all__ = ["ArrayMeta", "ArrayData", "become", "empty", "logical_size", "known_size", "require_static_size", "same_array"]
 
@@ -47,7 +47,7 @@ class ArrayMeta:
     """Static (aux) data of a TensorArray: everything that is not a leaf."""
 
     dtype: np.dtype
-    element_shape: S.Shape
+    element_shape: shapes.Shape
     dynamic_size: bool
     clear_after_read: bool
     infer_shape: bool
@@ -58,24 +58,24 @@ class ArrayMeta:
     marked_size: int = -1
     closed: bool = False
     checks: bool = True
-    slots: Optional[tuple[tuple[int, S.Shape], ...]] = None  # slots form: (bits, shape) per slot
+    slots: Optional[tuple[tuple[int, shapes.Shape], ...]] = None  # slots form: (bits, shape) per slot
     # TF's Python layer merges the shape of an empty unstack/scatter into its ``element_shape``,
     # which the kernel never sees (it reads unwritten slots with its own): set only then.
-    python_shape: S.Shape = None
+    python_shape: shapes.Shape = None
 
     def __repr__(self) -> str:
         # JAX prints this when a loop's carry changes structure (scan, fori_loop, while_loop,
         # cond): say which static part a loop body may not change, and what to do instead.
         size = f"size={self.static_size}" if self.static_size is not None else f"capacity={self.capacity}"
         parts = [f"TensorArray {self.name!r}", f"dtype={np.dtype(self.dtype).name}",
-                 f"element_shape={S.debug_str(self.element_shape)}", size]
+                 f"element_shape={shapes.debug_str(self.element_shape)}", size]
         parts += [k for k in ("dynamic_size", "is_grad", "closed") if getattr(self, k)]
         if self.marked_size >= 0:
             parts.append(f"split to size {self.marked_size}")
         if not self.checks:
             parts.append("checks=False")
         if self.slots is not None:  # the written ones: a large array has thousands of slots
-            written = [f"{k}: {S.debug_str(shape)}" for k, (_, shape) in enumerate(self.slots) if shape is not None]
+            written = [f"{k}: {shapes.debug_str(shape)}" for k, (_, shape) in enumerate(self.slots) if shape is not None]
             shown = ", ".join(written[:8]) + (", ..." if len(written) > 8 else "")
             parts.append(f"{len(self.slots)} slots, {len(written)} written {{{shown}}}")
         hints = [hint for applies, hint in (
@@ -143,7 +143,7 @@ class ArrayData:
         return self._meta.dtype
 
     @property
-    def element_shape(self) -> S.Shape:
+    def element_shape(self) -> shapes.Shape:
         """The (partial) element shape: a tuple with ``None`` for unknown dims, or ``None``."""
         m = self._meta
         return m.element_shape if m.python_shape is None else m.python_shape
@@ -237,8 +237,8 @@ def empty(cls: type, meta: ArrayMeta, n: int, flow: Any = None) -> Any:
     # A NumPy leaf, so that it stays concrete inside ``jit`` until a loop carries it.
     flow = np.float32(next(_FLOWS) % 2**24) if flow is None else jnp.asarray(flow, jnp.float32)
     traced_size = jnp.asarray(n, jnp.int32) if meta.static_size is None else None
-    if S.fully_defined(meta.element_shape):
-        data = jnp.zeros((cap, *S.dims(meta.element_shape)), meta.dtype)
+    if shapes.fully_defined(meta.element_shape):
+        data = jnp.zeros((cap, *shapes.dims(meta.element_shape)), meta.dtype)
         flags = jnp.zeros((cap,), jnp.int32) if meta.checks else None
         return cls.tree_unflatten(meta, (data, flags, traced_size, error, flow))
     meta = dataclasses.replace(meta, slots=((0, None),) * n)

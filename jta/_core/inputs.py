@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
-from . import _shapes as S
-from ._channel.catalogue import Error
+from .._channel.catalogue import Error
+from . import shapes
 
 
 def canonical_dtype(dtype: Any) -> np.dtype:
@@ -108,13 +108,13 @@ def static_ints(x: Any) -> Optional[np.ndarray]:
 
 def check_scalar_index(index: Any) -> None:
     if np.ndim(index) != 0:
-        Error.INDEX_NOT_SCALAR.raise_(shape=S.debug_str(np.shape(index)))
+        Error.INDEX_NOT_SCALAR.raise_(shape=shapes.debug_str(np.shape(index)))
 
 
 def check_dtype(array_dtype: np.dtype, value_dtype: Any) -> None:
     """The kernels' dtype check of a value to write."""
     if value_dtype != array_dtype:
-        Error.WRITE_DTYPE.raise_(dtype=S.kernel_dtype_name(array_dtype), given=S.kernel_dtype_name(value_dtype))
+        Error.WRITE_DTYPE.raise_(dtype=shapes.kernel_dtype_name(array_dtype), given=shapes.kernel_dtype_name(value_dtype))
 
 
 def convert(value: Any, dtype: np.dtype, preferred: bool) -> jax.Array:
@@ -140,7 +140,7 @@ def convert(value: Any, dtype: np.dtype, preferred: bool) -> jax.Array:
             try:
                 value = float(value)  # beyond int64: TF converts it to the float array's dtype
             except OverflowError:
-                Error.INT_TOO_LARGE.raise_(bits=value.bit_length(), dtype=S.kernel_dtype_name(dtype))
+                Error.INT_TOO_LARGE.raise_(bits=value.bit_length(), dtype=shapes.kernel_dtype_name(dtype))
         try:
             arr = np.asarray(value)
         except (OverflowError, ValueError, TypeError):
@@ -167,5 +167,5 @@ def convert(value: Any, dtype: np.dtype, preferred: bool) -> jax.Array:
         elif arr.dtype == np.int64 and np.all(np.abs(arr) < 2**31):
             arr = arr.astype(np.int32)
     if canonical_dtype(arr.dtype) != dtype:  # named by the value's own dtype, as TF does (complex128)
-        Error.WRITE_DTYPE.raise_(dtype=S.kernel_dtype_name(dtype), given=S.kernel_dtype_name(arr.dtype))
+        Error.WRITE_DTYPE.raise_(dtype=shapes.kernel_dtype_name(dtype), given=shapes.kernel_dtype_name(arr.dtype))
     return jnp.asarray(arr, dtype)

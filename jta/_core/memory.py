@@ -16,8 +16,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _shapes as S
-from ._channel.catalogue import Error
+from .._channel.catalogue import Error
+from . import shapes
 
 __all__ = ["check_buffer", "memory_limit"]
 
@@ -56,12 +56,12 @@ def check_buffer(name: str, what: str, slots: int, element_shape: Any, dtype: An
 
     ``element_shape`` ``None`` (or partial) is the slots form, which costs Python memory per slot.
     """
-    if S.fully_defined(element_shape):
-        dims = S.dims(element_shape)
+    if shapes.fully_defined(element_shape):
+        dims = shapes.dims(element_shape)
         per_slot = int(np.prod(dims, dtype=object)) * np.dtype(dtype).itemsize + (4 if checks else 0)
-        shape = S.python_str(dims)
+        shape = shapes.python_str(dims)
     else:
-        per_slot, shape = _SLOT_BYTES, S.python_str(element_shape) if element_shape is not None else "unknown"
+        per_slot, shape = _SLOT_BYTES, shapes.python_str(element_shape) if element_shape is not None else "unknown"
     nbytes, limit = int(slots) * per_slot, memory_limit()
     if nbytes > limit:
         Error.BUFFER_TOO_LARGE.raise_(name=name, what=what, slots=slots, shape=shape,

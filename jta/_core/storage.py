@@ -1,9 +1,9 @@
-"""The two storage forms (see ``jta._array``): element access after the kernels' checks.
+"""The two storage forms (see ``jta._core.array``): element access after the kernels' checks.
 
 Functions named ``dense_*`` work on the one-buffer form at static or traced indices and record
 the checks that depend on traced values; ``slots_*`` work on the per-slot form at Python-int
 indices and raise at once (everything there is static). ``grow``, ``pin_shape`` and
-``to_dense`` move an array between sizes and forms. The kernels in ``jta._kernels`` validate
+``to_dense`` move an array between sizes and forms. The kernels in ``jta._core.kernels`` validate
 their inputs in TensorFlow's order first, then call exactly one of these per element access.
 """
 
@@ -16,14 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import _buffer as B
-from . import _shapes as S
-from ._array import ArrayData, logical_size, raise_if_concrete
-from ._channel import records
-from ._channel.catalogue import Error
-from ._memory import check_buffer
+from .._channel import records
+from .._channel.catalogue import Error
+from . import buffer, shapes
+from .array import ArrayData, logical_size, raise_if_concrete
+from .memory import check_buffer
 
-Index = B.Index
+Index = buffer.Index
 
 
 # -- sizes and forms ------------------------------------------------------------------------
@@ -53,7 +52,7 @@ def grow(ta: Any, n: int) -> Any:
 def pin_shape(ta: Any, shape: tuple[int, ...]) -> Any:
     """``identical_element_shapes``: the first write fixes the element shape."""
     m = ta._meta
-    if not m.infer_shape or S.fully_defined(m.element_shape):
+    if not m.infer_shape or shapes.fully_defined(m.element_shape):
         return ta
     ta = ta.replace(element_shape=tuple(shape))
     return to_dense(ta) if can_be_dense(ta) else ta
@@ -62,21 +61,21 @@ def pin_shape(ta: Any, shape: tuple[int, ...]) -> Any:
 def python_shape(ta: Any, shape: tuple[int, ...]) -> Any:
     """An empty unstack/scatter: TF's Python layer fixes ``shape``, the kernel learns nothing."""
     m = ta._meta
-    if not m.infer_shape or S.fully_defined(m.element_shape):
+    if not m.infer_shape or shapes.fully_defined(m.element_shape):
         return ta
-    return ta.replace(python_shape=S.merge(ta.element_shape, shape))
+    return ta.replace(python_shape=shapes.merge(ta.element_shape, shape))
 
 
 def can_be_dense(ta: ArrayData) -> bool:
     m = ta._meta
-    if not S.fully_defined(m.element_shape) or m.slots is None:
+    if not shapes.fully_defined(m.element_shape) or m.slots is None:
         return False
     return all(shape is None or tuple(shape) == m.element_shape for _, shape in m.slots)
 
 
 def to_dense(ta: Any) -> Any:
     m = ta._meta
-    shape = S.dims(m.element_shape)
+    shape = shapes.dims(m.element_shape)
     check_buffer(ta.name, "fixing the element shape", len(m.slots), shape, m.dtype, m.checks)
     # Only the written slots are stacked: one operand per slot made the first write into a large
     # array (whose element shape it fixes) compile a stack of thousands of zeros.
@@ -189,7 +188,7 @@ def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
             # Read back from the updated flags, not reused from ``old``: a second reader of the old
             # flags makes XLA copy the whole flags vector in every step of a loop.
             error = records.record_slot_error(error, flags.at[j].get(mode="fill", fill_value=0), i)
-    data = B.write_row(data, i, value, m.is_grad or not m.checks)  # checks off: TF's XLA lowering adds
+    data = buffer.write_row(data, i, value, m.is_grad or not m.checks)  # checks off: TF's XLA lowering adds
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
 
 
@@ -203,8 +202,8 @@ def slots_write(ta: Any, i: int, value: jax.Array) -> Any:
         if not m.is_grad:
             Error.WRITTEN_TWICE.raise_(name=ta.name, index=i)
         if tuple(shape) != tuple(value.shape):
-            Error.AGGREGATE_SHAPE.raise_(name=ta.name, index=i, existing=S.debug_str(shape),
-                                         shape=S.debug_str(tuple(value.shape)))
+            Error.AGGREGATE_SHAPE.raise_(name=ta.name, index=i, existing=shapes.debug_str(shape),
+                                         shape=shapes.debug_str(tuple(value.shape)))
         if old is not None:
             value = old + value
     slots = m.slots[:i] + ((bits | records.WRITTEN, tuple(value.shape)),) + m.slots[i + 1:]
@@ -223,7 +222,7 @@ def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
         return raise_if_concrete(ta) if mark else ta, jnp.zeros(data.shape[1:], data.dtype)
     if not isinstance(i, int) and i.dtype != jnp.int32:  # narrowed after the range check above
         i = jnp.clip(i, 0, cap - 1).astype(jnp.int32)
-    value = lax.index_in_dim(data, i, 0, keepdims=False) if isinstance(i, int) else B.read_row(data, i)
+    value = lax.index_in_dim(data, i, 0, keepdims=False) if isinstance(i, int) else buffer.read_row(data, i)
     if flags is not None and mark:
         j = i if ok is True else jnp.where(ok, i, cap)
         old = flags.at[j].get(mode="fill", fill_value=0)
@@ -238,21 +237,21 @@ def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
 
 
 def unknown_shape_read(ta: ArrayData, i: int) -> Exception:
-    return Error.UNKNOWN_SHAPE_READ.exception(name=ta.name, index=i, element_shape=S.debug_str(ta._meta.element_shape))
+    return Error.UNKNOWN_SHAPE_READ.exception(name=ta.name, index=i, element_shape=shapes.debug_str(ta._meta.element_shape))
 
 
 def slots_read(ta: Any, i: int, mark: bool) -> tuple[Any, jax.Array]:
     m = ta._meta
     bits, shape = m.slots[i]
     if not bits & records.WRITTEN:
-        if not S.fully_defined(m.element_shape):
+        if not shapes.fully_defined(m.element_shape):
             raise unknown_shape_read(ta, i)
         shape = m.element_shape
     if bits & records.READ and (m.clear_after_read or m.is_grad):
         Error.READ_CLEARED.raise_(name=ta.name, index=i)
     value = ta._data[i]
     if value is None:
-        value = jnp.zeros(S.dims(shape), m.dtype)
+        value = jnp.zeros(shapes.dims(shape), m.dtype)
     if not mark:
         return ta, value
     slots = m.slots[:i] + ((bits | records.WRITTEN | records.READ, shape),) + m.slots[i + 1:]
@@ -274,7 +273,7 @@ def dense_gather(ta: Any, idx: Any, static: bool, mark: bool) -> tuple[Any, jax.
         codes = jnp.where(ok, 0, jnp.where(idx < 0, Error.READ_OUT_OF_RANGE.code, beyond.code))
     if m.is_grad and mark and size is not None and not static:
         size = jnp.maximum(size, jnp.max(jnp.where(ok, idx + 1, 0)).astype(jnp.int32))
-    value = B.take_rows(data, idx) if cap else jnp.zeros(idx.shape + data.shape[1:], data.dtype)
+    value = buffer.take_rows(data, idx) if cap else jnp.zeros(idx.shape + data.shape[1:], data.dtype)
     if flags is not None and mark and cap:  # (no rows: every traced index is out of range)
         j = jnp.where(ok, idx, cap)
         old = flags.at[j].get(mode="fill", fill_value=0)
@@ -377,7 +376,7 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array, shape_error
         flags = flags.at[j].set(new, mode="drop")
     if not static:  # out of range: dropped when recorded, clamped (as write does) when checks are off
         idx = jnp.where(ok, idx, cap) if m.checks else jnp.clip(idx, 0, cap - 1)
-    data = B.add_rows(data, idx, value, aggregate=m.is_grad or not m.checks)
+    data = buffer.add_rows(data, idx, value, aggregate=m.is_grad or not m.checks)
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
 
 

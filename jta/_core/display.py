@@ -32,9 +32,9 @@ import jax
 import numpy as np
 from jax.core import Tracer
 
-from . import _shapes as S
-from ._array import ArrayData, ArrayMeta, as_gradient
-from ._channel import records
+from .._channel import records
+from . import shapes
+from .array import ArrayData, ArrayMeta, as_gradient
 
 __all__ = ["array_repr", "array_html", "state_repr", "state_html",
            "registry_repr", "registry_html"]
@@ -224,7 +224,7 @@ def _header(ta: Any) -> str:
     m = ta._meta
     size = _size_of(ta)
     size_s = str(size) if isinstance(size, (int, str)) else np.array2string(np.asarray(size), separator=",")
-    parts = [m.dtype.name, f"size={size_s}", f"element_shape={S.debug_str(m.element_shape)}"]
+    parts = [m.dtype.name, f"size={size_s}", f"element_shape={shapes.debug_str(m.element_shape)}"]
     capacity, batch = _capacity_and_batch(ta)
     if capacity is not None and not (isinstance(size, int) and capacity == size):  # size may be batched
         parts.append(f"capacity={capacity}")
@@ -299,7 +299,7 @@ def _fallback_line(x: Any, exc: Exception) -> str:
     if isinstance(meta, ArrayMeta):
         size = "" if meta.static_size is None else f"size={meta.static_size}, "
         what = (f"TensorArray<{meta.name}>({getattr(meta.dtype, 'name', meta.dtype)}, {size}"
-                f"element_shape={S.debug_str(meta.element_shape)})")
+                f"element_shape={shapes.debug_str(meta.element_shape)})")
     else:
         what = type(x).__name__
     return f"{what} [not shown: {type(exc).__name__} while formatting]"

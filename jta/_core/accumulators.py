@@ -17,13 +17,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
-from . import _shapes as S
-from . import _storage as St
-from ._array import same_array
-from ._channel import records
-from ._channel.catalogue import Error
-from ._inputs import indices
-from ._memory import check_buffer
+from .._channel import records
+from .._channel.catalogue import Error
+from . import shapes, storage
+from .array import same_array
+from .inputs import indices
+from .memory import check_buffer
 
 Key = tuple[str, str]
 
@@ -66,7 +65,7 @@ def _static_prepend(shape_to_prepend: Any) -> tuple[int, ...]:
     if isinstance(shape_to_prepend, Tracer):
         Error.STATIC_PREPEND_REQUIRED.raise_()
     if np.ndim(shape_to_prepend) > 1:
-        Error.SHAPE_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(shape_to_prepend)))
+        Error.SHAPE_NOT_VECTOR.raise_(shape=shapes.debug_str(np.shape(shape_to_prepend)))
     dims = tuple(int(d) for d in np.asarray(shape_to_prepend).reshape(-1))
     for d in dims:
         if d < 0:
@@ -94,4 +93,4 @@ def _new(forward: Any, source: str, prepend: tuple[int, ...]) -> Any:
     slots = tuple((bits & records.WRITTEN, None if s is None else prepend + tuple(s)) for bits, s in m.slots)
     g = cls.tree_unflatten(dataclasses.replace(meta, slots=slots),
                            ((None,) * len(slots), None, forward._traced_size, error, flow))
-    return St.to_dense(g) if St.can_be_dense(g) and m.infer_shape else g
+    return storage.to_dense(g) if storage.can_be_dense(g) and m.infer_shape else g

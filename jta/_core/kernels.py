@@ -3,7 +3,7 @@
 One function per kernel of ``tensorflow/core/kernels/tensor_array_ops.cc`` (the class named in
 each docstring), checking its inputs in the kernel's order and raising the kernel's texts;
 the per-element work of ``tensor_array.h`` (``WriteOrAggregate``, ``Read`` and their ``*Many``
-loops) is in ``jta._storage``. Every function returns the new array first; ``mark`` says whether
+loops) is in ``jta._core.storage``. Every function returns the new array first; ``mark`` says whether
 a read marks slots as read (the raw ops do, TensorFlow's functional Python reads do not matter
 because jta's high-level ``read`` returns no new array).
 """
@@ -16,13 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _shapes as S
-from . import _storage as St
-from ._array import as_gradient, known_size, logical_size, raise_if_concrete, require_static_size
-from ._channel import records
-from ._channel.catalogue import Error
-from ._inputs import check_dtype, check_scalar_index, length_dtype, static_int, static_ints
-from ._inputs import indices as index_operand
+from .._channel import records
+from .._channel.catalogue import Error
+from . import shapes, storage
+from .array import as_gradient, known_size, logical_size, raise_if_concrete, require_static_size
+from .inputs import check_dtype, check_scalar_index, length_dtype, static_int, static_ints
+from .inputs import indices as index_operand
 
 Index = Union[int, jax.Array]
 _TRACED = "<traced>"
@@ -51,13 +50,13 @@ def batch_shape(ta: Any) -> tuple[int, ...]:
 
 def check_value_shape(ta: Any, index: Any, shape: tuple[int, ...]) -> None:
     """``TensorArray::LockedWriteOrAggregate``'s check of a value against the element shape."""
-    if not S.compatible(ta._meta.element_shape, tuple(shape)):
-        Error.WRITE_SHAPE.raise_(name=ta.name, index=index, shape=S.debug_str(tuple(shape)),
-                                 element_shape=S.debug_str(ta._meta.element_shape))
+    if not shapes.compatible(ta._meta.element_shape, tuple(shape)):
+        Error.WRITE_SHAPE.raise_(name=ta.name, index=index, shape=shapes.debug_str(tuple(shape)),
+                                 element_shape=shapes.debug_str(ta._meta.element_shape))
 
 
 def _traced_needs_shape(ta: Any, what: str) -> NoReturn:
-    Error.TRACED_INDEX_NEEDS_SHAPE.raise_(name=ta.name, what=what, element_shape=S.debug_str(ta._meta.element_shape))
+    Error.TRACED_INDEX_NEEDS_SHAPE.raise_(name=ta.name, what=what, element_shape=shapes.debug_str(ta._meta.element_shape))
 
 
 def _grown(ta: Any, size: Any, index: int) -> Any:
@@ -86,12 +85,12 @@ def write(ta: Any, index: Index, value: jax.Array) -> Any:
         if ta.dynamic_size and size is not None and i >= size:
             ta = _grow(ta, i + 1)
     check_value_shape(ta, i if i is not None else _TRACED, value.shape)
-    ta = St.pin_shape(ta, value.shape)
+    ta = storage.pin_shape(ta, value.shape)
     if ta.is_dense:
-        return St.dense_write(ta, index if i is None else i, value)
+        return storage.dense_write(ta, index if i is None else i, value)
     if i is None:
         _traced_needs_shape(ta, "writing at a traced index")
-    return St.slots_write(ta, i, value)
+    return storage.slots_write(ta, i, value)
 
 
 def read(ta: Any, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
@@ -107,14 +106,14 @@ def read(ta: Any, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
         if i < 0 or (not m.is_grad and size is not None and i >= size):
             Error.READ_OUT_OF_RANGE.raise_(index=i, size=size if size is not None else _TRACED)
         if m.is_grad and size is not None and i >= size:  # gradient arrays grow on reads
-            if not S.fully_defined(m.element_shape):
-                raise St.unknown_shape_read(ta, i)
-            ta = St.grow(ta, i + 1)
+            if not shapes.fully_defined(m.element_shape):
+                raise storage.unknown_shape_read(ta, i)
+            ta = storage.grow(ta, i + 1)
     if ta.is_dense:
-        return St.dense_read(ta, index if i is None else i, mark)
+        return storage.dense_read(ta, index if i is None else i, mark)
     if i is None:
         _traced_needs_shape(ta, "reading at a traced index")
-    return St.slots_read(ta, i, mark)
+    return storage.slots_read(ta, i, mark)
 
 
 def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any = None) -> tuple[Any, jax.Array]:
@@ -122,23 +121,23 @@ def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any 
     ta = usable(ta)
     indices = index_operand(indices, "TensorArrayGatherV3", "indices")
     m = ta._meta
-    attr = S.as_shape(element_shape)
-    merge_error = S.merge_error(m.element_shape, attr)
+    attr = shapes.as_shape(element_shape)
+    merge_error = shapes.merge_error(m.element_shape, attr)
     if merge_error:
         raise merge_error
     if attr is not None:
-        merged = S.merge(m.element_shape, attr)
+        merged = shapes.merge(m.element_shape, attr)
         if merged != m.element_shape:
             ta = ta.replace(element_shape=merged)
-            if St.can_be_dense(ta):
-                ta = St.to_dense(ta)
+            if storage.can_be_dense(ta):
+                ta = storage.to_dense(ta)
     if np.ndim(indices) != 1:
-        Error.INDICES_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(indices)))
+        Error.INDICES_NOT_VECTOR.raise_(shape=shapes.debug_str(np.shape(indices)))
     if np.shape(indices)[0] == 0:  # reads nothing, so even a closed array gives [0, ...]
-        es = S.merge(attr, ta._meta.element_shape)
-        if not S.fully_defined(attr) and not (ta.is_dense and S.fully_defined(es)):
-            Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
-        return ta, jnp.zeros((0, *S.dims(es)), m.dtype)
+        es = shapes.merge(attr, ta._meta.element_shape)
+        if not shapes.fully_defined(attr) and not (ta.is_dense and shapes.fully_defined(es)):
+            Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=shapes.debug_str(attr))
+        return ta, jnp.zeros((0, *shapes.dims(es)), m.dtype)
     ta.check_open()  # ReadMany
     static = static_ints(indices)
     if not ta.is_dense:
@@ -152,11 +151,11 @@ def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any 
         return ta, jnp.stack(values)
     size = known_size(ta)
     if static is None or (size is None and not m.is_grad):  # range checks against a traced size
-        return St.dense_gather(ta, St.as_index(indices), False, mark)
+        return storage.dense_gather(ta, storage.as_index(indices), False, mark)
     # ReadMany reads in order and stops at the first failure: an index out of range, or a cleared
     # slot (read earlier in this gather, or by an earlier op when the bits are concrete).
     clears = mark and m.checks and (m.clear_after_read or m.is_grad)
-    bits = St.static_bits(ta) if clears else None
+    bits = storage.static_bits(ta) if clears else None
     in_order = not clears or bits is not None  # else the bits are traced: failures are recorded in order
     seen: set[int] = set()
     grown = size  # a gradient array grows as ReadMany reads past its size, in order
@@ -169,17 +168,17 @@ def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any 
             Error.READ_CLEARED.raise_(name=ta.name, index=int(i))
         seen.add(int(i))
     if m.is_grad and size is not None and static.max() >= size:
-        ta = St.grow(ta, int(static.max()) + 1)
+        ta = storage.grow(ta, int(static.max()) + 1)
     # Kept NumPy: take_rows turns consecutive static indices into a slice.
-    return St.dense_gather(ta, static.astype(np.int32), in_order, mark)
+    return storage.dense_gather(ta, static.astype(np.int32), in_order, mark)
 
 
-def _check_gathered_shapes(shapes: list[tuple[int, ...]], attr: S.Shape) -> None:
-    if not S.compatible(attr, shapes[0]):
-        Error.GATHER_ATTR.raise_(attr=S.debug_str(attr), shape=S.debug_str(shapes[0]))
-    for k, shape in enumerate(shapes[1:], 1):
-        if shape != shapes[0]:
-            Error.GATHER_INCONSISTENT.raise_(first=S.debug_str(shapes[0]), index=k, shape=S.debug_str(shape))
+def _check_gathered_shapes(gathered: list[tuple[int, ...]], attr: shapes.Shape) -> None:
+    if not shapes.compatible(attr, gathered[0]):
+        Error.GATHER_ATTR.raise_(attr=shapes.debug_str(attr), shape=shapes.debug_str(gathered[0]))
+    for k, shape in enumerate(gathered[1:], 1):
+        if shape != gathered[0]:
+            Error.GATHER_INCONSISTENT.raise_(first=shapes.debug_str(gathered[0]), index=k, shape=shapes.debug_str(shape))
 
 
 def _grow_within_capacity(ta: Any, n: int) -> Any:
@@ -187,7 +186,7 @@ def _grow_within_capacity(ta: Any, n: int) -> Any:
     least ``n`` slots: the buffer cannot grow inside compiled code, so ``n`` must fit."""
     if n > ta.capacity:
         Error.WRITE_BEYOND_CAPACITY.raise_(name=ta.name, index=n - 1, capacity=ta.capacity)
-    return St.grow(ta, n)
+    return storage.grow(ta, n)
 
 
 def _grow(ta: Any, n: int) -> Any:
@@ -197,7 +196,7 @@ def _grow(ta: Any, n: int) -> Any:
         return _grow_within_capacity(ta, n)
     if n >= 2**31:
         Error.SIZE_TOO_LARGE.raise_(name=ta.name, what="growing to size", size=n)
-    return St.grow(ta, n)
+    return storage.grow(ta, n)
 
 
 def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
@@ -207,10 +206,10 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
     m = ta._meta
     check_dtype(ta.dtype, value.dtype)
     if value.ndim == 0:
-        Error.UNPACK_VALUE_SCALAR.raise_(shape=S.debug_str(()))
+        Error.UNPACK_VALUE_SCALAR.raise_(shape=shapes.debug_str(()))
     ta.check_open()  # the kernel's Size(), after the dtype and rank checks
     if np.ndim(indices) != 1:
-        Error.INDICES_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(indices)))
+        Error.INDICES_NOT_VECTOR.raise_(shape=shapes.debug_str(np.shape(indices)))
     n = np.shape(indices)[0]
     if n != value.shape[0]:
         Error.SCATTER_LENGTHS.raise_(n=n, rows=value.shape[0])
@@ -229,7 +228,7 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
     if n == 0:
         return ta
     check_value_shape(ta, static[0] if static is not None else _TRACED, value.shape[1:])
-    ta = St.pin_shape(ta, value.shape[1:])
+    ta = storage.pin_shape(ta, value.shape[1:])
     if not ta.is_dense:
         if static is None:
             _traced_needs_shape(ta, "scatter at traced indices")
@@ -238,15 +237,15 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
             if i < 0:
                 _write_out_of_range(ta, int(i), grown)
             grown = _grown(ta, grown, int(i))
-            ta = St.slots_write(ta, int(i), value[k])
+            ta = storage.slots_write(ta, int(i), value[k])
         return ta
     if static is None:
-        return St.dense_scatter(ta, St.as_index(indices), False, value)
+        return storage.dense_scatter(ta, storage.as_index(indices), False, value)
     # WriteOrAggregateMany writes in order and stops at the first failure: a negative index, a
     # slot already read, or a slot written before (earlier in this scatter, or by an earlier op).
-    bits = St.static_bits(ta)
+    bits = storage.static_bits(ta)
     if bits is None and m.checks:  # compiled code: the bits are traced, so the failures are recorded in order
-        return St.dense_scatter(ta, static, True, value)
+        return storage.dense_scatter(ta, static, True, value)
     seen: set[int] = set()
     grown = size_before
     for i in static:
@@ -260,7 +259,7 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
             Error.WRITTEN_TWICE.raise_(name=ta.name, index=int(i))
         seen.add(int(i))
     # Kept NumPy: add_rows turns a full range into an elementwise add.
-    return St.dense_scatter(ta, static.astype(np.int32), True, value)
+    return storage.dense_scatter(ta, static.astype(np.int32), True, value)
 
 
 def concat_size(ta: Any) -> Any:
@@ -274,17 +273,17 @@ def concat(ta: Any, mark: bool = True, element_shape_except0: Any = None) -> tup
     ta = usable(ta)
     ta.check_open()
     m = ta._meta
-    attr = S.as_shape(element_shape_except0)
+    attr = shapes.as_shape(element_shape_except0)
     n = concat_size(ta) if m.is_grad else require_static_size(ta, "concat()")
     if n < 0:  # a gradient array whose forward was never split: TensorFlow aborts the process here
         Error.CONCAT_UNSPLIT_GRAD.raise_(name=ta.name)
     if n == 0:
         es = m.element_shape
-        known = attr if S.fully_defined(attr) else (
-            es[1:] if es is not None and len(es) >= 1 and S.fully_defined(es) else None)
+        known = attr if shapes.fully_defined(attr) else (
+            es[1:] if es is not None and len(es) >= 1 and shapes.fully_defined(es) else None)
         if known is None:
-            Error.CONCAT_ZERO_UNKNOWN_SHAPE.raise_(shape=S.debug_str(attr))
-        return ta, jnp.zeros((0, *S.dims(known)), m.dtype), np.zeros((0,), length_dtype())
+            Error.CONCAT_ZERO_UNKNOWN_SHAPE.raise_(shape=shapes.debug_str(attr))
+        return ta, jnp.zeros((0, *shapes.dims(known)), m.dtype), np.zeros((0,), length_dtype())
     if ta.is_dense:
         ta, values = pack_or_gather(ta, np.arange(n), mark=mark)
         if values.ndim < 2:
@@ -305,15 +304,15 @@ def concat(ta: Any, mark: bool = True, element_shape_except0: Any = None) -> tup
         if i == 0:
             _check_concat_attr(attr, tuple(parts[0].shape[1:]))
         elif tuple(v.shape[1:]) != tuple(parts[0].shape[1:]):
-            Error.CONCAT_INCONSISTENT.raise_(first=S.debug_str(tuple(parts[0].shape[1:])), index=i,
-                                             shape=S.debug_str(tuple(v.shape[1:])))
+            Error.CONCAT_INCONSISTENT.raise_(first=shapes.debug_str(tuple(parts[0].shape[1:])), index=i,
+                                             shape=shapes.debug_str(tuple(v.shape[1:])))
     lengths = np.asarray([v.shape[0] for v in parts], length_dtype())
     return ta, jnp.concatenate(parts), lengths
 
 
-def _check_concat_attr(attr: S.Shape, rest: tuple[int, ...]) -> None:
-    if not S.compatible(attr, rest):
-        Error.CONCAT_ATTR.raise_(attr=S.debug_str(attr), shape=S.debug_str(rest))
+def _check_concat_attr(attr: shapes.Shape, rest: tuple[int, ...]) -> None:
+    if not shapes.compatible(attr, rest):
+        Error.CONCAT_ATTR.raise_(attr=shapes.debug_str(attr), shape=shapes.debug_str(rest))
 
 
 def split(ta: Any, value: jax.Array, lengths: Any, python_layer: bool = False) -> Any:
@@ -326,11 +325,11 @@ def split(ta: Any, value: jax.Array, lengths: Any, python_layer: bool = False) -
     if python_layer:
         ta = _python_split_check(ta, value, lengths, static)
     if np.ndim(lengths) != 1:
-        Error.LENGTHS_NOT_VECTOR.raise_(shape=S.debug_str(np.shape(lengths)))
+        Error.LENGTHS_NOT_VECTOR.raise_(shape=shapes.debug_str(np.shape(lengths)))
     if value.ndim == 0:
-        Error.SPLIT_VALUE_SCALAR.raise_(shape=S.debug_str(()))
+        Error.SPLIT_VALUE_SCALAR.raise_(shape=shapes.debug_str(()))
     if static is None:
-        return _split_traced(ta, value, St.as_index(lengths))
+        return _split_traced(ta, value, storage.as_index(lengths))
     return _split_static(ta, value, static)
 
 
@@ -344,22 +343,22 @@ def _python_split_check(ta: Any, value: jax.Array, lengths: Any, static: Any) ->
     if static is not None:
         if static.ndim == 1 and static.size and np.all(static == static[0]):
             shape = (int(static[0]), *rest)
-            if not S.compatible(es, shape):
-                Error.INCONSISTENT_SHAPES.raise_(shape=S.python_str(shape), element_shape=S.python_str(es))
+            if not shapes.compatible(es, shape):
+                Error.INCONSISTENT_SHAPES.raise_(shape=shapes.python_str(shape), element_shape=shapes.python_str(es))
         return ta
     if np.ndim(lengths) != 1 or not _fits_but_dim0(es, rest) or es is None or es[0] is None or ta._error is None:
         return ta
-    lengths = St.as_index(lengths)
+    lengths = storage.as_index(lengths)
     error = ta._error
     bad = jnp.all(lengths == lengths[0]) & (lengths[0] != es[0])
     first = lengths[0]
     return ta.replace(error=records.record(error, bad, Error.SPLIT_PIECES_INCONSISTENT, first, es[0],
-                                     St.high_word(error, first)))
+                                     storage.high_word(error, first)))
 
 
-def _fits_but_dim0(es: S.Shape, rest: tuple[int, ...]) -> bool:
+def _fits_but_dim0(es: shapes.Shape, rest: tuple[int, ...]) -> bool:
     """Whether a piece ``[?, *rest]`` can have the element shape ``es``."""
-    return es is None or (len(es) == 1 + len(rest) and S.compatible(es[1:], rest))
+    return es is None or (len(es) == 1 + len(rest) and shapes.compatible(es[1:], rest))
 
 
 def _split_static(ta: Any, value: jax.Array, lengths: np.ndarray) -> Any:
@@ -381,13 +380,13 @@ def _split_static(ta: Any, value: jax.Array, lengths: np.ndarray) -> Any:
         for i in range(n):
             piece = value[int(offsets[i]):int(offsets[i + 1])]
             check_value_shape(ta, i, piece.shape)
-            ta = St.pin_shape(ta, piece.shape)
-            ta = St.dense_write(ta, i, piece) if ta.is_dense else St.slots_write(ta, i, piece)
+            ta = storage.pin_shape(ta, piece.shape)
+            ta = storage.dense_write(ta, i, piece) if ta.is_dense else storage.slots_write(ta, i, piece)
         return ta.replace(marked_size=marked)
     # Equal pieces: one reshape, written as a scatter.
     piece_shape = (int(lengths[0]), *value.shape[1:])
     check_value_shape(ta, 0, piece_shape)
-    ta = St.pin_shape(ta, piece_shape)
+    ta = storage.pin_shape(ta, piece_shape)
     return _write_pieces(ta, value.reshape((n, *piece_shape)), None).replace(marked_size=marked)
 
 
@@ -419,7 +418,7 @@ def _split_traced(ta: Any, value: jax.Array, lengths: jax.Array) -> Any:
     es = m.element_shape
     if not _fits_but_dim0(es, rest):  # a static problem: the first piece's write fails (unless the lengths do)
         Error.WRITE_SHAPE.raise_(name=ta.name, index=0, shape=f"[{_TRACED}{''.join(f',{d}' for d in rest)}]",
-                                 element_shape=S.debug_str(es))
+                                 element_shape=shapes.debug_str(es))
     first = None if es is None else es[0]
     if first is None and rows % n:
         Error.TRACED_SPLIT_UNEQUAL.raise_(name=ta.name, rows=rows, n=n)
@@ -431,7 +430,7 @@ def _split_traced(ta: Any, value: jax.Array, lengths: jax.Array) -> Any:
     ta = _split_size(ta, n)
     check_dtype(ta.dtype, value.dtype)
     marked = n if not m.is_grad else m.marked_size
-    ta = St.pin_shape(ta, (piece, *rest))  # as eager code's first piece does (all pieces, when written)
+    ta = storage.pin_shape(ta, (piece, *rest))  # as eager code's first piece does (all pieces, when written)
     if pieces_fit:
         ta = _write_pieces(ta, value.reshape((n, piece, *rest)), shape_errors)
     else:  # nothing written: every run fails, and the records say how
@@ -464,22 +463,22 @@ def _record_lengths(ta: Any, lengths: jax.Array, rows: int) -> Any:
         return ta
     negative = lengths < 0
     k = jnp.argmax(negative)
-    error = records.record(error, negative.any(), Error.NEGATIVE_SPLIT_LENGTH, k, lengths[k], St.high_word(error, lengths[k]))
+    error = records.record(error, negative.any(), Error.NEGATIVE_SPLIT_LENGTH, k, lengths[k], storage.high_word(error, lengths[k]))
     total = jnp.sum(lengths.astype(jnp.promote_types(lengths.dtype, length_dtype())))
     # (A length past ``rows`` also catches a sum that wrapped around in 32 bits.)
     bad_sum = (total != rows) | jnp.any(lengths > rows)
-    error = records.record(error, bad_sum, Error.SPLIT_SUM, total, rows, St.high_word(error, total))
+    error = records.record(error, bad_sum, Error.SPLIT_SUM, total, rows, storage.high_word(error, total))
     return ta.replace(error=error)
 
 
 def _write_pieces(ta: Any, pieces: jax.Array, shape_errors: Any) -> Any:
     """Write ``pieces[k]`` at slot ``k``; ``shape_errors`` (or ``None``) are recorded in order with
-    the slots' own errors (``St.dense_scatter``)."""
+    the slots' own errors (``storage.dense_scatter``)."""
     n = pieces.shape[0]
     if ta.is_dense:
-        return St.dense_scatter(ta, np.arange(n, dtype=np.int32), True, pieces, shape_errors)
+        return storage.dense_scatter(ta, np.arange(n, dtype=np.int32), True, pieces, shape_errors)
     for i in range(n):
-        ta = St.slots_write(ta, i, pieces[i])
+        ta = storage.slots_write(ta, i, pieces[i])
     return _record_piece_errors(ta, shape_errors)
 
 
@@ -488,7 +487,7 @@ def _record_piece_errors(ta: Any, shape_errors: Any) -> Any:
     if shape_errors is None or ta._error is None:
         return ta
     codes, lengths, expected = shape_errors
-    return ta.replace(error=St.record_first(ta._error, codes, jnp.arange(codes.shape[0]), lengths, expected))
+    return ta.replace(error=storage.record_first(ta._error, codes, jnp.arange(codes.shape[0]), lengths, expected))
 
 
 def size(ta: Any) -> jax.Array:
