@@ -17,12 +17,12 @@ accumulator of a second array under a taken name raises a ``ValueError``.
 
 ```python
 >>> import jax.numpy as jnp, jta
->>> from jta import gradients as G
+>>> from jta import gradients
 >>> ta = jta.TensorArray(jnp.float32, size=2, element_shape=(2,)).unstack(jnp.ones((2, 2)))
 >>> grads = {}                                              # the registry
->>> grads = G.read_grad(grads, ta, 0, jnp.array([1.0, 2.0]), source="gradients")
->>> grads = G.read_grad(grads, ta, 0, jnp.array([3.0, 4.0]), source="gradients")  # sums
->>> grads, dvalue = G.unstack_grad(grads, ta, source="gradients")
+>>> grads = gradients.read_grad(grads, ta, 0, jnp.array([1.0, 2.0]), source="gradients")
+>>> grads = gradients.read_grad(grads, ta, 0, jnp.array([3.0, 4.0]), source="gradients")  # sums
+>>> grads, dvalue = gradients.unstack_grad(grads, ta, source="gradients")
 >>> dvalue
 Array([[4., 6.],
        [0., 0.]], dtype=float32)

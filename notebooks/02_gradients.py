@@ -36,7 +36,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import jta
-from jta import gradients as G
+from jta import gradients
 
 logging.getLogger("jax._src.debugging").setLevel(logging.CRITICAL)  # errors raised in callbacks are shown below
 print(f"jax {jax.__version__}, jta {jta.__version__}, {jax.devices()[0].platform}")
@@ -71,8 +71,8 @@ def backward(xs, w, c=1.0, source="gradients", registry=None):
     registry = {} if registry is None else registry
     for t in reversed(range(T)):
         dread = dys[t] * w * (1 - ys[t] ** 2)          # through tanh(w * x_t)
-        registry = G.read_grad(registry, ta, t, dread, source=source)
-    registry, dxs = G.unstack_grad(registry, ta, source=source)
+        registry = gradients.read_grad(registry, ta, t, dread, source=source)
+    registry, dxs = gradients.unstack_grad(registry, ta, source=source)
     return registry, dxs
 
 
@@ -93,7 +93,7 @@ jta.describe(registry)
 # accumulator: the gradient of one loss would include the other's.
 
 # %%
-print(G.grad_source("gradients_1/while/TensorArrayReadV3_grad/foo"))
+print(gradients.grad_source("gradients_1/while/TensorArrayReadV3_grad/foo"))
 
 reg = {}
 reg, d_a = backward(xs, w, c=1.0, source="gradients", registry=reg)
@@ -110,13 +110,13 @@ ta, ys = forward(xs, w)  # one forward array, two backward passes over it
 
 def accumulate(registry, c, source):  # the read gradients only, no read-out yet
     for t in range(T):
-        registry = G.read_grad(registry, ta, t, 2 * c * ys[t] * w * (1 - ys[t] ** 2), source=source)
+        registry = gradients.read_grad(registry, ta, t, 2 * c * ys[t] * w * (1 - ys[t] ** 2), source=source)
     return registry
 
 
 shared = accumulate({}, 1.0, "gradients")
 shared = accumulate(shared, 3.0, "gradients")          # the same source: both land in one accumulator
-shared, mixed = G.unstack_grad(shared, ta, source="gradients")
+shared, mixed = gradients.unstack_grad(shared, ta, source="gradients")
 np.testing.assert_allclose(mixed, d_a + d_b, rtol=1e-5, atol=1e-6)
 print("one shared source mixes the two gradients: max |mixed - d_a| =", float(jnp.max(jnp.abs(mixed - d_a))))
 
@@ -162,8 +162,8 @@ def backward_with_shape(xs, w, C):
     registry = {}
     for t in reversed(range(T)):
         dread = 2 * C[:, t] * ys[t] * w * (1 - ys[t] ** 2)          # (K, D): K cotangents
-        registry = G.read_grad(registry, ta, t, dread, source="gradients", shape_to_prepend=(K,))
-    registry, d = G.unstack_grad(registry, ta, source="gradients", shape_to_prepend=(K,))
+        registry = gradients.read_grad(registry, ta, t, dread, source="gradients", shape_to_prepend=(K,))
+    registry, d = gradients.unstack_grad(registry, ta, source="gradients", shape_to_prepend=(K,))
     return registry, jnp.moveaxis(d, 1, 0)                           # (T, K, D) -> (K, T, D)
 
 

@@ -23,7 +23,7 @@ import pytest
 from jax import lax
 
 import jta
-from jta import gradients as G
+from jta import gradients
 from jta import raw_ops as ops
 from jta.errors import InvalidArgumentError
 from tests.helpers import MODES, SOURCE, assert_close, f32, k_text, run
@@ -61,9 +61,9 @@ def _write_fwd(x, idx):
 def _write_rules(x, idx, ct):
     ta0 = TA(4)
     ta1 = ta0.write(idx[0], x[0])
-    reg = G.stack_grad({}, ta1.write(idx[1], x[1]), ct, SOURCE)
-    reg, d1 = G.write_grad(reg, ta1, idx[1], SOURCE)
-    reg, d0 = G.write_grad(reg, ta0, idx[0], SOURCE)
+    reg = gradients.stack_grad({}, ta1.write(idx[1], x[1]), ct, SOURCE)
+    reg, d1 = gradients.write_grad(reg, ta1, idx[1], SOURCE)
+    reg, d0 = gradients.write_grad(reg, ta0, idx[0], SOURCE)
     return jnp.stack([d0, d1]), reg
 
 
@@ -77,8 +77,8 @@ def _read_rules(x, idx, ct):
     ta = TA(3).unstack(x)
     reg = {}
     for k in range(3):
-        reg = G.read_grad(reg, ta, idx[k], ct[k], SOURCE)
-    reg, dx = G.unstack_grad(reg, ta, SOURCE)
+        reg = gradients.read_grad(reg, ta, idx[k], ct[k], SOURCE)
+    reg, dx = gradients.unstack_grad(reg, ta, SOURCE)
     return dx, reg
 
 
@@ -92,10 +92,10 @@ def _stack_rules(x, idx, ct):
     tas = [TA(3)]
     for i in range(3):
         tas.append(tas[-1].write(i, x[i]))
-    reg = G.stack_grad({}, tas[-1], ct, SOURCE)
+    reg = gradients.stack_grad({}, tas[-1], ct, SOURCE)
     ds = []
     for i in reversed(range(3)):
-        reg, d = G.write_grad(reg, tas[i], i, SOURCE)
+        reg, d = gradients.write_grad(reg, tas[i], i, SOURCE)
         ds.append(d)
     return jnp.stack(ds[::-1]), reg
 
@@ -110,40 +110,40 @@ def _unstack_rules(x, idx, ct):
     ta = TA(3).unstack(x)
     reg = {}
     for i in range(3):
-        reg = G.read_grad(reg, ta, 2 - i, ct[i], SOURCE)
-    reg, dx = G.unstack_grad(reg, ta, SOURCE)
+        reg = gradients.read_grad(reg, ta, 2 - i, ct[i], SOURCE)
+    reg, dx = gradients.unstack_grad(reg, ta, SOURCE)
     return dx, reg
 
 
 # gather at traced (repeated) indices
 def _gather_rules(x, idx, ct):
     ta = TA(3).unstack(x)
-    reg = G.gather_grad({}, ta, idx, ct, SOURCE)
-    reg, dx = G.unstack_grad(reg, ta, SOURCE)
+    reg = gradients.gather_grad({}, ta, idx, ct, SOURCE)
+    reg, dx = gradients.unstack_grad(reg, ta, SOURCE)
     return dx, reg
 
 
 # scatter at traced indices into a larger array, stacked
 def _scatter_rules(x, idx, ct):
     ta = TA(4).scatter(idx, x)
-    reg = G.stack_grad({}, ta, ct, SOURCE)
-    reg, dx = G.scatter_grad(reg, ta, idx, SOURCE)
+    reg = gradients.stack_grad({}, ta, ct, SOURCE)
+    reg, dx = gradients.scatter_grad(reg, ta, idx, SOURCE)
     return dx, reg
 
 
 # concat of equal blocks
 def _concat_rules(x, idx, ct):
     ta = TA(3, element_shape=(2, 2)).unstack(x)
-    reg = G.concat_grad({}, ta, np.full(3, 2), ct, SOURCE)
-    reg, dx = G.unstack_grad(reg, ta, SOURCE)
+    reg = gradients.concat_grad({}, ta, np.full(3, 2), ct, SOURCE)
+    reg, dx = gradients.unstack_grad(reg, ta, SOURCE)
     return dx, reg
 
 
 # split into equal pieces, stacked
 def _split_rules(x, idx, ct):
     ta = TA(3, element_shape=(2, 2)).split(x, np.full(3, 2))
-    reg = G.stack_grad({}, ta, ct, SOURCE)
-    reg, dx = G.split_grad(reg, ta, SOURCE)
+    reg = gradients.stack_grad({}, ta, ct, SOURCE)
+    reg, dx = gradients.split_grad(reg, ta, SOURCE)
     return dx, reg
 
 
@@ -161,8 +161,8 @@ def _ragged_rules(x, idx, ct):
     starts = np.concatenate([[0], np.cumsum(_LENGTHS)])
     reg = {}
     for i in range(4):
-        reg = G.read_grad(reg, ta, i, ct[starts[i]:starts[i + 1]] * (i + 1), SOURCE)
-    reg, dx = G.split_grad(reg, ta, SOURCE)
+        reg = gradients.read_grad(reg, ta, i, ct[starts[i]:starts[i + 1]] * (i + 1), SOURCE)
+    reg, dx = gradients.split_grad(reg, ta, SOURCE)
     return dx, reg
 
 
@@ -267,11 +267,11 @@ def _rnn_rules(W, xs, h0, dy):
     """TF's backward of the RNN: stack's gradient fills the accumulator; the gradient loop reads
     it back per step (Write's gradient), with the registry in the scan carry."""
     ta = _rnn_ta(W, xs, h0)
-    reg = G.stack_grad({}, ta, dy, SOURCE)
+    reg = gradients.stack_grad({}, ta, dy, SOURCE)
 
     def back(carry, t):
         reg, dh, dW = carry
-        reg, d_out = G.write_grad(reg, ta, t, SOURCE)
+        reg, d_out = gradients.write_grad(reg, ta, t, SOURCE)
         h = ta.read(t)
         h_prev = jnp.where(t > 0, ta.read(jnp.maximum(t - 1, 0)), h0)
         dpre = (d_out + dh) * (1 - h * h)
@@ -309,10 +309,10 @@ def _fori_rules(xs, w, dy):
 
     def back(j, reg):
         i = T - 1 - j
-        return G.read_grad(reg, ta, i, dy * w[i] * 2 * ta.read(i), SOURCE)
+        return gradients.read_grad(reg, ta, i, dy * w[i] * 2 * ta.read(i), SOURCE)
 
-    reg = lax.fori_loop(0, T, back, G.accumulator({}, ta, SOURCE)[0])
-    return G.unstack_grad(reg, ta, SOURCE)
+    reg = lax.fori_loop(0, T, back, gradients.accumulator({}, ta, SOURCE)[0])
+    return gradients.unstack_grad(reg, ta, SOURCE)
 
 
 @mode_param
@@ -349,12 +349,12 @@ def _scatter_gather_rules(x, s, dy):
     ta, _ = _scatter_gather_loops(x, s)
 
     def back_get(reg, t):  # gradient loop of scan 2: Gather -> scatter into the accumulator
-        return G.gather_grad(reg, ta, jnp.stack([t, 5 - t]), dy[t], SOURCE), None
+        return gradients.gather_grad(reg, ta, jnp.stack([t, 5 - t]), dy[t], SOURCE), None
 
-    reg, _ = lax.scan(back_get, G.accumulator({}, ta, SOURCE)[0], jnp.arange(3), reverse=True)
+    reg, _ = lax.scan(back_get, gradients.accumulator({}, ta, SOURCE)[0], jnp.arange(3), reverse=True)
 
     def back_put(reg, t):  # gradient loop of scan 1: Scatter -> gather from the accumulator
-        reg, d = G.scatter_grad(reg, ta, jnp.stack([2 * t, 2 * t + 1]), SOURCE)
+        reg, d = gradients.scatter_grad(reg, ta, jnp.stack([2 * t, 2 * t + 1]), SOURCE)
         return reg, (d * s[t], jnp.sum(d * x[t]))
 
     reg, (dx, ds) = lax.scan(back_put, reg, jnp.arange(3), reverse=True)
@@ -405,23 +405,23 @@ def test_split_and_concat_inside_a_scan_body(mode):
 
 @jax.jit
 def _add_read_grad(reg, ta, i, dv):
-    return G.read_grad(reg, ta, i, dv, SOURCE)
+    return gradients.read_grad(reg, ta, i, dv, SOURCE)
 
 
 @jax.jit
 def _take_write_grad(reg, ta, i):
-    return G.write_grad(reg, ta, i, SOURCE)
+    return gradients.write_grad(reg, ta, i, SOURCE)
 
 
 def test_registry_crosses_jit_as_input_and_output():
     ta = TA(3).unstack(_r(3, 2))
-    reg = G.read_grad({}, ta, 1, np.float32([1, 2]), SOURCE)  # eager: creates the accumulator
+    reg = gradients.read_grad({}, ta, 1, np.float32([1, 2]), SOURCE)  # eager: creates the accumulator
     reg = _add_read_grad(reg, ta, 1, np.float32([10, 20]))  # jit: registry in and out
     reg = _add_read_grad(reg, ta, 2, np.float32([3, 4]))
     assert list(reg) == [("ta", SOURCE)] and reg[("ta", SOURCE)].is_dense
     reg, d1 = _take_write_grad(reg, ta, 1)
     assert_close(d1, [11.0, 22.0])
-    reg, d2 = G.write_grad(reg, ta, 2, SOURCE)  # eager again
+    reg, d2 = gradients.write_grad(reg, ta, 2, SOURCE)  # eager again
     assert_close(d2, [3.0, 4.0])
     # The read marks recorded inside jit survive the boundary: slot 1 was cleared.
     with pytest.raises(InvalidArgumentError, match=k_text(
@@ -431,18 +431,18 @@ def test_registry_crosses_jit_as_input_and_output():
     with pytest.raises(InvalidArgumentError, match=k_text(
             "TensorArray ta@gradients: Could not write to TensorArray index 2 because it has already been read.",
             "ta")):
-        G.read_grad(reg, ta, 2, np.float32([1, 1]), SOURCE)
+        gradients.read_grad(reg, ta, 2, np.float32([1, 1]), SOURCE)
 
 
 def test_registry_created_inside_jit_is_returned():
     @jax.jit
     def backward(x, ct):
         ta = TA(3).unstack(x)
-        reg = G.gather_grad({}, ta, jnp.array([0, 2]), ct, SOURCE)
+        reg = gradients.gather_grad({}, ta, jnp.array([0, 2]), ct, SOURCE)
         return ta, reg
 
     ta, reg = backward(_r(3, 2), np.float32([[1, 2], [3, 4]]))
-    reg, dx = G.unstack_grad(reg, ta, SOURCE)
+    reg, dx = gradients.unstack_grad(reg, ta, SOURCE)
     assert_close(dx, [[1.0, 2.0], [0.0, 0.0], [3.0, 4.0]])
 
 

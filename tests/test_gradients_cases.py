@@ -28,7 +28,7 @@ import pytest
 from jax import lax
 
 import jta
-from jta import gradients as G
+from jta import gradients
 from jta.errors import InvalidArgumentError
 from tests.helpers import (
     BACKENDS,
@@ -519,7 +519,7 @@ def test_case12_same_source_same_accumulator(api, mode):
 def test_case12_high_level_grad_returns_the_registered_accumulator():
     ta = jta.TensorArray(f32, 3, tensor_array_name="foo", element_shape=(1, 2))
     ta, g1, reg = ta.grad("grad", {})
-    reg = G.put(reg, g1.write(0, np.float32([[4, 5]])))
+    reg = gradients.put(reg, g1.write(0, np.float32([[4, 5]])))
     _, g2, reg = ta.grad("grad", reg)
     assert_close(g2.read(0), [[4.0, 5.0]])
     assert list(reg) == [("foo", "grad")]
@@ -625,7 +625,7 @@ def test_case28_with_shape_and_unknown_element_shape(api, mode):
     ("gradients", "gradients"), ("gradients_1/TensorArrayGrad/TensorArrayGradV3", "gradients_1"),
 ])
 def test_case41_grad_source(name, source):
-    assert G.grad_source(name) == source
+    assert gradients.grad_source(name) == source
 
 
 @pytest.mark.parametrize("name", ["", "foo", "foo/bar", "Const:0", "foo/bar:0"])
@@ -635,7 +635,7 @@ def test_case41_grad_source_needs_a_gradients_scope(name):
             "with 'gradients'. Please make sure all calls to tf.gradients that have non-empty `name` arguments "
             "use names that start with 'gradients'.")
     with pytest.raises(ValueError, match=k_text(text)):
-        G.grad_source(name)
+        gradients.grad_source(name)
 
 
 # -- 68-75: accumulator semantics and errors -----------------------------------------------------
@@ -893,19 +893,19 @@ def test_registry_keys_are_names_distinct_names_are_independent():
     sharing one registry need distinct ``tensor_array_name``s."""
     a = jta.TensorArray(f32, 2, element_shape=(), tensor_array_name="a")
     b = jta.TensorArray(f32, 2, element_shape=(), tensor_array_name="b")
-    reg = G.read_grad({}, a, 0, 1.0, SOURCE)
-    reg = G.read_grad(reg, b, 0, 10.0, SOURCE)
+    reg = gradients.read_grad({}, a, 0, 1.0, SOURCE)
+    reg = gradients.read_grad(reg, b, 0, 10.0, SOURCE)
     assert sorted(reg) == [("a", SOURCE), ("b", SOURCE)]
-    reg, da = G.write_grad(reg, a, 0, SOURCE)
-    reg, db = G.write_grad(reg, b, 0, SOURCE)
+    reg, da = gradients.write_grad(reg, a, 0, SOURCE)
+    reg, db = gradients.write_grad(reg, b, 0, SOURCE)
     assert (float(da), float(db)) == (1.0, 10.0)
 
 
 def test_put_rejects_arrays_that_are_not_accumulators_of_the_registry():
     ta = jta.TensorArray(f32, 2, element_shape=(), tensor_array_name="a")
-    reg = G.accumulator({}, ta, SOURCE)[0]
+    reg = gradients.accumulator({}, ta, SOURCE)[0]
     with pytest.raises(ValueError, match="is not an accumulator of this registry"):
-        G.put(reg, ta)
+        gradients.put(reg, ta)
     other = jta.TensorArray(f32, 2, element_shape=(), tensor_array_name="b")
     with pytest.raises(ValueError, match="is not an accumulator of this registry"):
-        G.put(reg, G.accumulator({}, other, SOURCE)[1])
+        gradients.put(reg, gradients.accumulator({}, other, SOURCE)[1])

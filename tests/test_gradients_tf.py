@@ -22,7 +22,7 @@ import pytest
 from jax import lax
 
 import jta
-from jta import gradients as G
+from jta import gradients
 from tests.helpers import BACKENDS, SOURCE, Rules, assert_close, f32, k_graph
 
 tf = pytest.importorskip("tensorflow")
@@ -277,15 +277,15 @@ def test_case40_two_gradient_calls_have_two_sources():
     assert_close(tuple(want), (g0, g0))
     for op in graph.get_operations():  # jta's _GetGradSource agrees on every accumulator op
         if op.type == "TensorArrayGradV3":
-            assert G.grad_source(op.name) == op.get_attr("source").decode()
+            assert gradients.grad_source(op.name) == op.get_attr("source").decode()
     reg = {}
     ta = jta.TensorArray(f32, 2, tensor_array_name="foo").write(0, a).write(1, bb)
     for source in sources:
-        reg = G.read_grad(reg, ta, 0, g0, source)
-        reg = G.read_grad(reg, ta, 1, g0, source)
-    reg, _ = G.write_grad(reg, ta, 1, "gradients")
-    reg, da = G.write_grad(reg, ta, 0, "gradients")
-    reg, db = G.write_grad(reg, ta, 1, "gradients_1")
+        reg = gradients.read_grad(reg, ta, 0, g0, source)
+        reg = gradients.read_grad(reg, ta, 1, g0, source)
+    reg, _ = gradients.write_grad(reg, ta, 1, "gradients")
+    reg, da = gradients.write_grad(reg, ta, 0, "gradients")
+    reg, db = gradients.write_grad(reg, ta, 1, "gradients_1")
     assert_close((da, db), tuple(want))
 
 
@@ -303,10 +303,10 @@ def test_case41_grad_source_matches_tf(name):
         want = tensor_array_grad._GetGradSource(obj)
     except ValueError as e:
         with pytest.raises(ValueError) as got:
-            G.grad_source(name)
+            gradients.grad_source(name)
         assert str(got.value) == str(e)
     else:
-        assert G.grad_source(name) == want
+        assert gradients.grad_source(name) == want
 
 
 # -- case 76: pfor Jacobian with TensorArrayGradWithShape ----------------------------------------
@@ -357,5 +357,5 @@ def test_case47_48_unread_slots_get_zeros_in_tf_and_jta():
     (dx, (d0, d1)), _ = run_k(build, np.float32([2, 3]), np.float32(5), np.float32(10))
     assert_close((dx, d0, d1), ([1.0, 0.0], 1.0, 0.0))
     ta = jta.TensorArray(f32, 2, tensor_array_name="t").unstack(np.float32([2, 3]))
-    reg, got = G.unstack_grad(G.read_grad({}, ta, 0, np.float32(1), SOURCE), ta, SOURCE)
+    reg, got = gradients.unstack_grad(gradients.read_grad({}, ta, 0, np.float32(1), SOURCE), ta, SOURCE)
     assert_close(got, dx)

@@ -210,42 +210,42 @@ def test_stack_popped_under_a_run_time_condition():
     """Pops inside a v1 cond on a fed predicate (as pfor's converted gradient loop does): the stack is a
     buffer with a traced top, so a pop that does not happen leaves it as it was."""
     import tensorflow as tf
-    from tensorflow.python.ops import gen_data_flow_ops as D
+    from tensorflow.python.ops import gen_data_flow_ops
 
     xv = np.array([1.0, -2.0], np.float32)
     with k_graph() as g:
         x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
         p = tf.compat.v1.placeholder(tf.bool, [4], name="p")
-        stack = D.stack_v2(-1, elem_type=tf.float32, stack_name="s")
+        stack = gen_data_flow_ops.stack_v2(-1, elem_type=tf.float32, stack_name="s")
 
         def push(i, acc):  # acc orders the pushes (TF runs independent iterations in parallel)
-            pushed = D.stack_push_v2(stack, x * tf.cast(i + 1, tf.float32) + acc)
+            pushed = gen_data_flow_ops.stack_push_v2(stack, x * tf.cast(i + 1, tf.float32) + acc)
             return i + 1, acc + 0.0 * tf.reduce_sum(pushed)
 
         _, pushed = tf.compat.v1.while_loop(lambda i, acc: i < 4, push, [tf.constant(0), tf.constant(0.0)])
         with tf.control_dependencies([pushed]):  # one more push, in line, after the loop's
-            with tf.control_dependencies([D.stack_push_v2(stack, x * 10.0)]):
+            with tf.control_dependencies([gen_data_flow_ops.stack_push_v2(stack, x * 10.0)]):
                 start = tf.constant(0)
 
         def pop(i, acc):
             def popped():
                 with tf.control_dependencies([acc]):  # in order
-                    return tf.reshape(D.stack_pop_v2(stack, tf.float32), [2])
+                    return tf.reshape(gen_data_flow_ops.stack_pop_v2(stack, tf.float32), [2])
 
             v = tf.compat.v1.cond(p[i], popped, lambda: tf.zeros([2]))
             return i + 1, acc * 2.0 + v
 
         _, y = tf.compat.v1.while_loop(lambda i, acc: i < 4, pop, [start, tf.zeros([2])])
         with tf.control_dependencies([y]):
-            tf.identity(D.stack_pop_v2(stack, tf.float32), name="last")
+            tf.identity(gen_data_flow_ops.stack_pop_v2(stack, tf.float32), name="last")
         y = tf.identity(y, name="y")
         # In line, a stack of two items: the first pop only where p[1].
-        other = D.stack_v2(-1, elem_type=tf.float32, stack_name="t")
-        with tf.control_dependencies([D.stack_push_v2(other, x)]):
-            with tf.control_dependencies([D.stack_push_v2(other, -x)]):
-                first = tf.compat.v1.cond(p[1], lambda: D.stack_pop_v2(other, tf.float32), lambda: x * 0.0)
+        other = gen_data_flow_ops.stack_v2(-1, elem_type=tf.float32, stack_name="t")
+        with tf.control_dependencies([gen_data_flow_ops.stack_push_v2(other, x)]):
+            with tf.control_dependencies([gen_data_flow_ops.stack_push_v2(other, -x)]):
+                first = tf.compat.v1.cond(p[1], lambda: gen_data_flow_ops.stack_pop_v2(other, tf.float32), lambda: x * 0.0)
         with tf.control_dependencies([first]):
-            tf.identity(D.stack_pop_v2(other, tf.float32) + first, name="second")
+            tf.identity(gen_data_flow_ops.stack_pop_v2(other, tf.float32) + first, name="second")
         feeds = [np.array(b, bool) for b in ([True, False, True, True], [False, False, False, False],
                                               [True, True, True, True], [False, True, False, True])]
         expected = [_session(g, ["y:0", "last:0", "second:0"], {"x:0": xv, "p:0": b}) for b in feeds]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jta
-from jta import gradients as G
+from jta import gradients
 from jta import raw_ops as ops
 
 from .helpers import internals
@@ -113,15 +113,15 @@ def test_wide_dtype_with_x64_stores_exactly():
 def test_second_array_under_a_taken_name_is_refused(mode):
     def f():
         a, b = small(), small()
-        registry = G.read_grad({}, a, 0, 1.0, source="gradients")
-        registry = G.read_grad(registry, a, 0, 2.0, source="gradients")  # the same array: adds up
+        registry = gradients.read_grad({}, a, 0, 1.0, source="gradients")
+        registry = gradients.read_grad(registry, a, 0, 2.0, source="gradients")  # the same array: adds up
         with pytest.raises(ValueError, match="already holds the accumulator for source 'gradients' of another "
                                              "array named 'TensorArray'.*pass tensor_array_name="):
-            G.read_grad(registry, b, 0, 10.0, source="gradients")
+            gradients.read_grad(registry, b, 0, 10.0, source="gradients")
         with pytest.raises(ValueError, match="another array named 'TensorArray'"):
             b.grad("gradients", registry)
-        registry = G.read_grad(registry, small(tensor_array_name="b"), 0, 10.0, source="gradients")
-        return G.unstack_grad(registry, a, source="gradients")[1]
+        registry = gradients.read_grad(registry, small(tensor_array_name="b"), 0, 10.0, source="gradients")
+        return gradients.unstack_grad(registry, a, source="gradients")[1]
     if mode == "disable_jit":
         with jax.disable_jit():
             out = f()
@@ -132,13 +132,13 @@ def test_second_array_under_a_taken_name_is_refused(mode):
 
 def test_one_array_through_jit_and_scan_keeps_its_accumulator():
     ta = small().unstack(jnp.arange(3.0))
-    registry = G.read_grad({}, ta, 0, 1.0, source="gradients")
+    registry = gradients.read_grad({}, ta, 0, 1.0, source="gradients")
     ta = jax.jit(lambda t: t)(ta)  # the flow survives jit
 
     def step(reg, i):
-        return G.read_grad(reg, ta, i, 1.0, source="gradients"), None
+        return gradients.read_grad(reg, ta, i, 1.0, source="gradients"), None
     registry, _ = jax.lax.scan(step, registry, jnp.arange(3))
-    np.testing.assert_array_equal(G.unstack_grad(registry, ta, source="gradients")[1], [2.0, 1.0, 1.0])
+    np.testing.assert_array_equal(gradients.unstack_grad(registry, ta, source="gradients")[1], [2.0, 1.0, 1.0])
 
 
 # -- 5. checks=False: the gradient is the gradient of what the forward returned ---------------
@@ -281,8 +281,8 @@ def test_traced_shape_to_prepend_is_refused():
 def test_source_with_at_sign():
     ta = small().unstack(jnp.arange(3.0))
     _, g, registry = ta.grad("grads@scope", {})
-    registry = G.put(registry, g.write(1, 4.0))
-    _, dvalue = G.unstack_grad(registry, ta, source="grads@scope")
+    registry = gradients.put(registry, g.write(1, 4.0))
+    _, dvalue = gradients.unstack_grad(registry, ta, source="grads@scope")
     np.testing.assert_array_equal(dvalue, [0.0, 4.0, 0.0])
     state, h, flow = ops.TensorArrayV3(ops.new_state(), 2, jnp.float32, element_shape=())
     state, gh, _ = ops.TensorArrayGradV3(state, h, flow, "a@b")

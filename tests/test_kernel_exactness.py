@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import jta
-from jta import gradients as G
+from jta import gradients
 from jta import raw_ops as ops
 
 f32 = jnp.float32
@@ -152,8 +152,8 @@ def test_split_at_traced_lengths_into_a_gradient_array():
     """``jta.gradients.concat_grad`` at traced lengths aggregates the pieces as eagerly."""
     def f(lengths):
         ta = jta.TensorArray(f32, size=2, element_shape=(2,), tensor_array_name="foo").split(jnp.ones(4), [2, 2])
-        grads = G.concat_grad({}, ta, lengths, jnp.arange(4.0), "gradients")
-        return G.split_grad(grads, ta, "gradients")[1]
+        grads = gradients.concat_grad({}, ta, lengths, jnp.arange(4.0), "gradients")
+        return gradients.split_grad(grads, ta, "gradients")[1]
 
     assert assert_agree(f, [2, 2])[1][0].tolist() == [0.0, 1.0, 2.0, 3.0]
     assert "value shape is [1]" in _error(assert_agree(f, [1, 3]))[1]
@@ -371,19 +371,19 @@ def _write_then_read(i):
 
 def _write_grad(i):
     ta = jta.TensorArray(f32, size=3, element_shape=(), tensor_array_name="foo")
-    return G.write_grad({}, ta, i, "gradients")[1]
+    return gradients.write_grad({}, ta, i, "gradients")[1]
 
 
 def _scatter_grad(i):
     ta = jta.TensorArray(f32, size=3, element_shape=(), tensor_array_name="foo")
-    grads = G.read_grad({}, ta, i, 1.0, "gradients")  # out of range: the accumulator holds the error
-    return G.unstack_grad(grads, ta, "gradients")[1]
+    grads = gradients.read_grad({}, ta, i, 1.0, "gradients")  # out of range: the accumulator holds the error
+    return gradients.unstack_grad(grads, ta, "gradients")[1]
 
 
 def _split_grad(i):
     ta = jta.TensorArray(f32, size=2, element_shape=(1,), tensor_array_name="foo").split(jnp.ones(2), [1, 1])
-    grads = G.read_grad({}, ta, i, jnp.ones(1), "gradients")
-    return G.split_grad(grads, ta, "gradients")[1]
+    grads = gradients.read_grad({}, ta, i, jnp.ones(1), "gradients")
+    return gradients.split_grad(grads, ta, "gradients")[1]
 
 
 VALUE_OPS = {

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jta
-from jta import gradients as G
+from jta import gradients
 from jta import raw_ops as ops
 from tests.helpers import internals
 
@@ -190,8 +190,8 @@ def test_state_repr_under_jit():
 
 def test_describe_registry_pytree_and_state():
     ta = _ta().unstack(jnp.ones((5, 2)))
-    reg = G.read_grad({}, ta, 0, jnp.ones(2), source="gradients")
-    reg = G.read_grad(reg, ta, 1, jnp.ones(2), source="gradients_1")
+    reg = gradients.read_grad({}, ta, 0, jnp.ones(2), source="gradients")
+    reg = gradients.read_grad(reg, ta, 1, jnp.ones(2), source="gradients_1")
     d = jta.describe(reg)
     assert isinstance(d, internals.description_type())
     text = str(d)

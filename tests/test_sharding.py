@@ -283,7 +283,7 @@ def check_tf_style_registry(mode: str) -> None:
     from jax.sharding import PartitionSpec as P
 
     import jta
-    from jta import gradients as G
+    from jta import gradients
 
     mesh, xs_np, xs = _setup(mode)
     ta = jta.TensorArray(np.float32, size=T, element_shape=(B, F), tensor_array_name="fwd").unstack(xs)
@@ -292,11 +292,11 @@ def check_tf_style_registry(mode: str) -> None:
     @jax.jit
     def backward(ta, dv):
         reg: dict = {}
-        reg = G.read_grad(reg, ta, 2, dv, source="gradients")
-        reg = G.read_grad(reg, ta, 2, dv, source="gradients")  # aggregates
-        reg = G.read_grad(reg, ta, 3, dv, source="gradients_1")  # another source: independent
-        reg, d0 = G.unstack_grad(reg, ta, source="gradients")
-        reg, d1 = G.unstack_grad(reg, ta, source="gradients_1")
+        reg = gradients.read_grad(reg, ta, 2, dv, source="gradients")
+        reg = gradients.read_grad(reg, ta, 2, dv, source="gradients")  # aggregates
+        reg = gradients.read_grad(reg, ta, 3, dv, source="gradients_1")  # another source: independent
+        reg, d0 = gradients.unstack_grad(reg, ta, source="gradients")
+        reg, d1 = gradients.unstack_grad(reg, ta, source="gradients_1")
         return reg, d0, d1
 
     reg, d0, d1 = backward(ta, xs[0])

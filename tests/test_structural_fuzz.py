@@ -78,8 +78,7 @@ from typing import Any, Optional
 import numpy as np
 import pytest
 
-from tests.helpers import budget
-from tests.helpers import structural as S
+from tests.helpers import budget, structural
 
 PROGRAMS = 17  # per family: 18 families, 306 programs
 LONG_PROGRAMS = 280  # per family under --long: 5040 programs
@@ -123,7 +122,7 @@ def _outcome(thunk: Callable[[], Any]) -> dict:
     return {"tree": tree, "leaves": leaves}
 
 
-def _dynamic(program: S.Program, args: tuple) -> tuple:
+def _dynamic(program: structural.Program, args: tuple) -> tuple:
     return tuple(a for k, a in enumerate(args) if k not in program.static_argnums)
 
 
@@ -131,7 +130,7 @@ class Runner:
     """The four modes of one program; the compiled callables are made once and reused for all
     the program's calls (``checked``'s cache, ``jit``'s cache; one export per argument shapes)."""
 
-    def __init__(self, program: S.Program):
+    def __init__(self, program: structural.Program):
         import jax
 
         import jta
@@ -236,7 +235,7 @@ def _short(outcome: dict) -> str:
     return f"values {np.array2string(values[:12], precision=4)}{' ...' if values.size > 12 else ''}"
 
 
-def check_program(program: S.Program, modes: tuple, on_event: Optional[Callable[[dict], None]] = None,
+def check_program(program: structural.Program, modes: tuple, on_event: Optional[Callable[[dict], None]] = None,
                   start: int = 0) -> list[dict]:
     """Run ``program``'s calls eagerly and in ``modes``; the mismatches (dicts). ``start`` skips
     the first (mode, call) steps (the child resumes after a timeout); ``on_event`` hears each
@@ -258,7 +257,7 @@ def check_program(program: S.Program, modes: tuple, on_event: Optional[Callable[
     return mismatches
 
 
-def mismatch(program: S.Program, mode: str, call: int, why: str, expected: Optional[dict], got: Optional[dict]) -> dict:
+def mismatch(program: structural.Program, mode: str, call: int, why: str, expected: Optional[dict], got: Optional[dict]) -> dict:
     return {"family": program.family, "seed": program.seed, "mode": mode, "call": call, "why": why,
             "expected": _short(expected) if expected is not None else "-",
             "got": _short(got) if got is not None else "-",
@@ -278,7 +277,7 @@ def child_main() -> int:
     send({"event": "ready"})
     for line in sys.stdin:
         req = json.loads(line)
-        program = S.generate(req["family"], req["seed"])
+        program = structural.generate(req["family"], req["seed"])
         send({"event": "start", "step": -1, "mode": "eager", "call": 0})
         cpu = time.process_time()
         try:
@@ -317,7 +316,7 @@ class Child:
 
     def __init__(self) -> None:
         env = dict(os.environ, JAX_PLATFORMS="cpu",
-                   XLA_FLAGS=f"--xla_force_host_platform_device_count={S.DEVICES} {XLA_FLAGS}".strip(),
+                   XLA_FLAGS=f"--xla_force_host_platform_device_count={structural.DEVICES} {XLA_FLAGS}".strip(),
                    PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
         self.stderr = tempfile.TemporaryFile(mode="w+")  # kept for a crash's report
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.test_structural_fuzz", "--child"], cwd=ROOT,
@@ -337,7 +336,7 @@ class Child:
             self.lines.put(json.loads(line))
         self.lines.put(None)
 
-    def check(self, program: S.Program, modes: tuple, start: int = 0) -> tuple[list[dict], Optional[dict]]:
+    def check(self, program: structural.Program, modes: tuple, start: int = 0) -> tuple[list[dict], Optional[dict]]:
         """``(mismatches, hung step)``: the step (an event dict) that timed out, if one did."""
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps({"family": program.family, "seed": program.seed, "modes": list(modes),
@@ -395,7 +394,7 @@ class Children:
             self.child = None
 
 
-def check_in_child(children: Children, programs: list[tuple[S.Program, tuple]], out: list[dict],
+def check_in_child(children: Children, programs: list[tuple[structural.Program, tuple]], out: list[dict],
                    counts: collections.Counter) -> None:
     """Run ``programs`` (with their modes) in the child, restarting it after a timeout."""
     hangs = 0
@@ -447,7 +446,7 @@ def run_family(children: Children, family: str, seed_list: list[int], counts: co
     found: list[dict] = []
     programs = []
     for seed in seed_list:
-        program = S.generate(family, seed)
+        program = structural.generate(family, seed)
         modes = modes_of(seed, all_modes)
         programs.append((program, modes))
         counts["programs"] += 1
@@ -483,7 +482,7 @@ def report(found: list[dict], show: int = SHOW) -> str:
         shown.append(key)
         if len(shown) > show:
             break
-        program = S.generate(*key)
+        program = structural.generate(*key)
         mine = [x for x in found if (x["family"], x["seed"]) == key]
         lines.append("")
         lines.append(program.describe())
@@ -498,7 +497,7 @@ def _fmt(counts: collections.Counter) -> str:
 
 def _params() -> list:
     out = []
-    for family in S.FAMILIES:
+    for family in structural.FAMILIES:
         n = CHUNKS.get(family, 1) * budget.scaled(1, 4)
         for chunk in range(n):
             out.append(pytest.param(family, chunk, n, id=f"{family}-{chunk}" if n > 1 else family))
@@ -523,20 +522,20 @@ def test_structural_programs(children: Children, family: str, chunk: int, n_chun
         pytest.fail(report(found), pytrace=False)
 
 
-@pytest.mark.parametrize("name", list(S.REGRESSIONS))
+@pytest.mark.parametrize("name", list(structural.REGRESSIONS))
 def test_mismatch_class(children: Children, name: str) -> None:
     """Each mismatch class the fuzzer found, as one minimal program, in all three modes."""
     found: list[dict] = []
-    check_in_child(children, [(S.REGRESSIONS[name], MODES)], found, collections.Counter())
+    check_in_child(children, [(structural.REGRESSIONS[name], MODES)], found, collections.Counter())
     if found:
         pytest.fail(report(found), pytrace=False)
 
 
-@pytest.mark.parametrize("name", list(S.DIFFERENCES))
+@pytest.mark.parametrize("name", list(structural.DIFFERENCES))
 def test_documented_difference(name: str) -> None:
     """Each mode gives its documented outcome: the values (the same in every mode that gives
     them) or the error (its class, and a text its message holds)."""
-    program, expected = S.DIFFERENCES[name]
+    program, expected = structural.DIFFERENCES[name]
     runner = Runner(program)
     for k, args in enumerate(program.calls):
         outcomes = {"eager": runner.eager(args)} | {mode: runner.run(mode, args) for mode in MODES}
@@ -553,8 +552,8 @@ def test_documented_difference(name: str) -> None:
 
 def test_generation_is_reproducible_and_readable() -> None:
     """A seed always gives the same program; its description is the source it runs."""
-    for family in S.FAMILIES:
-        a, b = S.generate(family, 12345), S.generate(family, 12345)
+    for family in structural.FAMILIES:
+        a, b = structural.generate(family, 12345), structural.generate(family, 12345)
         assert a.source == b.source and repr(a.calls) == repr(b.calls)
         assert a.source in a.describe() and ("def program" in a.source or "program = " in a.source)
         compile(a.script(), "<script>", "exec")
@@ -575,11 +574,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         return child_main()
-    families = args.family or list(S.FAMILIES)
+    families = args.family or list(structural.FAMILIES)
     if args.script:
         for family in families:
             for seed in range(args.seed, args.seed + args.programs):
-                print(S.generate(family, seed).script())
+                print(structural.generate(family, seed).script())
         return 0
     everything = []
     children = Children()

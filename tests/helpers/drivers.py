@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jta
-from jta import gradients as G
+from jta import gradients
 from jta import raw_ops as ops
 
 from . import internals
@@ -160,7 +160,7 @@ class Rules:
 
     def __init__(self) -> None:
         self.arrays: dict[str, jta.TensorArray] = {}
-        self.registry: G.Registry = {}
+        self.registry: gradients.Registry = {}
 
     @property
     def carry(self) -> Any:
@@ -195,14 +195,14 @@ class Rules:
     def write(self, h: str, i: Any, v: Any) -> None:
         if "@" in h:  # an accumulator: the kernel's aggregating write (= a Read's gradient)
             forward, source = self._split(h)
-            self.registry = G.read_grad(self.registry, self.arrays[forward], i, v, source)
+            self.registry = gradients.read_grad(self.registry, self.arrays[forward], i, v, source)
         else:
             self.arrays[h] = self.arrays[h].write(i, v)
 
     def read(self, h: str, i: Any) -> Any:
         if "@" in h:  # an accumulator: read and clear (= a Write's gradient)
             forward, source = self._split(h)
-            self.registry, v = G.write_grad(self.registry, self.arrays[forward], i, source)
+            self.registry, v = gradients.write_grad(self.registry, self.arrays[forward], i, source)
             return v
         return self.arrays[h].read(i)
 
@@ -251,29 +251,29 @@ class Rules:
         return () if shape_to_prepend is None else shape_to_prepend
 
     def read_grad(self, h: str, i: Any, dv: Any, source: str = SOURCE, shape_to_prepend: Any = None) -> None:
-        self.registry = G.read_grad(self.registry, self.arrays[h], i, dv, source, self._p(shape_to_prepend))
+        self.registry = gradients.read_grad(self.registry, self.arrays[h], i, dv, source, self._p(shape_to_prepend))
 
     def write_grad(self, h: str, i: Any, source: str = SOURCE, shape_to_prepend: Any = None) -> Any:
-        self.registry, d = G.write_grad(self.registry, self.arrays[h], i, source, self._p(shape_to_prepend))
+        self.registry, d = gradients.write_grad(self.registry, self.arrays[h], i, source, self._p(shape_to_prepend))
         return d
 
     def gather_grad(self, h: str, indices: Any, dv: Any, source: str = SOURCE,
                     shape_to_prepend: Any = None) -> None:
-        self.registry = G.gather_grad(self.registry, self.arrays[h], indices, dv, source,
+        self.registry = gradients.gather_grad(self.registry, self.arrays[h], indices, dv, source,
                                       self._p(shape_to_prepend))
 
     def scatter_grad(self, h: str, indices: Any, source: str = SOURCE, shape_to_prepend: Any = None) -> Any:
-        self.registry, d = G.scatter_grad(self.registry, self.arrays[h], indices, source,
+        self.registry, d = gradients.scatter_grad(self.registry, self.arrays[h], indices, source,
                                           self._p(shape_to_prepend))
         return d
 
     def concat_grad(self, h: str, lengths: Any, dv: Any, source: str = SOURCE,
                     shape_to_prepend: Any = None) -> None:
-        self.registry = G.concat_grad(self.registry, self.arrays[h], lengths, dv, source,
+        self.registry = gradients.concat_grad(self.registry, self.arrays[h], lengths, dv, source,
                                       self._p(shape_to_prepend))
 
     def split_grad(self, h: str, source: str = SOURCE, shape_to_prepend: Any = None) -> Any:
-        self.registry, d = G.split_grad(self.registry, self.arrays[h], source, self._p(shape_to_prepend))
+        self.registry, d = gradients.split_grad(self.registry, self.arrays[h], source, self._p(shape_to_prepend))
         return d
 
 

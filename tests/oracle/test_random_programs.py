@@ -41,7 +41,7 @@ import time
 import pytest
 
 from tests.helpers import scaled
-from tests.oracle import _programs as P
+from tests.oracle import _programs
 
 # Default / --long counts (tests/conftest.py); the environment knobs override both.
 N_PROGRAMS = int(os.environ.get("JTA_ORACLE_PROGRAMS", scaled(60, 1500)))
@@ -57,12 +57,12 @@ def _counts():
 def check_against_tf(programs, counts, failures):
     """Run ``programs`` on TF and eager jta; count and collect the mismatches."""
     for k, program in enumerate(programs):
-        ref, got = P.run_tf(program), P.run_jta(program)
+        ref, got = _programs.run_tf(program), _programs.run_jta(program)
         counts["programs"] += 1
         counts["ops"] += len(ref.outputs) + (ref.error_at is not None)
         counts["errors"] += ref.error is not None
         counts["hazards"] += ref.hazard is not None
-        diffs = P.compare(ref, got, program)
+        diffs = _programs.compare(ref, got, program)
         if diffs:
             counts["mismatches"] += 1
             failures.append((k, program, diffs))
@@ -71,8 +71,8 @@ def check_against_tf(programs, counts, failures):
 def jit_programs(programs, limit, seed):
     """The first ``limit`` jit-eligible ``programs``, topped up (about a quarter of the random
     programs are eligible) with programs of arrays of known shapes from a second stream."""
-    eligible = [p for p in programs if P.jit_eligible(p)][:limit]
-    return eligible + P.generate(seed + 1_000_003, limit - len(eligible), jit_friendly=True)
+    eligible = [p for p in programs if _programs.jit_eligible(p)][:limit]
+    return eligible + _programs.generate(seed + 1_000_003, limit - len(eligible), jit_friendly=True)
 
 
 def check_under_jit(programs, limit, counts, failures):
@@ -80,14 +80,14 @@ def check_under_jit(programs, limit, counts, failures):
     for k, program in enumerate(programs):
         if counts["programs"] >= limit:
             break
-        if not P.jit_eligible(program):
+        if not _programs.jit_eligible(program):
             continue
-        eager = P.run_jta(program)
-        jitted = P.run_jta_jit(program, eager.error_at)
+        eager = _programs.run_jta(program)
+        jitted = _programs.run_jta_jit(program, eager.error_at)
         counts["programs"] += 1
         counts["ops"] += len(eager.outputs) + (eager.error_at is not None)
         counts["errors"] += eager.error is not None
-        diffs, accepted = P.compare_jit(eager, jitted, program)
+        diffs, accepted = _programs.compare_jit(eager, jitted, program)
         counts["accepted"] += accepted
         if diffs:
             counts["mismatches"] += 1
@@ -95,7 +95,7 @@ def check_under_jit(programs, limit, counts, failures):
 
 
 def _report(failures) -> str:
-    return "\n\n".join(f"program {k}:\n{P.format_program(p)}\n" + "\n".join(d) for k, p, d in failures[:SHOW])
+    return "\n\n".join(f"program {k}:\n{_programs.format_program(p)}\n" + "\n".join(d) for k, p, d in failures[:SHOW])
 
 
 def _summary(what, counts, seconds) -> str:
@@ -114,7 +114,7 @@ STATS: dict = {}
 
 @pytest.fixture(scope="module")
 def programs():
-    return P.generate(SEED, N_PROGRAMS, STATS)
+    return _programs.generate(SEED, N_PROGRAMS, STATS)
 
 
 def _generated() -> str:
@@ -300,10 +300,10 @@ for _name, _op in _AFTER_CLOSE.items():
 @pytest.mark.parametrize("name", list(REGRESSIONS))
 def test_regression(tf, name):
     program = REGRESSIONS[name]
-    ref, got = P.run_tf(program), P.run_jta(program)
-    assert not P.compare(ref, got, program)
-    if P.jit_eligible(program):
-        diffs, _ = P.compare_jit(got, P.run_jta_jit(program, got.error_at), program)
+    ref, got = _programs.run_tf(program), _programs.run_jta(program)
+    assert not _programs.compare(ref, got, program)
+    if _programs.jit_eligible(program):
+        diffs, _ = _programs.compare_jit(got, _programs.run_jta_jit(program, got.error_at), program)
         assert not diffs
 
 
@@ -321,7 +321,7 @@ def test_hazards_are_clear_errors():
         {'op': 'split', 'h': 0, 'value': ('v', (1,), 'float32', 0), 'lengths': [2, -1]},
     ]
     for program, text in ((h1, "never split"), (h2, "must be non-negative")):
-        got = P.run_jta(program)
+        got = _programs.run_jta(program)
         assert got.error_at == 2 - (program is h2) and got.error[0] == "InvalidArgumentError"
         assert text in got.error[1] and "TensorFlow aborts the process" in got.error[1]
 
@@ -337,7 +337,7 @@ def main(argv=None) -> int:
     parser.add_argument("--show", type=int, default=5, help="mismatching programs to print")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    programs = P.generate(args.seed, args.programs, STATS)
+    programs = _programs.generate(args.seed, args.programs, STATS)
     print(f"seed {args.seed}: {_generated()}")
     n_jit = args.jit if args.jit is not None else args.programs // 3
     status = 0
@@ -347,7 +347,7 @@ def main(argv=None) -> int:
         counts, failures, t0 = _counts(), [], time.perf_counter()
         run(counts, failures)
         for k, program, diffs in failures[:args.show]:
-            print(f"--- {what}: program {k}\n{P.format_program(program)}\n" + "\n".join(diffs))
+            print(f"--- {what}: program {k}\n{_programs.format_program(program)}\n" + "\n".join(diffs))
         print(_summary(what, counts, time.perf_counter() - t0), flush=True)
         status |= bool(failures)
     return status

@@ -27,7 +27,7 @@ import pytest
 from jax import lax
 
 import jta
-from jta import gradients as G
+from jta import gradients
 from tests.helpers import k_graph
 
 tf = pytest.importorskip("tensorflow")
@@ -168,20 +168,20 @@ def _tf_style_backward(params, xs, target, variant):
     ys = out.stack()
     loss = jnp.sum((ys - target[:stop]) ** 2) / B + jnp.sum(h_T**2)
     src = "gradients"
-    reg = G.stack_grad({}, out, 2 * (ys - target[:stop]) / B, src)
+    reg = gradients.stack_grad({}, out, 2 * (ys - target[:stop]) / B, src)
     if inp is not None:
-        reg, _ = G.accumulator(reg, inp, src)  # the loop carry needs a fixed registry structure
+        reg, _ = gradients.accumulator(reg, inp, src)  # the loop carry needs a fixed registry structure
 
     def back(carry, k):
         reg, dh, dparams = carry
         t, x, h_prev = k + start, x_seq[k], h_seq[k]
-        reg, dy = G.write_grad(reg, out, t, src)
+        reg, dy = gradients.write_grad(reg, out, t, src)
         _, vjp = jax.vjp(cell, params, x, h_prev)
         dp, dx, dh = vjp((dh, dy))
         if variant == "decoder":
-            reg = G.read_grad(reg, out, t - 1, dx, src)
+            reg = gradients.read_grad(reg, out, t - 1, dx, src)
         elif inp is not None:
-            reg = G.read_grad(reg, inp, t, dx, src)
+            reg = gradients.read_grad(reg, inp, t, dx, src)
         return (reg, dh, jax.tree_util.tree_map(jnp.add, dparams, dp)), dx
 
     zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
@@ -189,9 +189,9 @@ def _tf_style_backward(params, xs, target, variant):
     if variant == "plain":
         dxs = dx_seq
     elif variant == "input_ta":
-        reg, dxs = G.unstack_grad(reg, inp, src)
+        reg, dxs = gradients.unstack_grad(reg, inp, src)
     else:
-        reg, dx0 = G.write_grad(reg, out, 0, src)
+        reg, dx0 = gradients.write_grad(reg, out, 0, src)
         dxs = jnp.zeros_like(xs).at[0].set(dx0)
     return (ys, loss, [*dparams, dxs]), reg
 

@@ -47,9 +47,9 @@ from tensorflow.python.ops import tensor_array_grad  # noqa: E402
 from tensorflow.python.ops.parallel_for import gradients as pfor_gradients  # noqa: E402
 
 import jta  # noqa: E402
-from jta import gradients as G  # noqa: E402
+from jta import gradients  # noqa: E402
 from jta import raw_ops as ops  # noqa: E402
-from tests import test_gradients_cases as GC  # noqa: E402  (jta's programs for the gradient cases)
+from tests import test_gradients_cases  # noqa: E402  (jta's programs for the gradient cases)
 from tests.helpers import BACKENDS, Raw, RawTA, Rules, assert_close, k_graph, x64_if  # noqa: E402
 from tests.oracle._tf_cases import (  # noqa: E402
     JTA_MAKE,
@@ -629,7 +629,7 @@ def jta_gradients(key, inputs=None, cts=None):
     """jta's outputs and gradients by route: TF's backward graph through raw-op accumulators
     (``raw``) and through ``jta.gradients`` (``ta``), and ``jax.vjp`` of the jta.TensorArray
     forward. One ``jax.jit`` of all three (compiling once is faster than many eager ops)."""
-    c = GC.CASES[key]
+    c = test_gradients_cases.CASES[key]
 
     @jax.jit
     def routes(inputs, cts):
@@ -640,14 +640,14 @@ def jta_gradients(key, inputs=None, cts=None):
             grads = backward(cts)
             jta.throw(b.carry)
             out[api] = outs, grads
-        out["jax.vjp"] = GC._vjp(c.program, len(inputs))(*inputs, *cts)
+        out["jax.vjp"] = test_gradients_cases._vjp(c.program, len(inputs))(*inputs, *cts)
         return out
 
     return routes(tuple(inputs or c.inputs), tuple(cts or c.cts))
 
 
 def grad_case(key, fwd, modes=("K",), inputs=None, cts=None):
-    c = GC.CASES[key]
+    c = test_gradients_cases.CASES[key]
     inputs, cts = inputs or c.inputs, cts or c.cts
     mine = jta_gradients(key, inputs, cts)
     for mode in modes:
@@ -660,7 +660,7 @@ def grad_case(key, fwd, modes=("K",), inputs=None, cts=None):
 @case(30)
 def _case30():
     grad_case("30", _fwd30)
-    c = GC.CASES["30"]
+    c = test_gradients_cases.CASES["30"]
     grad_case("30", _fwd30, inputs=[convert(x, np.complex64) for x in c.inputs],
               cts=[convert(x, np.complex64) for x in c.cts])
 
@@ -744,7 +744,7 @@ def _case39():
 
 @case(40)
 def _case40():
-    a, bb, g0 = *GC.CASES["40"].inputs, GC.CASES["40"].cts[0]
+    a, bb, g0 = *test_gradients_cases.CASES["40"].inputs, test_gradients_cases.CASES["40"].cts[0]
     with k_graph() as graph:
         ta = tf.TensorArray(tf.float32, size=2).write(0, a := tf.constant(a)).write(1, bb := tf.constant(bb))
         c = ta.read(0) + ta.read(1)
@@ -770,10 +770,10 @@ def _case41():
             want = tensor_array_grad._GetGradSource(types.SimpleNamespace(name=name))
         except ValueError as e:
             with pytest.raises(ValueError) as got:
-                G.grad_source(name)
+                gradients.grad_source(name)
             assert str(got.value) == str(e), name
         else:
-            assert G.grad_source(name) == want, name
+            assert gradients.grad_source(name) == want, name
 
 
 # -- 42-46: static shape inference ----------------------------------------------------------------
