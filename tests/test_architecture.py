@@ -1,13 +1,22 @@
-"""The package's shape: which part may import which, thin top layers, one error catalogue."""
+"""The package's shape: which part may import which, thin top layers, one error catalogue.
+
+The layout (bottom first): ``jta.errors``; the error channel's record format
+(``jta/_channel/``: catalogue, primitives, records); the storage and kernel core
+(``jta/_core/``); the channel's delivery, interpreter and API; the public modules
+(``tensor_array``, ``raw_ops``, ``gradients`` and their private helpers ``_describe`` and
+``_serialization``); the TF1 graph importer (``jta/graph_import/``); the package itself.
+"""
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "jta"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "jta"
 # Modules by dotted name below ``jta`` ("tensor_array", "_channel.records", ...).
 MODULES = {".".join(p.relative_to(PACKAGE).with_suffix("").parts): ast.parse(p.read_text(), str(p))
            for p in sorted(PACKAGE.rglob("*.py"))}
@@ -25,7 +34,7 @@ LAYERS = [
     ("channel delivery", {"_channel.delivery", "_channel.functionalize", "_channel.vmap_masking",
                           "_channel.api"}),
     ("public", {"tensor_array", "raw_ops", "gradients", "_describe", "_serialization"}),
-    ("graph import", {name for name in MODULES if "graph" in name}),
+    ("graph import", {name for name in MODULES if name.split(".")[0] == "graph_import"}),
     ("package", {"__init__", "__main__"}),
 ]
 
@@ -53,6 +62,10 @@ def _jta_imports(node: ast.AST, importer: str = "") -> set[str]:
     return found & set(MODULES)
 
 
+def _part(name: str) -> str:
+    return name.split(".")[0]
+
+
 def _graph() -> dict[str, set[str]]:
     return {name: _jta_imports(tree, name) - {name} for name, tree in MODULES.items()
             if name not in ("__init__", "__main__")}
@@ -71,6 +84,67 @@ def test_imports_go_down_the_layers():
         for dep in deps:
             assert rank[dep] <= rank[name], (
                 f"jta.{name} ({LAYERS[rank[name]][0]}) imports jta.{dep} ({LAYERS[rank[dep]][0]}), a higher layer")
+
+
+def test_the_core_never_calls_up():
+    """The storage/kernel core computes records as data: it imports the channel's record format and
+    ``jta.errors`` only, never the channel's delivery, interpreter or API, nor a public module."""
+    allowed = {"errors", "_channel", "_channel.catalogue", "_channel.primitives", "_channel.records"}
+    for name, deps in _graph().items():
+        if _part(name) == "_core":
+            outside = {d for d in deps if _part(d) != "_core"} - allowed
+            assert not outside, f"jta.{name} (core) imports {sorted('jta.' + d for d in outside)}"
+
+
+def test_only_the_importer_knows_tensorflow_graphs():
+    """Only ``jta/graph_import/`` imports TensorFlow or the importer's private modules (the package's
+    ``__init__`` imports ``jta.graph_import``'s public names)."""
+    for name, tree in MODULES.items():
+        inside = _part(name) == "graph_import"
+        for n in ast.walk(tree):
+            roots = ([a.name for a in n.names] if isinstance(n, ast.Import)
+                     else [n.module or ""] if isinstance(n, ast.ImportFrom) and n.level == 0 else [])
+            assert inside or not any(r.split(".")[0] == "tensorflow" for r in roots), (
+                f"jta.{name} line {n.lineno} imports TensorFlow")
+        if not inside:
+            private = {d for d in _jta_imports(tree, name) if _part(d) == "graph_import" and d != "graph_import"}
+            assert not private, f"jta.{name} imports the importer's private {sorted(private)}"
+            assert name == "__init__" or "graph_import" not in _jta_imports(tree, name), (
+                f"jta.{name} imports jta.graph_import")
+
+
+def test_top_level_holds_the_public_modules():
+    """At most 12 files directly in ``jta/``; the private ones among them are helpers of the public
+    layer (the core and the importer live in their subpackages)."""
+    files = sorted(p.name for p in PACKAGE.iterdir() if p.is_file() and "__pycache__" not in p.parts)
+    assert len(files) <= 12, f"{len(files)} files in jta/: {files}"
+    public = set().union(*(names for layer, names in LAYERS if layer in ("errors", "public", "package")))
+    stray = [f for f in files if f.endswith(".py") and f.removesuffix(".py") not in public]
+    assert not stray, f"top-level modules outside the public layer: {stray}"
+
+
+# Two-letter aliases the reader knows from elsewhere (third-party conventions) and classes
+# (``PartitionSpec as P``); anything else is imported under its own name.
+CONVENTIONAL_ALIASES = {("numpy", "np"), ("tensorflow", "tf"), ("hypothesis.strategies", "st"),
+                        ("jax._src.linear_util", "lu"), ("jax._src.interpreters.partial_eval", "pe")}
+SOURCES = sorted([*PACKAGE.rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py"),
+                  *(ROOT / "notebooks").glob("*.py")])
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_short_module_aliases(path):
+    """No ``import x as Y`` / ``from p import x as Y`` with a one- or two-letter ``Y`` (``A``, ``K``,
+    ``GR`` said nothing), but for the conventions above."""
+    for n in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(n, (ast.Import, ast.ImportFrom)):
+            continue
+        for a in n.names:
+            if a.asname is None or len(a.asname) > 2:
+                continue
+            full = a.name if isinstance(n, ast.Import) else f"{n.module}.{a.name}" if n.module else a.name
+            if (full, a.asname) in CONVENTIONAL_ALIASES or re.match(r"[A-Z][a-z]", a.name):  # a class
+                continue
+            raise AssertionError(f"{path.relative_to(ROOT)} line {n.lineno}: {a.name} imported as {a.asname}")
 
 
 def test_no_import_inside_a_function():

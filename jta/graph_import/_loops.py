@@ -1,7 +1,7 @@
 """While frames of an imported graph as ``lax.scan``, masked ``lax.scan``, ``lax.while_loop`` or unrolled code.
 
-:class:`Loops` is the half of the graph runner (:class:`jta._graph_control_flow.Runner`) that runs
-a frame (:class:`jta._graph_frames.Frame`): it finds the trip count by partial evaluation, learns
+:class:`Loops` is the half of the graph runner (:class:`jta.graph_import._control_flow.Runner`) that runs
+a frame (:class:`jta.graph_import._frames.Frame`): it finds the trip count by partial evaluation, learns
 what the body creates, and builds the loop; the runner's :meth:`~Loops.run` runs each scope.
 
 **Trip counts.** Before a loop runs, the variables whose initial values are static (numpy) are
@@ -32,16 +32,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _graph_resources as GR
-from ._channel.catalogue import Error
-from ._graph_def import Tensor
-from ._graph_frames import Frame, Graph
-from ._graph_ops import is_static
-from ._graph_resources import Context, Recorder, Resources
+from .._channel.catalogue import Error
+from . import _resources
+from ._frames import Frame, Graph
+from ._nodes import Tensor
+from ._ops import is_static
+from ._resources import Context, Recorder, Resources
 
 
 # The values of a runner's environment besides arrays and handles (the conds of
-# jta._graph_control_flow read and write them too).
+# jta.graph_import._control_flow read and write them too).
 class _Marker:
     def __init__(self, name: str):
         self.name = name
@@ -82,7 +82,7 @@ class Loops(abc.ABC):
     @abc.abstractmethod
     def run(self, frame: str, items: tuple[Any, ...], env: dict[Tensor, Any], res: Resources,
             probe: bool = False) -> Resources:
-        """Runs ``items`` (a schedule of :class:`jta._graph_frames.Graph`) of ``frame`` in ``env``."""
+        """Runs ``items`` (a schedule of :class:`jta.graph_import._frames.Graph`) of ``frame`` in ``env``."""
 
     # -- loops --------------------------------------------------------------------------------
     def _body_env(self, f: Frame, outer: dict[Tensor, Any], values: dict[str, Any]) -> dict[Tensor, Any]:
@@ -201,7 +201,7 @@ class Loops(abc.ABC):
         for p in f.pops:  # a handle popped in this loop names a new forward array each step
             h = env.get(self.g.nodes[p].inputs[0])
             if isinstance(h, str) and h in res.stacks and isinstance(res.stacks[h].const, str):
-                res = GR.renew_accumulators(res, res.stacks[h].const)
+                res = _resources.renew_accumulators(res, res.stacks[h].const)
         roots = tuple(f.next_of[m] for m in f.merges)
         res = self.run(f.name, self.g.schedule(f.name, roots, False), env, res)
         return res, {m: env[(f.next_of[m], 0)] for m in f.merges}
@@ -262,7 +262,7 @@ class Loops(abc.ABC):
         res = Resources(state, res.stacks)
         for h, src, prepend in rec.grads:
             if (h, src) not in res.arrays.grads:
-                res = GR.precreate_grad(self.ctx, res, h, src, prepend)
+                res = _resources.precreate_grad(self.ctx, res, h, src, prepend)
         stacks = dict(res.stacks)
         for h, pushed in rec.pushes.items():
             s = stacks[h]
@@ -270,8 +270,8 @@ class Loops(abc.ABC):
                 continue
             values = [v for v, _ in pushed]
             if not s.items and all(isinstance(v, str) or is_static(v) for v in values) and \
-                    len({GR.const_key(v) for v in values}) == 1:
-                stacks[h] = GR.Stack(const=GR.const_key(values[0]))
+                    len({_resources.const_key(v) for v in values}) == 1:
+                stacks[h] = _resources.Stack(const=_resources.const_key(values[0]))
                 continue
             mults = [mult for _, mult in pushed]
             per_step = None if None in mults else sum(int(m or 0) for m in mults)
@@ -281,11 +281,11 @@ class Loops(abc.ABC):
                 capacity = self.opt.stack_capacity
             else:
                 Error.GRAPH_STACK_CAPACITY.raise_(stack=h, frame=f.name)
-            stacks[h] = GR.as_buffer(s, capacity, values[0])
+            stacks[h] = _resources.as_buffer(s, capacity, values[0])
         for h in rec.popped:
             s = stacks[h]
             if s.const is None and s.data is None and s.items:
-                stacks[h] = GR.as_buffer(s, len(s.items), s.items[0])
+                stacks[h] = _resources.as_buffer(s, len(s.items), s.items[0])
         return Resources(res.arrays, stacks)
 
     def _scan(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], n: int,

@@ -22,11 +22,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import raw_ops as R
-from ._channel.catalogue import Error
-from ._core.array import known_size
-from ._graph_def import Node
-from ._graph_ops import is_static, registrar
+from .. import raw_ops
+from .._channel.catalogue import Error
+from .._core.array import known_size
+from ._nodes import Node
+from ._ops import is_static, registrar
 
 
 @jax.tree_util.register_pytree_node_class
@@ -52,7 +52,7 @@ class Stack:
 class Resources:
     """Everything the graph's stateful ops change: the raw-ops state and the stacks."""
 
-    arrays: R.State = dataclasses.field(default_factory=R.new_state)
+    arrays: raw_ops.State = dataclasses.field(default_factory=raw_ops.new_state)
     stacks: dict[str, Stack] = dataclasses.field(default_factory=dict)
 
     def tree_flatten(self) -> tuple[tuple[Any, ...], None]:
@@ -105,7 +105,7 @@ RESOURCE_OPS: dict[str, ResourceOp] = {}
 _reg = registrar(RESOURCE_OPS)
 
 
-def _arrays(res: Resources, state: R.State) -> Resources:
+def _arrays(res: Resources, state: raw_ops.State) -> Resources:
     return Resources(state, res.stacks)
 
 
@@ -122,7 +122,7 @@ def _ta_new(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[
     # The handle is <name>_<node number>: the same in every iteration of a loop that creates it.
     state = dataclasses.replace(state, counter=ctx.array_ids[node.name])
     dynamic = bool(node.attr("dynamic_size", False))
-    state, handle, flow = R.TensorArrayV3(
+    state, handle, flow = raw_ops.TensorArrayV3(
         state, _index(size), node.attr("dtype"), element_shape=node.attr("element_shape"), dynamic_size=dynamic,
         clear_after_read=bool(node.attr("clear_after_read", True)),
         identical_element_shapes=bool(node.attr("identical_element_shapes", False)),
@@ -136,35 +136,35 @@ def _ta_new(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[
 @_reg("TensorArrayWriteV3")
 def _ta_write(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[Resources, list[Any]]:
     h, i, v, flow = args
-    state, flow = R.TensorArrayWriteV3(res.arrays, h, _index(i), v, flow)
+    state, flow = raw_ops.TensorArrayWriteV3(res.arrays, h, _index(i), v, flow)
     return _arrays(res, state), [flow]
 
 
 @_reg("TensorArrayReadV3")
 def _ta_read(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[Resources, list[Any]]:
     h, i, flow = args
-    state, v = R.TensorArrayReadV3(res.arrays, h, _index(i), flow, node.attr("dtype"))
+    state, v = raw_ops.TensorArrayReadV3(res.arrays, h, _index(i), flow, node.attr("dtype"))
     return _arrays(res, state), [v]
 
 
 @_reg("TensorArrayGatherV3")
 def _ta_gather(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[Resources, list[Any]]:
     h, indices, flow = args
-    state, v = R.TensorArrayGatherV3(res.arrays, h, indices, flow, node.attr("dtype"), node.attr("element_shape"))
+    state, v = raw_ops.TensorArrayGatherV3(res.arrays, h, indices, flow, node.attr("dtype"), node.attr("element_shape"))
     return _arrays(res, state), [v]
 
 
 @_reg("TensorArrayScatterV3")
 def _ta_scatter(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[Resources, list[Any]]:
     h, indices, v, flow = args
-    state, flow = R.TensorArrayScatterV3(res.arrays, h, indices, v, flow)
+    state, flow = raw_ops.TensorArrayScatterV3(res.arrays, h, indices, v, flow)
     return _arrays(res, state), [flow]
 
 
 @_reg("TensorArrayConcatV3")
 def _ta_concat(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[Resources, list[Any]]:
     h, flow = args
-    state, v, lengths = R.TensorArrayConcatV3(res.arrays, h, flow, node.attr("dtype"),
+    state, v, lengths = raw_ops.TensorArrayConcatV3(res.arrays, h, flow, node.attr("dtype"),
                                               node.attr("element_shape_except0"))
     return _arrays(res, state), [v, np.asarray(lengths, np.int64) if is_static(lengths) else lengths]
 
@@ -172,21 +172,21 @@ def _ta_concat(ctx: Context, node: Node, args: list[Any], res: Resources) -> tup
 @_reg("TensorArraySplitV3")
 def _ta_split(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[Resources, list[Any]]:
     h, v, lengths, flow = args
-    state, flow = R.TensorArraySplitV3(res.arrays, h, v, lengths, flow)
+    state, flow = raw_ops.TensorArraySplitV3(res.arrays, h, v, lengths, flow)
     return _arrays(res, state), [flow]
 
 
 @_reg("TensorArraySizeV3")
 def _ta_size(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[Resources, list[Any]]:
     h, flow = args
-    state, n = R.TensorArraySizeV3(res.arrays, h, flow)
+    state, n = raw_ops.TensorArraySizeV3(res.arrays, h, flow)
     static = known_size(state[h])
     return res, [np.asarray(static, np.int32) if static is not None else n]
 
 
 @_reg("TensorArrayCloseV3")
 def _ta_close(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[Resources, list[Any]]:
-    return _arrays(res, R.TensorArrayCloseV3(res.arrays, args[0])), []
+    return _arrays(res, raw_ops.TensorArrayCloseV3(res.arrays, args[0])), []
 
 
 @_reg("TensorArrayGradV3", "TensorArrayGradWithShape")
@@ -196,7 +196,7 @@ def _ta_grad(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple
     source = node.attr("source", "")
     for rec in ctx.recorders:
         rec.grads.append((h, source, prepend))
-    state, g, _ = R.TensorArrayGradWithShape(res.arrays, h, flow, prepend, source)
+    state, g, _ = raw_ops.TensorArrayGradWithShape(res.arrays, h, flow, prepend, source)
     return _arrays(res, state), [g, flow]  # TF's flow_out is the forward flow
 
 
@@ -204,11 +204,11 @@ def precreate_grad(ctx: Context, res: Resources, handle: str, source: str, prepe
     """Create the accumulator a loop body will ask for, before the loop (recorded like the op itself)."""
     for rec in ctx.recorders:
         rec.grads.append((handle, source, prepend))
-    state, _, _ = R.TensorArrayGradWithShape(res.arrays, handle, 0.0, prepend, source)
+    state, _, _ = raw_ops.TensorArrayGradWithShape(res.arrays, handle, 0.0, prepend, source)
     return _arrays(res, state)
 
 
-def grad_prepend(state: R.State, key: tuple[str, str]) -> tuple[int, ...]:
+def grad_prepend(state: raw_ops.State, key: tuple[str, str]) -> tuple[int, ...]:
     """The ``shape_to_prepend`` an existing accumulator was created with."""
     forward, acc = state.arrays[key[0]].element_shape, state.grads[key].element_shape
     return tuple(int(d or 0) for d in acc[: len(acc) - len(forward)]) if acc is not None and forward is not None else ()
@@ -220,8 +220,8 @@ def renew_accumulators(res: Resources, handle: str) -> Resources:
     state = res.arrays
     for key in [k for k in state.grads if k[0] == handle]:
         prepend = grad_prepend(state, key)
-        rest = R.State(state.arrays, {k: v for k, v in state.grads.items() if k != key}, state.counter)
-        state, _, _ = R.TensorArrayGradWithShape(rest, handle, 0.0, prepend, key[1])
+        rest = raw_ops.State(state.arrays, {k: v for k, v in state.grads.items() if k != key}, state.counter)
+        state, _, _ = raw_ops.TensorArrayGradWithShape(rest, handle, 0.0, prepend, key[1])
     return _arrays(res, state)
 
 

@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._channel.catalogue import Error
-from ._graph_def import Node
+from .._channel.catalogue import Error
+from ._nodes import Node
 
 Op = Callable[[Node, list[Any]], list[Any]]
 OPS: dict[str, Op] = {}

@@ -9,10 +9,10 @@ and control edges (TensorFlow's own rule: the v1 gradient's stack pushes hang of
 
 **Guards.** Each tensor carries the cond predicates (and their polarities) under which it is live,
 so that a run-time ``Merge`` finds the predicate that tells its two branches apart and a stateful op
-inside a branch knows the conditions of its update (:mod:`jta._graph_control_flow`).
+inside a branch knows the conditions of its update (:mod:`jta.graph_import._control_flow`).
 
-All of it is analysis of the node table, without values: :mod:`jta._graph_loops` and
-:mod:`jta._graph_control_flow` run what it finds.
+All of it is analysis of the node table, without values: :mod:`jta.graph_import._loops` and
+:mod:`jta.graph_import._control_flow` run what it finds.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import dataclasses
 import functools
 from typing import Any, Optional
 
-from ._graph_def import Node, Tensor
+from ._nodes import Node, Tensor
 
 
 @dataclasses.dataclass

@@ -1,11 +1,11 @@
 """Run TensorFlow 1.x graphs that use TensorArrays as pure JAX functions: :func:`import_graph_def`.
 
 The graph is parsed once with TensorFlow (``pip install "jta[tf]"``) into a plain node table
-(:mod:`jta._graph_def`); the returned function needs JAX only. Ordinary ops come from jta's own
-table (:mod:`jta._graph_ops`; not tf2jax's handlers, which import TensorFlow at module level,
+(:mod:`jta.graph_import._nodes`); the returned function needs JAX only. Ordinary ops come from jta's own
+table (:mod:`jta.graph_import._ops`; not tf2jax's handlers, which import TensorFlow at module level,
 read ``NodeDef`` protos and lack the gradient ops these graphs are made of), control flow v1
-from :mod:`jta._graph_control_flow` (with :mod:`jta._graph_frames` and :mod:`jta._graph_loops`),
-TensorArrays and stacks from :mod:`jta._graph_resources` through :mod:`jta.raw_ops`.
+from :mod:`jta.graph_import._control_flow` (with :mod:`jta.graph_import._frames` and :mod:`jta.graph_import._loops`),
+TensorArrays and stacks from :mod:`jta.graph_import._resources` through :mod:`jta.raw_ops`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from typing import Any, Optional
 
 import jax.numpy as jnp
 
-from . import _graph_control_flow as CF
-from . import _graph_def as GD
-from ._channel.catalogue import Error
-from ._graph_frames import Graph
-from ._graph_loops import Options
-from ._graph_ops import OPS
-from ._graph_resources import RESOURCE_OPS, Context
+from .._channel.catalogue import Error
+from . import _control_flow, _nodes
+from ._frames import Graph
+from ._loops import Options
+from ._ops import OPS
+from ._resources import RESOURCE_OPS, Context
 
 __all__ = ["import_graph_def", "supported_ops"]
 
@@ -36,14 +35,14 @@ def supported_ops() -> list[str]:
 
     ```
     """
-    return sorted({*OPS, *RESOURCE_OPS, *CF.CONTROL_OPS})
+    return sorted({*OPS, *RESOURCE_OPS, *_control_flow.CONTROL_OPS})
 
 
-def _tensor(text: str) -> GD.Tensor:
-    return GD.tensor_name(text)
+def _tensor(text: str) -> _nodes.Tensor:
+    return _nodes.tensor_name(text)
 
 
-def _needed(nodes: dict[str, GD.Node], outputs: list[GD.Tensor], fed: set[str]) -> set[str]:
+def _needed(nodes: dict[str, _nodes.Node], outputs: list[_nodes.Tensor], fed: set[str]) -> set[str]:
     """Every node the outputs depend on, through data and control edges (loops included)."""
     seen: set[str] = set()
     stack = [t[0] for t in outputs]
@@ -116,7 +115,7 @@ def import_graph_def(graph_def: Any, inputs: Sequence[str], outputs: Sequence[st
         import tensorflow as tf
     except ImportError as e:  # pragma: no cover - the extra is installed in the tests
         raise Error.GRAPH_NEEDS_TF.exception(error=str(e)) from e
-    nodes = GD.parse(GD.load(graph_def, tf), tf)
+    nodes = _nodes.parse(_nodes.load(graph_def, tf), tf)
     in_t, out_t = [_tensor(i) for i in inputs], [_tensor(o) for o in outputs]
     for t, what in [(t, "inputs") for t in in_t] + [(t, "outputs") for t in out_t]:
         if t[0] not in nodes:
@@ -132,7 +131,7 @@ def import_graph_def(graph_def: Any, inputs: Sequence[str], outputs: Sequence[st
     def run(*args: Any) -> list[Any]:
         if len(args) != len(in_t):
             Error.GRAPH_ARGUMENT_COUNT.raise_(expected=len(in_t), names=names, given=len(args))
-        runner = CF.Runner(graph, Context(array_ids, tensor_array_capacity), options)
+        runner = _control_flow.Runner(graph, Context(array_ids, tensor_array_capacity), options)
         values = runner.outputs({t: jnp.asarray(a) for t, a in zip(in_t, args, strict=True)}, out_t)
         return [jnp.asarray(v) for v in values]
 

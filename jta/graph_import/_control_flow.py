@@ -1,8 +1,8 @@
 """Control flow v1 of an imported graph: while frames to ``lax.scan``/``while_loop``, conds to selects.
 
 The graph's frames, cond guards and schedules are found once, without values
-(:mod:`jta._graph_frames`); a :class:`Runner` per call runs the schedules node by node, and each
-while frame as one item (:mod:`jta._graph_loops`: trip counts, discovery, the ``lax`` loop). This
+(:mod:`jta.graph_import._frames`); a :class:`Runner` per call runs the schedules node by node, and each
+while frame as one item (:mod:`jta.graph_import._loops`: trip counts, discovery, the ``lax`` loop). This
 module holds the runner's nodes: ops, resource ops under conds, and the v1 conds themselves.
 
 **Conds.** A ``Switch`` with a static predicate kills the other branch (TensorFlow's dead
@@ -20,12 +20,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _graph_resources as GR
-from ._channel.catalogue import Error
-from ._graph_def import Node, Tensor
-from ._graph_loops import DEAD, Dyn, Loops
-from ._graph_ops import OPS, is_static
-from ._graph_resources import Resources
+from .._channel.catalogue import Error
+from . import _resources
+from ._loops import DEAD, Dyn, Loops
+from ._nodes import Node, Tensor
+from ._ops import OPS, is_static
+from ._resources import Resources
 
 CONTROL_OPS = ("Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond", "Placeholder", "RefEnter",
                "RefExit", "RefMerge", "RefSwitch", "RefNextIteration")
@@ -60,7 +60,7 @@ class Runner(Loops):
             if any(is_static(a) and np.shape(a) == () and bool(a) is absorbing for a in args):
                 env[(name, 0)] = np.bool_(absorbing)
                 return res
-        if probe and any(isinstance(a, Dyn) for a in args) or probe and node.op in GR.RESOURCE_OPS:
+        if probe and any(isinstance(a, Dyn) for a in args) or probe and node.op in _resources.RESOURCE_OPS:
             if node.op in ("Shape", "Size", "Rank", "ShapeN") and all(
                     not isinstance(a, Dyn) or a.shape is not None for a in args):
                 args = [np.zeros(a.shape, np.int8) if isinstance(a, Dyn) else a for a in args]
@@ -79,7 +79,7 @@ class Runner(Loops):
                 node.op in ("Placeholder", "PlaceholderWithDefault") and args:
             env[(name, 0)] = args[0]
             return res
-        if node.op in GR.RESOURCE_OPS:
+        if node.op in _resources.RESOURCE_OPS:
             return self._resource(node, args, env, res)
         outs = OPS[node.op](node, args)
         for k, v in enumerate(outs):
@@ -120,8 +120,8 @@ class Runner(Loops):
         guard = self.g.guards.get((node.name, 0), frozenset())
         conds = [(env[p], pol) for p, pol in guard if not is_static(env.get(p))]
         if conds and node.op in ("StackPopV2", "StackPop"):
-            res = GR.buffered(res, args[0])  # a pop that may not happen: the top becomes a traced index
-        new, outs = GR.RESOURCE_OPS[node.op](self.ctx, node, args, res)
+            res = _resources.buffered(res, args[0])  # a pop that may not happen: the top becomes a traced index
+        new, outs = _resources.RESOURCE_OPS[node.op](self.ctx, node, args, res)
         for k, v in enumerate(outs):
             env[(node.name, k)] = v
         if conds:
