@@ -33,6 +33,8 @@ def meta_to_bytes(meta: ArrayMeta) -> bytes:
 
 def meta_from_bytes(data: bytes) -> ArrayMeta:
     fields = json.loads(data.decode())
+    if "is_grad" in fields:  # written before the field was renamed is_accumulator
+        fields["is_accumulator"] = fields.pop("is_grad")
     fields["dtype"] = jnp.dtype(fields["dtype"])
     for key in ("element_shape", "python_shape"):
         fields[key] = _shape(fields[key])

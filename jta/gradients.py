@@ -93,7 +93,7 @@ def accumulator(registry: Registry, ta: TensorArray, source: str, shape_to_prepe
 
     **Returns:** ``(registry, accumulator)``; the registry holds the accumulator.
     """
-    _, registry, g = accumulators.get_or_create(registry, ta, source, shape_to_prepend)
+    _, g, registry = accumulators.get_or_create(registry, ta, source, shape_to_prepend)
     return registry, g
 
 

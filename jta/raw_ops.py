@@ -35,8 +35,7 @@ from ._channel.api import throw
 from ._channel.catalogue import Error
 from ._core import accumulators, display, kernels, shapes
 from ._core.array import ArrayMeta, empty
-from ._core.inputs import canonical_dtype, check_scalar_index, convert, element_dtype
-from ._core.inputs import indices as index_operand
+from ._core.inputs import as_indices, canonical_dtype, check_scalar_index, convert, element_dtype
 from .tensor_array import TensorArray, checked_capacity, checked_size
 
 __all__ = [
@@ -151,7 +150,7 @@ def TensorArrayReadV3(state: State, handle: Handle, index: Any, flow_in: Any, dt
     ta = _lookup(state, handle)
     check_scalar_index(index)  # the kernel: index shape, dtype, then Read (closed, ...)
     _check_dtype(ta, dtype)
-    index = index_operand(index, "TensorArrayReadV3", "index")
+    index = as_indices(index, "TensorArrayReadV3", "index")
     ta, value = kernels.read(ta, index, mark=True)
     delivery.check_read(ta, index)  # a value op reports the array's record (see _channel), as TensorArray.read does
     return _store(state, handle, ta), value
@@ -167,7 +166,7 @@ def TensorArrayGatherV3(state: State, handle: Handle, indices: Any, flow_in: Any
     if np.ndim(indices) == 1 and np.shape(indices)[0] == 0 and not shapes.fully_defined(attr) \
             and shapes.compatible(attr, ta.element_shape):  # the kernel looks at the attribute only
         Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=shapes.debug_str(attr))
-    indices = index_operand(indices, "TensorArrayGatherV3", "indices")
+    indices = as_indices(indices, "TensorArrayGatherV3", "indices")
     ta, value = kernels.pack_or_gather(ta, indices, mark=True, element_shape=element_shape)
     delivery.check_gather(ta, indices)
     return _store(state, handle, ta), value
@@ -234,6 +233,6 @@ def TensorArrayGradWithShape(state: State, handle: Handle, flow_in: Any, shape_t
     if handle not in state.arrays:
         _lookup(state, handle)  # NotFound for unknown handles
         Error.WRONG_CONTAINER.raise_(handle=handle)
-    forward, grads, _ = accumulators.get_or_create(state.grads, state.arrays[handle], str(source), shape_to_prepend)
+    forward, _, grads = accumulators.get_or_create(state.grads, state.arrays[handle], str(source), shape_to_prepend)
     state = dataclasses.replace(state, arrays={**state.arrays, handle: forward}, grads=grads)
     return state, accumulators.handle(handle, str(source)), jnp.zeros((), jnp.float32)

@@ -17,7 +17,7 @@ from ._channel import delivery
 from ._channel.catalogue import Error
 from ._core import accumulators, display, kernels, shapes, storage
 from ._core.array import ArrayData, ArrayMeta, become, empty, known_size, require_static_size
-from ._core.inputs import convert, element_dtype, indices, static_int
+from ._core.inputs import as_indices, convert, element_dtype, static_int
 
 __all__ = ["TensorArray"]
 
@@ -129,7 +129,7 @@ class TensorArray(ArrayData):
     def read(self, index: Index, name: Optional[str] = None) -> jax.Array:
         """The element at ``index`` (``TensorArrayReadV3``); unwritten slots read as zeros."""
         del name
-        index = indices(index, "TensorArrayReadV3", "index")
+        index = as_indices(index, "TensorArrayReadV3", "index")
         ta, value = kernels.read(self, index, mark=False)
         delivery.check_read(ta, index)
         return value
@@ -206,8 +206,7 @@ class TensorArray(ArrayData):
         for before), and the registry holding it. Store an updated accumulator back with
         ``jta.gradients.put(registry, g)``. See ``jta.gradients`` for the backward rules.
         """
-        forward, registry, g = accumulators.get_or_create(registry, self, source, shape_to_prepend)
-        return forward, g, registry
+        return accumulators.get_or_create(registry, self, source, shape_to_prepend)
 
     def identity(self) -> TensorArray:
         """The same array (flow ordering is implicit in JAX's dataflow)."""
@@ -235,17 +234,17 @@ class TensorArray(ArrayData):
             return storage.pin_shape(ta, tuple(value_shape[1:]))
         return storage.python_shape(ta, tuple(value_shape[1:]))
 
-    def _gather(self, indices_: ArrayLike) -> jax.Array:
+    def _gather(self, indices: ArrayLike) -> jax.Array:
         # TF's Python gather/stack pass the inferred element shape as the op's attribute.
-        indices_ = indices(indices_, "TensorArrayGatherV3", "indices")
-        ta, value = kernels.pack_or_gather(self, indices_, mark=False, element_shape=self.element_shape)
-        delivery.check_gather(ta, indices_)
+        indices = as_indices(indices, "TensorArrayGatherV3", "indices")
+        ta, value = kernels.pack_or_gather(self, indices, mark=False, element_shape=self.element_shape)
+        delivery.check_gather(ta, indices)
         return value
 
 
 def checked_size(size: Any, what: str) -> int:
     """The static size of a new array: ``TensorArrayOp``'s checks, then jta's static-size rule."""
-    size = indices(size, "TensorArrayV3", "size")
+    size = as_indices(size, "TensorArrayV3", "size")
     if np.ndim(size) != 0:
         Error.SIZE_NOT_SCALAR.raise_(shape=shapes.debug_str(np.shape(size)))
     n = static_int(size)
@@ -262,7 +261,7 @@ def checked_capacity(capacity: Any, size: int) -> Optional[int]:
     """jta's ``capacity=``: a static slot count, at least ``size``, within int32 indices."""
     if capacity is None:
         return None
-    cap = static_int(indices(capacity, "jta.TensorArray", "capacity"))
+    cap = static_int(as_indices(capacity, "jta.TensorArray", "capacity"))
     if cap is None:
         Error.STATIC_CAPACITY_REQUIRED.raise_()
     if cap >= 2**31:

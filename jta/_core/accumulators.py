@@ -21,7 +21,7 @@ from .._channel import records
 from .._channel.catalogue import Error
 from . import shapes, storage
 from .array import same_array
-from .inputs import indices
+from .inputs import as_indices
 from .memory import check_buffer
 
 Key = tuple[str, str]
@@ -41,12 +41,13 @@ def find_key(registry: dict[Key, Any], handle_: str) -> Optional[Key]:
 
 
 def get_or_create(registry: dict[Key, Any], forward: Any, source: str, shape_to_prepend: Any = ()
-                  ) -> tuple[Any, dict[Key, Any], Any]:
-    """``TensorArrayGradOp``: ``(forward with its size frozen, registry, accumulator)``.
+                  ) -> tuple[Any, Any, dict[Key, Any]]:
+    """``TensorArrayGradOp``: ``(forward with its size frozen, accumulator, registry)``, the order
+    of ``TensorArray.grad``.
 
     ``shape_to_prepend`` is ignored when the accumulator already exists, as in TensorFlow.
     """
-    shape_to_prepend = indices(shape_to_prepend, "TensorArrayGradWithShape", "shape_to_prepend")
+    shape_to_prepend = as_indices(shape_to_prepend, "TensorArrayGradWithShape", "shape_to_prepend")
     if forward.is_accumulator:
         Error.WRONG_CONTAINER.raise_(handle=forward.name)
     forward.check_open()
@@ -56,9 +57,9 @@ def get_or_create(registry: dict[Key, Any], forward: Any, source: str, shape_to_
     if key in registry:
         if same_array(forward, registry[key]) is False:  # TF names every array uniquely
             Error.NAME_TAKEN_IN_REGISTRY.raise_(name=forward.name, source=source)
-        return forward, registry, registry[key]
+        return forward, registry[key], registry
     g = _new(forward, str(source), _static_prepend(shape_to_prepend))
-    return forward, {**registry, key: g}, g
+    return forward, g, {**registry, key: g}
 
 
 def _static_prepend(shape_to_prepend: Any) -> tuple[int, ...]:
@@ -78,7 +79,7 @@ def _new(forward: Any, source: str, prepend: tuple[int, ...]) -> Any:
     m = forward._meta
     es = None if m.element_shape is None else prepend + tuple(m.element_shape)
     meta = dataclasses.replace(m, element_shape=es, dynamic_size=False, clear_after_read=True,
-                               name=handle(m.name, source), is_grad=True, closed=False)
+                               name=handle(m.name, source), is_accumulator=True, closed=False)
     error = None if forward._error is None else records.no_error()
     flow = forward._flow  # TensorArrayGradV3 passes the forward flow through
     cls = type(forward)

@@ -54,7 +54,7 @@ class ArrayMeta:
     name: str
     static_size: Optional[int]  # the logical size; None when it lives in the ``traced_size`` leaf
     capacity: Optional[int]  # jta: static slot budget allowing traced growth
-    is_grad: bool = False  # a gradient accumulator: writes add up, reads past the size grow it
+    is_accumulator: bool = False  # a gradient accumulator: writes add up, reads past the size grow it
     marked_size: int = -1
     closed: bool = False
     checks: bool = True
@@ -69,7 +69,7 @@ class ArrayMeta:
         size = f"size={self.static_size}" if self.static_size is not None else f"capacity={self.capacity}"
         parts = [f"TensorArray {self.name!r}", f"dtype={np.dtype(self.dtype).name}",
                  f"element_shape={shapes.debug_str(self.element_shape)}", size]
-        parts += [k for k in ("dynamic_size", "is_grad", "closed") if getattr(self, k)]
+        parts += [k for k in ("dynamic_size", "is_accumulator", "closed") if getattr(self, k)]
         if self.marked_size >= 0:
             parts.append(f"split to size {self.marked_size}")
         if not self.checks:
@@ -178,7 +178,7 @@ class ArrayData:
     @property
     def is_accumulator(self) -> bool:
         """Whether this is a gradient accumulator (``TensorArrayGradV3``): writes add up."""
-        return self._meta.is_grad
+        return self._meta.is_accumulator
 
     @property
     def capacity(self) -> int:

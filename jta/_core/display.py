@@ -171,7 +171,7 @@ def slot_rows(ta: Any) -> Any:
     """Per-slot codes: a list of strings (one per batch member; one string if unbatched),
     :data:`TRACED`, :data:`DELETED`, or ``None`` when slots are not tracked (``checks=False``)."""
     m = ta._meta
-    clears = bool(m.clear_after_read or m.is_grad)
+    clears = bool(m.clear_after_read or m.is_accumulator)
     size = _size_of(ta)
     if m.slots is not None:  # slots form: the bits are static
         bits = np.asarray([f for f, _ in m.slots], np.int64)[None]
@@ -230,9 +230,9 @@ def _header(ta: Any) -> str:
         parts.append(f"capacity={capacity}")
     if batch:
         parts.append(f"batch={batch}")
-    parts += [flag for flag, on in (("grad", m.is_grad), ("dynamic", m.dynamic_size), ("closed", m.closed),
+    parts += [flag for flag, on in (("grad", m.is_accumulator), ("dynamic", m.dynamic_size), ("closed", m.closed),
                                     ("checks=False", not m.checks), ("ragged", m.slots is not None)) if on]
-    if not m.clear_after_read and not m.is_grad:  # only the non-default value is worth showing
+    if not m.clear_after_read and not m.is_accumulator:  # only the non-default value is worth showing
         parts.append("clear_after_read=False")
     sharding = _sharding_str(ta._data) if ta.is_dense else None
     if sharding:

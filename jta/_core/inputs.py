@@ -45,7 +45,7 @@ def _python_name(x: Any) -> str:
     return type(x).__name__
 
 
-def indices(x: Any, op: str, param: str) -> Any:
+def as_indices(x: Any, op: str, param: str) -> Any:
     """An index argument as TensorFlow's op wrappers accept it: a Python int or bool (and lists of
     them), a NumPy or JAX integer value, or an integral NumPy float. Anything else raises TF's
     ``TypeError``/``ValueError``. Integer JAX values keep their dtype (int64 under x64) so that

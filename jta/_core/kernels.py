@@ -20,8 +20,7 @@ from .._channel import records
 from .._channel.catalogue import Error
 from . import shapes, storage
 from .array import as_gradient, known_size, logical_size, raise_if_concrete, require_static_size
-from .inputs import check_dtype, check_scalar_index, length_dtype, static_int, static_ints
-from .inputs import indices as index_operand
+from .inputs import as_indices, check_dtype, check_scalar_index, length_dtype, static_int, static_ints
 
 Index = Union[int, jax.Array]
 _TRACED = "<traced>"
@@ -73,7 +72,7 @@ def _write_out_of_range(ta: Any, index: int, size: Any = ...) -> NoReturn:
 def write(ta: Any, index: Index, value: jax.Array) -> Any:
     """``TensorArrayWriteOp``: index shape, dtype, then ``WriteOrAggregate`` (closed, range, shape)."""
     ta = usable(ta)
-    index = index_operand(index, "TensorArrayWriteV3", "index")
+    index = as_indices(index, "TensorArrayWriteV3", "index")
     check_scalar_index(index)
     check_dtype(ta.dtype, value.dtype)
     ta.check_open()
@@ -96,16 +95,16 @@ def write(ta: Any, index: Index, value: jax.Array) -> Any:
 def read(ta: Any, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
     """``TensorArrayReadOp``: index shape, then ``Read`` (closed, range, cleared, unknown shape)."""
     ta = usable(ta)
-    index = index_operand(index, "TensorArrayReadV3", "index")
+    index = as_indices(index, "TensorArrayReadV3", "index")
     check_scalar_index(index)
     ta.check_open()
     m = ta._meta
     i = static_int(index)
     if i is not None:
         size = known_size(ta)
-        if i < 0 or (not m.is_grad and size is not None and i >= size):
+        if i < 0 or (not m.is_accumulator and size is not None and i >= size):
             Error.READ_OUT_OF_RANGE.raise_(index=i, size=size if size is not None else _TRACED)
-        if m.is_grad and size is not None and i >= size:  # gradient arrays grow on reads
+        if m.is_accumulator and size is not None and i >= size:  # gradient arrays grow on reads
             if not shapes.fully_defined(m.element_shape):
                 raise storage.unknown_shape_read(ta, i)
             ta = storage.grow(ta, i + 1)
@@ -119,7 +118,7 @@ def read(ta: Any, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
 def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any = None) -> tuple[Any, jax.Array]:
     """``TensorArrayPackOrGatherOp``: merge the ``element_shape`` attribute, then ``ReadMany``."""
     ta = usable(ta)
-    indices = index_operand(indices, "TensorArrayGatherV3", "indices")
+    indices = as_indices(indices, "TensorArrayGatherV3", "indices")
     m = ta._meta
     attr = shapes.as_shape(element_shape)
     merge_error = shapes.merge_error(m.element_shape, attr)
@@ -150,24 +149,24 @@ def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any 
         _check_gathered_shapes([tuple(v.shape) for v in values], attr)
         return ta, jnp.stack(values)
     size = known_size(ta)
-    if static is None or (size is None and not m.is_grad):  # range checks against a traced size
+    if static is None or (size is None and not m.is_accumulator):  # range checks against a traced size
         return storage.dense_gather(ta, storage.as_index(indices), False, mark)
     # ReadMany reads in order and stops at the first failure: an index out of range, or a cleared
     # slot (read earlier in this gather, or by an earlier op when the bits are concrete).
-    clears = mark and m.checks and (m.clear_after_read or m.is_grad)
+    clears = mark and m.checks and (m.clear_after_read or m.is_accumulator)
     bits = storage.static_bits(ta) if clears else None
     in_order = not clears or bits is not None  # else the bits are traced: failures are recorded in order
     seen: set[int] = set()
     grown = size  # a gradient array grows as ReadMany reads past its size, in order
     for i in static:
-        if i < 0 or (not m.is_grad and size is not None and i >= size):
+        if i < 0 or (not m.is_accumulator and size is not None and i >= size):
             Error.READ_OUT_OF_RANGE.raise_(index=int(i), size=grown)
-        if m.is_grad and grown is not None and i >= grown:
+        if m.is_accumulator and grown is not None and i >= grown:
             grown = int(i) + 1
         if in_order and clears and (int(i) in seen or (bits is not None and i < bits.shape[0] and bits[i] & records.READ)):
             Error.READ_CLEARED.raise_(name=ta.name, index=int(i))
         seen.add(int(i))
-    if m.is_grad and size is not None and static.max() >= size:
+    if m.is_accumulator and size is not None and static.max() >= size:
         ta = storage.grow(ta, int(static.max()) + 1)
     # Kept NumPy: take_rows turns consecutive static indices into a slice.
     return storage.dense_gather(ta, static.astype(np.int32), in_order, mark)
@@ -202,7 +201,7 @@ def _grow(ta: Any, n: int) -> Any:
 def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
     """``TensorArrayUnpackOrScatterOp``: dtype, rank, closed, indices, then ``WriteOrAggregateMany``."""
     ta = usable(ta)
-    indices = index_operand(indices, "TensorArrayScatterV3", "indices")
+    indices = as_indices(indices, "TensorArrayScatterV3", "indices")
     m = ta._meta
     check_dtype(ta.dtype, value.dtype)
     if value.ndim == 0:
@@ -255,7 +254,7 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
         slot_bits = 0 if bits is None else int(bits[i])
         if slot_bits & records.READ:
             Error.WRITE_AFTER_READ.raise_(name=ta.name, index=int(i))
-        if m.checks and not m.is_grad and (int(i) in seen or slot_bits & records.WRITTEN):
+        if m.checks and not m.is_accumulator and (int(i) in seen or slot_bits & records.WRITTEN):
             Error.WRITTEN_TWICE.raise_(name=ta.name, index=int(i))
         seen.add(int(i))
     # Kept NumPy: add_rows turns a full range into an elementwise add.
@@ -274,7 +273,7 @@ def concat(ta: Any, mark: bool = True, element_shape_except0: Any = None) -> tup
     ta.check_open()
     m = ta._meta
     attr = shapes.as_shape(element_shape_except0)
-    n = concat_size(ta) if m.is_grad else require_static_size(ta, "concat()")
+    n = concat_size(ta) if m.is_accumulator else require_static_size(ta, "concat()")
     if n < 0:  # a gradient array whose forward was never split: TensorFlow aborts the process here
         Error.CONCAT_UNSPLIT_GRAD.raise_(name=ta.name)
     if n == 0:
@@ -374,7 +373,7 @@ def _split_static(ta: Any, value: jax.Array, lengths: np.ndarray) -> Any:
     ta.check_open()  # the kernel's PackOrConcatSize(), after validating lengths and value
     ta = _split_size(ta, n)
     check_dtype(ta.dtype, value.dtype)
-    marked = n if not m.is_grad else m.marked_size
+    marked = n if not m.is_accumulator else m.marked_size
     if not (n and np.all(lengths == lengths[0])):
         offsets = np.concatenate([[0], np.cumsum(lengths)])
         for i in range(n):
@@ -429,7 +428,7 @@ def _split_traced(ta: Any, value: jax.Array, lengths: jax.Array) -> Any:
     ta.check_open()
     ta = _split_size(ta, n)
     check_dtype(ta.dtype, value.dtype)
-    marked = n if not m.is_grad else m.marked_size
+    marked = n if not m.is_accumulator else m.marked_size
     ta = storage.pin_shape(ta, (piece, *rest))  # as eager code's first piece does (all pieces, when written)
     if pieces_fit:
         ta = _write_pieces(ta, value.reshape((n, piece, *rest)), shape_errors)

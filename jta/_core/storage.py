@@ -183,12 +183,12 @@ def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
         j = i
     if flags is not None:
         old = flags.at[j].get(mode="fill", fill_value=0)
-        flags = flags.at[j].set(records.write_bits(old, m.is_grad), mode="drop")
+        flags = flags.at[j].set(records.write_bits(old, m.is_accumulator), mode="drop")
         if error is not None:  # TF's first error is this write's: record it now, from the new bits
             # Read back from the updated flags, not reused from ``old``: a second reader of the old
             # flags makes XLA copy the whole flags vector in every step of a loop.
             error = records.record_slot_error(error, flags.at[j].get(mode="fill", fill_value=0), i)
-    data = buffer.write_row(data, i, value, m.is_grad or not m.checks)  # checks off: TF's XLA lowering adds
+    data = buffer.write_row(data, i, value, m.is_accumulator or not m.checks)  # checks off: TF's XLA lowering adds
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
 
 
@@ -199,7 +199,7 @@ def slots_write(ta: Any, i: int, value: jax.Array) -> Any:
         Error.WRITE_AFTER_READ.raise_(name=ta.name, index=i)
     old = ta._data[i]
     if bits & records.WRITTEN:
-        if not m.is_grad:
+        if not m.is_accumulator:
             Error.WRITTEN_TWICE.raise_(name=ta.name, index=i)
         if tuple(shape) != tuple(value.shape):
             Error.AGGREGATE_SHAPE.raise_(name=ta.name, index=i, existing=shapes.debug_str(shape),
@@ -216,7 +216,7 @@ def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
     data, flags = ta._data, ta._flags
     cap = data.shape[0]
     # Gradient arrays grow on reads past their size (a raw-op read, which marks the slot).
-    i, ok, error, size = _check_index(ta, i, m.is_grad, mark, Error.READ_OUT_OF_RANGE, Error.READ_BEYOND_CAPACITY)
+    i, ok, error, size = _check_index(ta, i, m.is_accumulator, mark, Error.READ_OUT_OF_RANGE, Error.READ_BEYOND_CAPACITY)
     if cap == 0:  # no rows: the traced index is out of range (recorded above)
         ta = ta.replace(error=error, traced_size=size)
         return raise_if_concrete(ta) if mark else ta, jnp.zeros(data.shape[1:], data.dtype)
@@ -226,8 +226,8 @@ def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
     if flags is not None and mark:
         j = i if ok is True else jnp.where(ok, i, cap)
         old = flags.at[j].get(mode="fill", fill_value=0)
-        flags = flags.at[j].set(records.read_bits(old, m.clear_after_read or m.is_grad), mode="drop")
-        if error is not None and (m.clear_after_read or m.is_grad):
+        flags = flags.at[j].set(records.read_bits(old, m.clear_after_read or m.is_accumulator), mode="drop")
+        if error is not None and (m.clear_after_read or m.is_accumulator):
             # A read after clear is recorded now, from the bits read back after the update, as a
             # write records its own: reusing ``old`` (or checking the slot later, from a
             # separate reader) made XLA copy the flags in every step of a read-after-write loop.
@@ -247,7 +247,7 @@ def slots_read(ta: Any, i: int, mark: bool) -> tuple[Any, jax.Array]:
         if not shapes.fully_defined(m.element_shape):
             raise unknown_shape_read(ta, i)
         shape = m.element_shape
-    if bits & records.READ and (m.clear_after_read or m.is_grad):
+    if bits & records.READ and (m.clear_after_read or m.is_accumulator):
         Error.READ_CLEARED.raise_(name=ta.name, index=i)
     value = ta._data[i]
     if value is None:
@@ -264,20 +264,20 @@ def dense_gather(ta: Any, idx: Any, static: bool, mark: bool) -> tuple[Any, jax.
     m = ta._meta
     data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
     cap = data.shape[0]
-    limit = cap if m.is_grad else logical_size(ta)
+    limit = cap if m.is_accumulator else logical_size(ta)
     ok = (idx >= 0) & (idx < limit)
     # Per position, the error its read fails with (0: none); record_first keeps the first.
     codes: Any = None
     if m.checks and not static:
-        beyond = Error.READ_BEYOND_CAPACITY if m.is_grad else Error.READ_OUT_OF_RANGE
+        beyond = Error.READ_BEYOND_CAPACITY if m.is_accumulator else Error.READ_OUT_OF_RANGE
         codes = jnp.where(ok, 0, jnp.where(idx < 0, Error.READ_OUT_OF_RANGE.code, beyond.code))
-    if m.is_grad and mark and size is not None and not static:
+    if m.is_accumulator and mark and size is not None and not static:
         size = jnp.maximum(size, jnp.max(jnp.where(ok, idx + 1, 0)).astype(jnp.int32))
     value = buffer.take_rows(data, idx) if cap else jnp.zeros(idx.shape + data.shape[1:], data.dtype)
     if flags is not None and mark and cap:  # (no rows: every traced index is out of range)
         j = jnp.where(ok, idx, cap)
         old = flags.at[j].get(mode="fill", fill_value=0)
-        clears = m.clear_after_read or m.is_grad
+        clears = m.clear_after_read or m.is_accumulator
         new = records.read_bits(old, clears)
         if clears:  # a second read of a slot: read before, or earlier in this gather
             again = (((old & records.READ) != 0) | records.repeated(j, cap)) & ok
@@ -289,7 +289,7 @@ def dense_gather(ta: Any, idx: Any, static: bool, mark: bool) -> tuple[Any, jax.
         flags = flags.at[j].set(new, mode="drop")
     if codes is not None:
         sizes: Any = logical_size(ta)
-        if m.is_grad and idx.shape[0]:
+        if m.is_accumulator and idx.shape[0]:
             # A gradient array grows as ReadMany reads past its size (its static size too, and
             # in a read that returns no new array): position k sees the size that the reads
             # before it left (gather([4, -1]) of a size-2 array fails at -1 with size 5).
@@ -360,8 +360,8 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array, shape_error
     if flags is not None:
         j = jnp.where(ok, idx, cap)
         old = flags.at[j].get(mode="fill", fill_value=0)
-        new = records.write_bits(old, m.is_grad)
-        rep = records.repeated(j, cap) if not m.is_grad else None  # written earlier in this scatter
+        new = records.write_bits(old, m.is_accumulator)
+        rep = records.repeated(j, cap) if not m.is_accumulator else None  # written earlier in this scatter
         if rep is not None:
             new = jnp.where(rep, new | records.E_WRITTEN_TWICE, new)
         if shape_errors is not None or not (static and records.is_concrete(old)):  # (else the kernel has checked them)
@@ -376,7 +376,7 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array, shape_error
         flags = flags.at[j].set(new, mode="drop")
     if not static:  # out of range: dropped when recorded, clamped (as write does) when checks are off
         idx = jnp.where(ok, idx, cap) if m.checks else jnp.clip(idx, 0, cap - 1)
-    data = buffer.add_rows(data, idx, value, aggregate=m.is_grad or not m.checks)
+    data = buffer.add_rows(data, idx, value, aggregate=m.is_accumulator or not m.checks)
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
 
 
