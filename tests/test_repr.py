@@ -1,6 +1,6 @@
 """Text and HTML reprs of TensorArrays, raw_ops states and gradient registries.
 
-The constants of jta's repr module (``jta._repr``) are reached through ``tests.helpers.internals``;
+The constants of jta's repr module (``jta._core.display``) are reached through ``tests.helpers.internals``;
 ``_repr_html_`` is the IPython display protocol, not a jta internal."""
 
 from __future__ import annotations
