@@ -389,19 +389,25 @@ class Generator:
 
     # -- indices and values ----------------------------------------------------------------------
     def index_vars(self, sc: Scope) -> list[V]:
-        """The integers an index may use. In the branches of a cond whose predicate vmap batched
-        JAX traces even eagerly, and an unbatched integer is concrete there: jta would check it
-        while tracing, and raise for a branch that no member takes (a documented difference,
-        ``DIFFERENCES["vmap-cond-untaken-branch-static-index"]``), so only batched ones."""
+        """The integers an index may use. Where JAX traces even eagerly (``Scope.traced``: a
+        jax.checkpoint body, the branches of a cond whose predicate vmap batched) every integer
+        but a vmapped argument is concrete, and jta checks an index it can see while tracing: an
+        out-of-range one raises there, before errors recorded earlier at traced values, and for
+        a branch that no member takes (documented, ``DIFFERENCES``). There, only the vmapped
+        arguments may be out of range; the other integers index in range (:meth:`index`)."""
         ints = sc.of("i")
-        return [v for v in ints if v.batched] or ints if sc.traced and sc.vmapped else ints
+        if sc.traced:
+            return [v for v in ints if v.batched and v.name in ("i0", "i1", "i2")]
+        return ints
 
     def index(self, sc: Scope, size) -> str:
         """A scalar index for an array of ``size``: a static one in range, or a traced one."""
         ints = self.index_vars(sc)
         lo = self.lo(size)
-        if sc.traced and sc.vmapped and not any(v.batched for v in ints) and lo > 0:
-            ints = []  # only static indices in range (index_vars)
+        if sc.traced and not ints and sc.of("i") and lo > 0 and self.chance(0.5):  # concrete, in range
+            return f"jnp.clip({self.choice(sc.of('i')).name}, 0, {lo - 1})"
+        if not ints and lo == 0:
+            ints = sc.of("i")  # nothing is in range: any index fails, eagerly and compiled alike
         if lo > 0 and (not ints or self.chance(0.2)):
             return str(self.rng.randrange(lo))
         v = self.choice(ints)
@@ -419,7 +425,7 @@ class Generator:
         """An index to write ``ta`` at: mostly one not written yet (a double write is an error
         every time); in a loop that carries ``ta``, mostly the loop counter."""
         counters = [v for v in sc.of("i") if v.name.startswith("t")]
-        if ta.looped and counters and self.chance(0.85):
+        if ta.looped and counters and not sc.traced and self.chance(0.85):  # (traced: index_vars)
             expr = counters[-1].name
         else:
             expr = self.index(sc, ta.size)
@@ -438,7 +444,7 @@ class Generator:
             picks = self.rng.sample(range(lo), k) if distinct or self.chance(0.5) else \
                 [self.rng.randrange(lo) for _ in range(k)]
             return f"jnp.array({picks!r}, jnp.int32)"
-        if r < 0.6 or not sc.of("i") or (sc.traced and sc.vmapped):
+        if r < 0.6 or not sc.of("i") or sc.traced:
             if not sc.of("i"):
                 return f"jnp.arange({k}, dtype=jnp.int32)"
             return "jnp.stack([" + ", ".join(self.index(sc, size) for _ in range(k)) + "]).astype(jnp.int32)"
@@ -667,8 +673,8 @@ class Generator:
         h, f, size, shape = arr.h, arr.f, arr.size, arr.shape
         new = self.fresh("s")
         kind = self.choice(["write", "write", "read", "read", "gather", "scatter", "size", "grad", "concat"])
-        if kind == "grad" and not st.owned:
-            kind = "read"
+        if kind == "grad" and (not st.owned or arr.grad):  # a gradient of a gradient: a static error,
+            kind = "read"  # raised while tracing, before errors recorded earlier at traced values
         if kind == "concat" and (shape != (2,) or arr.car):
             kind = "read"
         if kind in ("write", "scatter") and "*" in arr.written and self.chance(0.85):
@@ -678,7 +684,7 @@ class Generator:
         counters = [v.name for v in sc.of("i") if v.name.startswith("t")]
         self.features.add(f"raw_{kind}")
         if kind == "write":
-            if st.looped and counters and self.chance(0.85):
+            if st.looped and counters and not sc.traced and self.chance(0.85):
                 idx = counters[-1]
             else:
                 idx = self.index(sc, size)
@@ -690,7 +696,7 @@ class Generator:
             self.emit(f"{new}, _ = ops.TensorArrayWriteV3({st.name}, {h}, {idx}, {self.value(sc, shape)}, {f})")
         elif kind == "read":
             v = self.fresh("v")
-            if arr.car and st.looped and counters and self.chance(0.85):
+            if arr.car and st.looped and counters and not sc.traced and self.chance(0.85):
                 idx = counters[-1]
             else:
                 idx = self.index(sc, size)
@@ -942,7 +948,9 @@ class Generator:
             cond = self.fresh("while_cond")
             ints = [v for v in sc.of("i") if not (sc.vmapped and v.batched)]
             if ints and self.chance(0.6):
-                limit = f"jnp.minimum({self.choice(ints).name}, 5)" if self.chance(0.5) else self.choice(ints).name
+                # Under x64 an index may be 2**33 + 1: a loop bound that large never ends, eagerly too.
+                limit = f"jnp.minimum({self.choice(ints).name}, 5)" if self.chance(0.5) or self.x64 \
+                    else self.choice(ints).name
                 self.features.add("while-traced-exit")
             else:
                 limit = str(length)
@@ -1630,6 +1638,15 @@ def program(xs):
 # call: ``None`` (values, the same in the modes that give them) or ``(class, text in str)``.
 # tests/test_structural_fuzz.py::test_documented_difference checks exactly that; the generator
 # does not write these programs.
+_CHECKPOINT_STATIC = """\
+jax.checkpoint traces its function even eagerly (under jax.disable_jit()): there a closed-over
+integer is concrete, so jta checks an index made from it while tracing. An out-of-range read at
+such a static index raises at once, before the error of a gather that came first but whose check
+was recorded (its indices are a jnp array, which jta takes as traced). Compiled, both indices are
+traced and recorded: the gather's error comes first, as TensorFlow's would. README/docs: static
+problems raise while tracing. Fuzzer (at c1f9377, --long): checkpoint seeds 1094, 1114, 1132,
+1216, grad 1279, vmap-out 1065 (a loop counter, concrete in the branches of a batched cond)."""
+
 _STRUCTURE_CHANGED = ("TypeError", "split to size 2")
 _READ_5_OF_3 = ("InvalidArgumentError", "Tried to read from index 5 but array size is: 3")
 DIFFERENCES: dict[str, tuple[Program, dict[str, list]]] = {p.family.split(":", 1)[1]: (p, expected) for p, expected in [
@@ -1650,6 +1667,17 @@ def program(w, n):
 
     return lax.while_loop(lambda c: c[0] < n, body, (0, a, b))[1].stack()
 """, [(_W, np.int32(1)), (_W, np.int32(3))]), {"eager": [None, ("InvalidArgumentError", "already been written to")], "compiled": [_STRUCTURE_CHANGED] * 2}),
+    (_regression("checkpoint-body-static-index", _CHECKPOINT_STATIC, """\
+def program(w, xs, i1, i2):
+    a = jta.TensorArray(f32, size=2, element_shape=()).unstack(xs[3] * w)
+
+    def fn(w, c):
+        return jnp.sum(c.gather(jnp.arange(1, dtype=jnp.int32) + i2)) + c.read(i1 + 1)
+
+    return jax.checkpoint(fn)(w, a)
+""", [(_W, _XS, np.int32(1), np.int32(7)), (_W, _XS, np.int32(0), np.int32(0))]),
+     {"eager": [("InvalidArgumentError", "Tried to read from index 2 but array size is: 2"), None],
+      "compiled": [("InvalidArgumentError", "Tried to read from index 7 but array size is: 2"), None]}),
     (_regression("vmap-cond-untaken-branch-static-index", _VMAP_COND, """\
 def program(p, i):
     a = jta.TensorArray(f32, size=3, element_shape=()).unstack(jnp.arange(3, dtype=f32))
