@@ -28,8 +28,8 @@ SERIES: dict[tuple[str, str], tuple[str, str]] = {
                       "ms to .lower().compile() from cleared caches", "native"),
 }
 
-# The targets of the issue "One error channel for compiled code": jta.TensorArray with
-# checks=True, time / native lax.scan, at every measured T. (name, workload, mode, limit)
+# The overhead limits of the error channel in compiled code: jta.TensorArray with checks=True,
+# time / native lax.scan, at every measured T, must stay under limit. (name, workload, mode, limit)
 ERROR_CHANNEL_TARGETS: list[tuple[str, str, str, float]] = [
     ("batch 16   W1 forward (write)", "W1", "fwd", 1.05),
     ("batch 16   W2 forward (read)", "W2", "fwd", 1.10),

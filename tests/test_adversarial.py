@@ -1,4 +1,4 @@
-"""Adversarial properties (issue 12, "Make it stay fixed"): THE RULE, for any input.
+"""Adversarial properties: THE RULE, for any input.
 
 For any input, jta either gives TensorFlow's result, or raises a ``jta.errors`` class, ``ValueError``
 or ``TypeError`` whose message names the problem. Never a silent wrong value; never a leaked
@@ -14,67 +14,64 @@ none of the expected words, a refusal of an input TensorFlow answers, a value wh
 raises, or a value that differs from the one computable here (NumPy; TensorFlow's conversions as
 probed on TF 2.21, checked live by ``tests/oracle/test_adversarial_tf.py``). Hypothesis runs
 ``max_examples`` = 50 per property (500 under ``pytest --long``), ``derandomize=True``, no
-shrinking. A case failing today is a strict xfail whose reason says what happens today and
-which item of issue 12 it is (item numbers as in ``tests/test_inputs.py``; "new" for violations
-found here that the issue does not list); a fix makes it XPASS, which fails until the marker goes.
+shrinking. A known violation that is not fixed yet is marked with :func:`case`'s ``today`` (what
+happens instead) as a strict xfail: a fix makes it XPASS, which fails until the marker goes.
 
-Categories (inputs drawn by default; violations found on 2026-11-23 by these properties or by
-the probes they grew from, while issue 12 was being fixed in jta/ — "fixed" means fixed in that
-session, before this file was committed; "xfail" means open):
+Categories (inputs drawn by default), each with the mistakes it guards against:
 
 * ``test_index_kinds`` — 15 kinds of index (Python int incl. ±2**31..2**70, NumPy/JAX scalars and
   0-d arrays of every integer dtype, with and without x64, Python/NumPy bools, NumPy float and
   complex scalars, Python floats/complex, JAX float/bool/complex arrays, strings/bytes, None,
   objects, shape-[1] arrays) × write/read/gather/scatter × eager/disable_jit/jit/scan (index closed
-  over), sizes 0 and 3: 15 × 50 = 750. Found: float/str/bool indices truncated or leaking JAX
-  errors (item 2, fixed); ``scatter([-1])`` into a size-0 array inside jit/scan returned silently
-  (fixed).
+  over), sizes 0 and 3: 15 × 50 = 750. Guards against float, string or bool indices being
+  truncated or leaking JAX errors, and against ``scatter([-1])`` into a size-0 array returning
+  silently inside jit/scan.
 * ``test_traced_index`` — traced indices (jit argument, scan input, vmapped batch) of int8..uint64
-  (x64 on/off) and of bool/float/complex dtypes: 2 × 50 = 100. None today.
+  (x64 on/off) and of bool/float/complex dtypes: 2 × 50 = 100.
 * ``test_dtypes`` — all 15 dtypes, x64 on/off, values with extremes/NaN/inf through
-  unstack/write/scatter and stack/gather/read/concat: 4 × 50 = 200. Found: int64/uint64/float64/
-  complex128 without x64 stored wrapped or infinite values (item 3, fixed: refused).
+  unstack/write/scatter and stack/gather/read/concat: 4 × 50 = 200. Guards against int64/uint64/
+  float64/complex128 arrays without x64 storing wrapped or infinite values: they must be refused.
 * ``test_signed_zeros_and_subnormals`` — -0.0 and subnormals through write/unstack/scatter/split/raw
-  scatter: 5 × 50 = 250. Found (new): unstack, scatter, split and TensorArrayScatterV3 give +0.0
-  for -0.0 and 0 for subnormals (fixed in a later session: forward writes set rows).
+  scatter: 5 × 50 = 250. TensorFlow stores them as written; adding rows into a zero buffer would
+  give +0.0 for -0.0 and 0 for subnormals (XLA flushes denormals), so writes must set rows.
 * ``test_python_scalar_traced`` — a Python int/float/complex passed to jit (weakly typed, float64
   under x64) written into each of the 15 dtypes, compared with the eager write: 2 × 50 = 100.
-  Found: x64 jit of a weakly typed float64 refused for float32 arrays (item 15, fixed).
+  Guards against refusing, under x64 and jit, a weakly typed float64 written into a float32 array.
 * ``test_values_written`` — None, objects, ragged lists, strings, ints beyond int64, NaN/inf/1e40
   written into every dtype, by the methods (write, unstack, scatter) or the raw op: 10 × 50 = 500.
-  Found: None/object()/2**70 reported as "dtype string" (item 14, fixed); 2**1030 (beyond
-  float64) leaked ``OverflowError`` from write/unstack/scatter and the raw op (item 14, fixed later:
-  a ``ValueError`` that names the value).
+  Guards against None/object()/2**70 being reported as a "dtype string", and against 2**1030
+  (beyond float64) leaking ``OverflowError`` instead of a ``ValueError`` that names the value.
 * ``test_element_shapes`` — known/partial (None, -1)/unknown/zero-size element shapes,
   infer_shape on/off, a row of a wrong shape, stack/concat/gather/read/size, eager/jit/scan:
-  4 × 50 = 200. None today.
+  4 × 50 = 200.
 * ``test_transforms`` — writes at a random permutation then stack/gather/read, eagerly, jit
   (traced indices), disable_jit, scan, vmap (batched indices and values), grad: 6 × 50 = 300.
-  None today.
 * ``test_vmap_out`` — an array returned by vmap used outside it by 15 methods (stack, read, write,
-  ..., repr, jit, vmap again): 15 × 50 = 750. None (item 1, swapped rows / AssertionError, was
-  already one ValueError naming vmap when these first ran).
+  ..., repr, jit, vmap again): 15 × 50 = 750. Guards against swapped rows or an
+  ``AssertionError``: each use gives the right value or one ``ValueError`` naming vmap.
 * ``test_size_kinds`` — sizes as ints, NumPy ints, JAX ints, bools, NumPy floats, Python floats,
-  strings, None, vectors, negatives (TensorArray and TensorArrayV3): 8 × 50 = 400. Found:
-  size=True and size=np.float32(2) refused (item 14, fixed).
+  strings, None, vectors, negatives (TensorArray and TensorArrayV3): 8 × 50 = 400. TensorFlow
+  accepts size=True and size=np.float32(2), so jta must too.
 * ``test_dtype_specs`` — dtype as JAX type, NumPy dtype, name, Python type, or not a dtype (None,
-  object, str, 'foo', 3, ...), x64 on/off: 6 × 50 = 300. Found: dtype=None silently float32 and
-  dtype=object leaking later (item 14, fixed); dtype=float under x64 is float64 where TF makes
-  float32 (new, fixed later).
+  object, str, 'foo', 3, ...), x64 on/off: 6 × 50 = 300. Guards against dtype=None silently
+  meaning float32, dtype=object failing only later, and dtype=float meaning float64 under x64
+  (TensorFlow makes float32).
 * ``test_shape_to_prepend`` — valid, bool, invalid ([-1], [2.5], None, '2', ...), nested ([[2]])
-  and traced shape_to_prepend via ta.grad and TensorArrayGradWithShape: 5 × 50 = 250. Found:
-  [-1]/[2.5]/None/traced leaking errors (item 12, fixed); [[2]] accepted as [2] (item 12, fixed later: TF's "must be a vector").
+  and traced shape_to_prepend via ta.grad and TensorArrayGradWithShape: 5 × 50 = 250. Guards
+  against [-1]/[2.5]/None/traced values leaking internal errors, and against [[2]] being accepted
+  as [2] (TensorFlow: "must be a vector").
 * ``test_repr_of_tree_mapped`` — repr/_repr_html_ after 12 kinds of ``jax.tree.map`` (x*2, NumPy,
   shapes, dtypes, ShapeDtypeStruct, None, str, objects, ...) of plain/accumulator/closed/vmapped
-  arrays, raw states and eval_shape outputs: 12 × 50 = 600. Found: repr raising on tree-mapped
-  arrays (None, str, size-0 buffers, eval_shape + np.asarray) (fixed).
+  arrays, raw states and eval_shape outputs: 12 × 50 = 600. Guards against repr raising on
+  tree-mapped arrays (None, str, size-0 buffers, eval_shape + np.asarray).
 * ``test_large_sizes_refused_or_lazy`` — 22 fixed cases (sizes 10**9, 2**31-1 ... 2**70,
   capacities, element shapes, growth by write/scatter/read, shape_to_prepend) in one child
-  process capped at 3 GiB, abstractly first: 15 violations (item 9, fixed: refused with
-  ResourceExhaustedError, or int32's InvalidArgumentError, before allocating);
-  size=2**70 leaking an MLIR TypeError (fixed).
-* ``test_known_inputs`` — the issue's inputs and those found here, one line each (37 cases):
-  7 were xfail when written (items 12, 14 and new); all fixed since.
+  process capped at 3 GiB, abstractly first. Each must be refused before allocating (with
+  ResourceExhaustedError, or int32's InvalidArgumentError) or stay lazy; size=2**70 must not leak
+  an MLIR TypeError.
+* ``test_known_inputs`` — 37 known hard inputs (from the categories above and from
+  ``tests/test_inputs.py``), one line each, so that each stays right whatever the properties
+  happen to draw.
 
 Default runtime about 60 s on the project's 2-core machine (plus about 12 s for the TF oracle file).
 """
@@ -247,16 +244,15 @@ def _signs(x: np.ndarray) -> np.ndarray:
     return np.stack([np.signbit(p) & ~np.isnan(p) for p in parts])
 
 
-def xfail(item: int, today: str) -> Any:
-    """Strict: a fix turns the case into XPASS, which fails until the marker is removed. ``item`` 0
-    is a violation these properties found that the issue does not list."""
-    where = f"issue 12 item {item}" if item else "issue 12, new (not among its items)"
-    return pytest.mark.xfail(strict=True, reason=f"{where}: {today}")
+def xfail(today: str) -> Any:
+    """Strict: a fix turns the case into XPASS, which fails until the marker is removed. ``today``
+    says what jta does instead of following the rule."""
+    return pytest.mark.xfail(strict=True, reason=f"known violation: {today}")
 
 
-def case(*values: Any, item: int | None = None, today: str = "") -> Any:
-    """A parametrization, strict-xfail when ``item`` (the issue's item number) is given."""
-    marks = () if item is None else (xfail(item, today),)  # (item 0: not among the issue's items)
+def case(*values: Any, today: str | None = None) -> Any:
+    """A parametrization, a strict xfail when ``today`` (what happens instead) is given."""
+    marks = () if today is None else (xfail(today),)
     return pytest.param(*values, marks=marks, id="-".join(str(v) for v in values))
 
 
@@ -585,10 +581,6 @@ def test_dtypes(x64: str, width: str, data: Any) -> None:
         if not np.array_equal(np.isfinite(exact) if exact.dtype.kind in "fc" else exact,
                               np.isfinite(values) if values.dtype.kind in "fc" else values):
             pytest.fail(f"VIOLATION (silently narrowed) {what}: stored {_short(stored)}")
-
-
-_ZEROS_TODAY = ("{} adds the rows into a zero buffer: -0.0 comes back as +0.0 and subnormals as 0 (XLA flushes "
-                "denormals); TensorFlow stores them as written")
 
 
 @pytest.mark.parametrize("method", [
@@ -1310,11 +1302,12 @@ LARGE_ALLOWED = ("jta.errors.", "builtins.ValueError", "builtins.TypeError")
 LARGE_LEAKED = ("jax.errors.TracerArrayConversionError", "jax.errors.ConcretizationTypeError")
 
 
-LARGE_TODAY: dict[str, str] = {}  # item 9 fixed: every case is refused before allocating
+# name -> what happens instead, for a case not yet refused or lazy (a strict xfail). Empty: every
+# case is refused before allocating.
+LARGE_TODAY: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("name", [case(n, item=9 if n in LARGE_TODAY else None, today=LARGE_TODAY.get(n, ""))
-                                  for n in LARGE_CASES])
+@pytest.mark.parametrize("name", [case(n, today=LARGE_TODAY.get(n)) for n in LARGE_CASES])
 def test_large_sizes_refused_or_lazy(name: str, large_outcomes: dict[str, dict[str, Any]]) -> None:
     """Sizes, capacities, element shapes, growth and shape_to_prepend that would need gigabytes
     (10**9 slots and beyond): refused quickly with an error naming the size/shape, or lazy; never
@@ -1340,7 +1333,7 @@ def test_large_sizes_refused_or_lazy(name: str, large_outcomes: dict[str, dict[s
         pytest.fail(f"VIOLATION (message names none of {words}) {what}")
 
 
-# -- the inputs named in the issue, and those these properties found -----------------------------
+# -- known hard inputs, one line each ------------------------------------------------------------
 
 def _x64(thunk: Callable[[], Any]) -> Callable[[], Any]:
     def run() -> Any:
@@ -1429,14 +1422,13 @@ KNOWN: dict[str, tuple[Callable[[], Any], dict[str, Any]]] = {
 }
 
 
-KNOWN_TODAY = {
-}
+# name -> what happens instead, for an input jta does not handle yet (a strict xfail). Empty: all pass.
+KNOWN_TODAY: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("name", [case(n, item=KNOWN_TODAY[n][0], today=KNOWN_TODAY[n][1]) if n in KNOWN_TODAY
-                                  else case(n) for n in KNOWN])
+@pytest.mark.parametrize("name", [case(n, today=KNOWN_TODAY.get(n)) for n in KNOWN])
 def test_known_inputs(name: str) -> None:
-    """The inputs the issue lists and the ones these properties found, one line each, so that each
-    stays fixed whatever the properties happen to draw."""
+    """Known hard inputs, one line each, so that each keeps TensorFlow's result or a clear error
+    whatever the properties happen to draw."""
     thunk, expect = KNOWN[name]
     judge(attempt(thunk), name, **expect)

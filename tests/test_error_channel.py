@@ -1,10 +1,11 @@
 """Errors inside compiled code: TensorFlow's first error, reported under ``jit`` exactly as eagerly.
 
-Regression tests for each case the error-channel issue measured, then a differential test:
-random programs of writes, reads, gathers, scatters and unstacks (double writes followed by
-reads, dynamic arrays with a capacity, static and traced gathers past the size, int64 indices
-under x64), run eagerly and as ``jta.checked(jax.jit(program))``, must agree on the first
-error's class and text, and on every value when there is none.
+Case by case (a double write then a read or write past the size, dynamic arrays with a capacity,
+traced int64 indices, raw ops), then a differential test: random programs of writes, reads,
+gathers, scatters and unstacks (double writes followed by reads, dynamic arrays with a capacity,
+static and traced gathers past the size, int64 indices under x64), run eagerly and as
+``jta.checked(jax.jit(program))``, must agree on the first error's class and text, and on every
+value when there is none.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def outcome(fn: Any, *args: Any) -> tuple[Optional[tuple[str, str]], Any]:
         return (type(e).__name__, str(e)), None
 
 
-# -- the cases the issue measured -------------------------------------------------------------
+# -- first error under jit, case by case -----------------------------------------------------
 
 def test_double_write_then_out_of_range_reports_the_double_write_under_jit():
     def f(i, j):

@@ -1,4 +1,4 @@
-"""Exportable programs (issue 10, item 4).
+"""Exportable programs: jta programs and their checks lower with ``jax.export`` and run again.
 
 ``jta.checkify(f)`` turns every check of ``f`` into data: W1-W3 written with ``jta.TensorArray``
 (write, read, read-after-write), their gradients, a ``dynamic_size`` TensorArray decoder in

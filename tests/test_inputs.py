@@ -1,5 +1,7 @@
-"""Every input either right or a clear error (issue 12): one regression test per defect, eagerly
-and under ``jax.jit`` where it applies."""
+"""Every input either right or a clear error, eagerly and under ``jax.jit`` where it applies: arrays
+used outside the vmap that made them, non-integer indices, 64-bit dtypes without x64, unnamed
+arrays, impossible sizes, structure changed in a loop body, bad shape_to_prepend, values, dtypes
+and sizes, and the gradients and growth order TensorFlow gives."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ def small(**kw):
     return jta.TensorArray(jnp.float32, size=3, element_shape=(), **kw)
 
 
-# -- 1. arrays returned by jax.vmap, used outside it ------------------------------------------
+# -- arrays returned by jax.vmap, used outside it ---------------------------------------------
 
 @pytest.fixture
 def batched():
@@ -47,7 +49,7 @@ def test_vmapped_array_inside_vmap_works(batched):
     np.testing.assert_array_equal(jax.vmap(lambda t: t.gather([1, 0]))(batched), [[0, 0], [0, 1], [0, 2], [0, 3]])
 
 
-# -- 2. non-integer indices -------------------------------------------------------------------
+# -- non-integer indices ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("index, cls, text", [
     (0.5, TypeError, "Expected int32 passed to parameter 'index' of op 'TensorArrayWriteV3', got 0.5 of type "
@@ -91,7 +93,7 @@ def test_gather_with_a_traced_element_in_a_list(mode):
     np.testing.assert_array_equal(got, [2.0, 0.0])
 
 
-# -- 3. 64-bit dtypes without x64 -------------------------------------------------------------
+# -- 64-bit dtypes without x64 ----------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [jnp.int64, jnp.uint64, jnp.float64, jnp.complex128])
 def test_wide_dtype_without_x64_is_refused(dtype):
@@ -107,7 +109,7 @@ def test_wide_dtype_with_x64_stores_exactly():
         assert int(ta.read(0)) == 2**40
 
 
-# -- 4. unnamed arrays: a registry refuses a second array under a taken name --------------------
+# -- unnamed arrays: a registry refuses a second array under a taken name -----------------------
 
 @pytest.mark.parametrize("mode", ["eager", "jit", "disable_jit"])
 def test_second_array_under_a_taken_name_is_refused(mode):
@@ -141,7 +143,7 @@ def test_one_array_through_jit_and_scan_keeps_its_accumulator():
     np.testing.assert_array_equal(gradients.unstack_grad(registry, ta, source="gradients")[1], [2.0, 1.0, 1.0])
 
 
-# -- 5. checks=False: the gradient is the gradient of what the forward returned ---------------
+# -- checks=False: the gradient is the gradient of what the forward returned ------------------
 
 def test_checks_off_second_write_adds_in_value_and_gradient():
     f = lambda x: small(checks=False).write(0, x).write(0, 2 * x).read(0)  # noqa: E731
@@ -163,7 +165,7 @@ def test_checks_off_out_of_range_traced_index_clamps_in_value_and_gradient(op):
         np.testing.assert_array_equal(jax.jit(jax.jacrev(f))(5.0, -1), [1.0, 0.0, 0.0])
 
 
-# -- 6. an empty unstack fixes TF's Python-layer element shape, not the kernel's ----------------
+# -- an empty unstack fixes TF's Python-layer element shape, not the kernel's -------------------
 
 @pytest.mark.parametrize("mode", MODES)
 def test_empty_unstack_fixes_only_the_python_layer_shape(mode):
@@ -179,7 +181,7 @@ def test_empty_unstack_fixes_only_the_python_layer_shape(mode):
     np.testing.assert_array_equal(run(mode, lambda t: t.write(1, jnp.ones(3)).read(0), ta), np.zeros(3))
 
 
-# -- 8. writes without element_shape: per-write cost independent of n -------------------------
+# -- writes without element_shape: per-write cost independent of n ----------------------------
 
 def test_eager_growth_is_geometric():
     ta, capacities = jta.TensorArray(jnp.float32, size=0, dynamic_size=True), set()
@@ -190,7 +192,7 @@ def test_eager_growth_is_geometric():
     assert len(capacities) <= 10, capacities  # log2(300) reallocations, not 300
 
 
-# -- 9. impossible sizes are refused before allocating ----------------------------------------
+# -- impossible sizes are refused before allocating -------------------------------------------
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("what, make", [
@@ -218,7 +220,7 @@ def test_sizes_beyond_int32_are_refused():
         jta.TensorArray(jnp.float32, size=0, dynamic_size=True).write(2**31, 1.0)
 
 
-# -- 11. static structure changed inside a loop body: the message names the cause and the fix --
+# -- static structure changed inside a loop body: the message names the cause and the fix ------
 
 def _scan(body, ta):
     return jax.lax.scan(lambda t, i: (body(t, i), None), ta, jnp.arange(3))
@@ -256,7 +258,7 @@ def test_structure_change_fixed_as_the_message_says():
     assert int(ta.size()) == 4
 
 
-# -- 12. shape_to_prepend ---------------------------------------------------------------------
+# -- shape_to_prepend -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape, cls, text", [
     ([-1], jta.errors.InvalidArgumentError, "Dimension -1 must be >= 0"),
@@ -276,7 +278,7 @@ def test_traced_shape_to_prepend_is_refused():
         jax.jit(lambda k: small().grad("gradients", {}, k)[1].stack())(jnp.array([2]))
 
 
-# -- 13. gradient sources containing '@' ------------------------------------------------------
+# -- gradient sources containing '@' ----------------------------------------------------------
 
 def test_source_with_at_sign():
     ta = small().unstack(jnp.arange(3.0))
@@ -290,7 +292,7 @@ def test_source_with_at_sign():
     assert gh == f"{h}@a@b" and float(state[gh].read(0)) == 1.0
 
 
-# -- 14. bad values, dtypes and sizes ---------------------------------------------------------
+# -- bad values, dtypes and sizes -------------------------------------------------------------
 
 @pytest.mark.parametrize("value, cls, text", [
     (None, ValueError, "None values not supported."),
@@ -316,7 +318,7 @@ def test_sizes_tensorflow_accepts(size, n):
     assert int(jta.TensorArray(jnp.float32, size=size).size()) == n
 
 
-# -- 15. x64: a weakly typed float64 argument ---------------------------------------------------
+# -- x64: a weakly typed float64 argument -------------------------------------------------------
 
 @pytest.mark.parametrize("mode", MODES)
 def test_x64_weakly_typed_float_is_written(mode):
@@ -324,7 +326,7 @@ def test_x64_weakly_typed_float_is_written(mode):
         np.testing.assert_array_equal(run(mode, lambda v: small().write(0, v).stack(), 1.0), [1.0, 0.0, 0.0])
 
 
-# -- 7. growth order of multi-index ops, as TensorFlow's kernels do it --------------------------
+# -- growth order of multi-index ops, as TensorFlow's kernels do it -----------------------------
 
 def _raw(size, **kw):
     state, h, flow = ops.TensorArrayV3(ops.new_state(), size, jnp.float32, element_shape=(), **kw)
@@ -349,7 +351,7 @@ def test_gradient_gather_grows_in_order_before_failing(mode):
         (jta.checked(jax.jit(f)) if mode == "jit" else f)(jnp.array([3, -1]) if mode == "jit" else [3, -1])
 
 
-# -- 10. differentiating with respect to a TensorArray ----------------------------------------
+# -- differentiating with respect to a TensorArray --------------------------------------------
 
 def test_cotangent_array_reads_as_the_gradient_of_each_element():
     ta = jta.TensorArray(jnp.float32, size=3, element_shape=(2,)).unstack(jnp.arange(6.0).reshape(3, 2))

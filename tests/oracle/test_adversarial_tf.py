@@ -1,5 +1,5 @@
-"""THE RULE of issue 12 against live TensorFlow: for odd inputs, jta gives TensorFlow's result or
-raises a jta error, ValueError or TypeError whose message names the problem.
+"""The rule of ``tests/test_adversarial.py`` against live TensorFlow: for odd inputs, jta gives
+TensorFlow's result or raises a jta error, ValueError or TypeError whose message names the problem.
 
 TensorFlow runs in mode K (``tf.TensorArray`` in a ``tf.compat.v1`` graph, fetched with a
 ``Session``; raw ``TensorArrayGradWithShape`` for ``shape_to_prepend``), jta eagerly. Per input:
