@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import budget
+from tests.helpers import budget, xla
+
+xla.use_fast_flags()  # before any test starts JAX's backend (xdist workers import this too)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

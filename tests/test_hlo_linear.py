@@ -30,6 +30,7 @@ from jax import lax
 import jta
 from benchmarks.workloads import cell as _cell
 from benchmarks.workloads import w1_jta, w1_native, w1_raw, w2_jta, w2_raw, w3_jta, w3_raw
+from tests.helpers import xla
 
 T, BATCH, HIDDEN = 37, 16, 64
 
@@ -238,7 +239,7 @@ def _grad(f):
 
 @functools.cache
 def compiled_hlo(f, grad=True) -> str:
-    return jax.jit(_grad(f) if grad else f).lower(*_inputs()).compile().as_text()
+    return xla.optimized_hlo(jax.jit(_grad(f) if grad else f).lower(*_inputs()))
 
 
 def _fmt(found: list[str]) -> str:
@@ -336,7 +337,7 @@ def test_read_after_write_with_checks_never_copies_flags(grad, checkify, w3):
     (O(T^2)); a read now checks the array's record only, and a raw read records a read after
     clear at once, from the bits it reads back after marking the slot."""
     f = _grad(w3) if grad else w3
-    found = whole_buffer_ops(jax.jit(jta.checkify(f) if checkify else f).lower(*_inputs()).compile().as_text())
+    found = whole_buffer_ops(xla.optimized_hlo(jax.jit(jta.checkify(f) if checkify else f).lower(*_inputs())))
     assert found == [], _fmt(found)
 
 
@@ -359,7 +360,7 @@ def test_read_after_write_gradient_is_linear_unbatched(checks):
     W, xs = jax.random.normal(kw, (HIDDEN, HIDDEN)) / 8, jax.random.normal(kx, (T, HIDDEN))
     f = jax.grad(lambda W, xs: jnp.sum(w3_jta(W, xs, checks=checks is not False) ** 2), argnums=(0, 1))
     f = jta.checkify(f) if checks == "checkify" else f
-    found = whole_buffer_ops(jax.jit(f).lower(W, xs).compile().as_text(), dtype="f32")
+    found = whole_buffer_ops(xla.optimized_hlo(jax.jit(f).lower(W, xs)), dtype="f32")
     assert found == [], _fmt(found)
 
 

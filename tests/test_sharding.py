@@ -326,7 +326,8 @@ def _run_all() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def results() -> dict[str, str]:
     root = Path(__file__).resolve().parents[1]
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count=8 {os.environ.get('XLA_FLAGS', '')}",
+               JAX_PLATFORMS="cpu",
                PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
     proc = subprocess.run([sys.executable, "-m", "tests.test_sharding", "--json"], env=env, cwd=root, capture_output=True,
                           text=True, timeout=300)

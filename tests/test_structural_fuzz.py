@@ -40,7 +40,7 @@ in all three modes. The environment overrides: ``JTA_FUZZ_PROGRAMS`` (per family
 **Where programs run.** In a child process (``python -m tests.test_structural_fuzz --child``,
 one per pytest worker, kept for the module) with ``XLA_FLAGS`` set for it alone:
 ``--xla_force_host_platform_device_count=4`` (``shard_map`` programs need devices) and
-``FAST_XLA_FLAGS``, XLA:CPU codegen options that compile these programs 2.5x faster and change
+``FAST_XLA_FLAGS`` (the suite's, ``tests/helpers/xla.py``), XLA:CPU codegen options that compile these programs 2.5x faster and change
 nothing they compute (``JTA_FUZZ_XLA_FLAGS`` replaces them, e.g. with ``""``). The child reports
 each step (a mode, a call) as it starts: a step that uses more than ``TIMEOUT`` CPU seconds (or
 ``WALL_TIMEOUT`` wall seconds) is a ``timeout`` mismatch (a ``while_loop`` that never exits:
@@ -78,7 +78,7 @@ from typing import Any, Optional
 import numpy as np
 import pytest
 
-from tests.helpers import budget, structural
+from tests.helpers import budget, structural, xla
 
 PROGRAMS = 17  # per family: 18 families, 306 programs
 LONG_PROGRAMS = 280  # per family under --long: 5040 programs
@@ -88,8 +88,7 @@ SEED = int(os.environ.get("JTA_FUZZ_SEED", "0"))
 ALL_MODES = os.environ.get("JTA_FUZZ_ALL_MODES", "1" if budget.LONG else "0") == "1"
 TIMEOUT = 10.0  # CPU seconds per step (one mode, one call) of the child process; 3x for eager runs
 WALL_TIMEOUT = 120.0  # wall seconds per step, whatever the load
-FAST_XLA_FLAGS = "--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=0 " \
-    "--xla_llvm_disable_expensive_passes=true"
+FAST_XLA_FLAGS = xla.FAST_FLAGS
 XLA_FLAGS = os.environ.get("JTA_FUZZ_XLA_FLAGS", FAST_XLA_FLAGS)
 MAX_HANGS = 2  # timeouts per test before the rest of its hang-prone programs are skipped
 MAX_RSS_MB = 2500  # the child is restarted past this resident size (its caches only grow)
