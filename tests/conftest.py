@@ -3,7 +3,7 @@
 ``--long``: the long runs. By default the statistical tests (random differential programs
 against TensorFlow, the same programs under ``jax.jit``, the hypothesis state machine of
 ``jta.TensorArray``) use small counts, so that ``python -m pytest`` stays within CI's time budget
-(10 minutes on a clean 2-core machine; about 5 here). ``pytest --long`` runs them with the large
+(under 7 minutes on a quiet 2-core machine). ``pytest --long`` runs them with the large
 counts; every assertion is the same, only the number of generated programs/examples grows.
 Tests whose size depends on ``--long`` carry the marker ``long`` (``pytest --long -m long`` runs
 just those). The counts, default / ``--long``:
