@@ -29,7 +29,8 @@ MODULES = {name.removesuffix(".__init__"): tree for name, tree in MODULES.items(
 # so the core never calls up into them.
 LAYERS = [
     ("errors", {"errors"}),
-    ("channel records", {"_channel", "_channel.catalogue", "_channel.primitives", "_channel.records"}),
+    ("channel records", {"_channel", "_channel.catalogue", "_channel.primitives", "_channel.records",
+                         "_channel.slots"}),
     ("core", {name for name in MODULES if name.split(".")[0] == "_core"}),
     ("channel delivery", {"_channel.delivery", "_channel.functionalize", "_channel.vmap_masking",
                           "_channel.api"}),
@@ -89,7 +90,8 @@ def test_imports_go_down_the_layers():
 def test_the_core_never_calls_up():
     """The storage/kernel core computes records as data: it imports the channel's record format and
     ``jta.errors`` only, never the channel's delivery, interpreter or API, nor a public module."""
-    allowed = {"errors", "_channel", "_channel.catalogue", "_channel.primitives", "_channel.records"}
+    allowed = {"errors", "_channel", "_channel.catalogue", "_channel.primitives", "_channel.records",
+               "_channel.slots"}
     for name, deps in _graph().items():
         if _part(name) == "_core":
             outside = {d for d in deps if _part(d) != "_core"} - allowed

@@ -35,6 +35,7 @@ from jax._src.sharding_impls import UNSPECIFIED
 
 from .catalogue import Error
 from .primitives import RECORD_SIZE, ErrorEffect, Site, check_p, entry, first_failing, record_p
+from .slots import slot_p
 
 
 def no_error() -> jax.Array:
@@ -203,14 +204,18 @@ def _threaded(table: SiteTable, closed: core.ClosedJaxpr, avals: list[Any], what
 
 # -- moving a check out of a loop ---------------------------------------------------------------
 def _descends(body: core.Jaxpr, record: Any, origin: core.Var) -> bool:
-    """Whether the record ``record`` is ``origin`` updated only by ``jta_record`` equations
-    (each keeps an error already recorded, so ``record`` holds any error ``origin`` holds)."""
+    """Whether the record ``record`` is ``origin`` updated only by ``jta_record`` and ``jta_slot``
+    equations (each keeps an error already recorded, so ``record`` holds any error ``origin``
+    holds)."""
     producers = {var: eqn for eqn in body.eqns for var in eqn.outvars}
     while record is not origin:
         eqn = producers.get(record)
-        if eqn is None or eqn.primitive is not record_p:
+        if eqn is not None and eqn.primitive is record_p:
+            record = eqn.invars[0]
+        elif eqn is not None and eqn.primitive is slot_p and record is eqn.outvars[1]:
+            record = eqn.invars[1]
+        else:
             return False
-        record = eqn.invars[0]
     return True
 
 

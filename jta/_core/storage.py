@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._channel import records
+from .._channel import records, slots
 from .._channel.catalogue import Error
 from . import buffer, shapes
 from .array import ArrayData, logical_size, raise_if_concrete
@@ -160,6 +160,14 @@ def _check_index(ta: Any, i: Any, grows: bool, grow_size: bool, out_of_range: Er
     return i, ok, error, size
 
 
+def _mark(flags: jax.Array, error: Any, j: Index, op: str) -> tuple[jax.Array, Any]:
+    """Slot ``j``'s bits after ``op`` (``slots.OPS``), and the error they show recorded."""
+    if error is None:
+        old = flags.at[j].get(mode="fill", fill_value=0)
+        return flags.at[j].set(slots.bits(old, op), mode="drop"), error
+    return slots.update(flags, error, j, op)
+
+
 def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
     """Write (or, for a gradient array, add) ``value`` at slot ``i`` of the buffer."""
     m = ta._meta
@@ -182,12 +190,7 @@ def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
     else:
         j = i
     if flags is not None:
-        old = flags.at[j].get(mode="fill", fill_value=0)
-        flags = flags.at[j].set(records.write_bits(old, m.is_accumulator), mode="drop")
-        if error is not None:  # TF's first error is this write's: record it now, from the new bits
-            # Read back from the updated flags, not reused from ``old``: a second reader of the old
-            # flags makes XLA copy the whole flags vector in every step of a loop.
-            error = records.record_slot_error(error, flags.at[j].get(mode="fill", fill_value=0), i)
+        flags, error = _mark(flags, error, j, "add" if m.is_accumulator else "write")
     data = buffer.write_row(data, i, value, m.is_accumulator or not m.checks)  # checks off: TF's XLA lowering adds
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
 
@@ -225,13 +228,7 @@ def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
     value = lax.index_in_dim(data, i, 0, keepdims=False) if isinstance(i, int) else buffer.read_row(data, i)
     if flags is not None and mark:
         j = i if ok is True else jnp.where(ok, i, cap)
-        old = flags.at[j].get(mode="fill", fill_value=0)
-        flags = flags.at[j].set(records.read_bits(old, m.clear_after_read or m.is_accumulator), mode="drop")
-        if error is not None and (m.clear_after_read or m.is_accumulator):
-            # A read after clear is recorded now, from the bits read back after the update, as a
-            # write records its own: reusing ``old`` (or checking the slot later, from a
-            # separate reader) made XLA copy the flags in every step of a read-after-write loop.
-            error = records.record_slot_error(error, flags.at[j].get(mode="fill", fill_value=0), i)
+        flags, error = _mark(flags, error, j, "read_clear" if m.clear_after_read or m.is_accumulator else "read")
     ta = ta.replace(flags=flags, error=error, traced_size=size)
     return raise_if_concrete(ta) if mark else ta, value
 

@@ -1,0 +1,121 @@
+"""A slot's bookkeeping as one primitive, and the same for a whole loop's ops at once.
+
+``jta_slot(flags, record, slot, op=...)`` is what one write or read at a traced index does to
+an array's per-slot bits (``records.WRITTEN``, ``records.READ`` and the sticky error bits) and
+to its error record: it sets the slot's bits and records the error they show, the first error
+winning. Being one primitive, a loop body's bookkeeping is visible in the body's jaxpr, so the
+functionalizer (``hoisting``) can take it out of the loop: :func:`replay` computes what the
+loop's ops did to the bits, all steps at once, after the loop.
+
+``op`` is ``"write"``, ``"add"`` (a gradient array's write: writes add up), ``"read"``
+(marks the slot) or ``"read_clear"`` (marks it, and a second read is an error).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax._src import core
+from jax._src.ad_util import Zero
+from jax._src.interpreters import ad
+from jax.interpreters import batching, mlir
+
+from . import records
+
+OPS = ("write", "add", "read", "read_clear")
+slot_p = core.Primitive("jta_slot")
+slot_p.multiple_results = True
+
+
+def update(flags: jax.Array, record: jax.Array, slot: Any, op: str) -> tuple[jax.Array, jax.Array]:
+    """``(flags, record)`` after ``op`` at ``slot`` (``len(flags)`` or more: no slot, nothing
+    changes), which must be in range: the range check is the caller's."""
+    operands = (flags, record, jnp.asarray(slot, jnp.int32))
+    # Inside ``shard_map``, operands are made device-varying alike, as JAX's own ops do.
+    varying = frozenset().union(*(core.typeof(x).mat.varying for x in operands))
+    if varying:
+        operands = tuple(core.pvary(x, tuple(varying - core.typeof(x).mat.varying)) for x in operands)
+    flags, record = slot_p.bind(*operands, op=op)
+    return flags, record
+
+
+def bits(old: Any, op: str) -> Any:
+    """A slot's bits after ``op``, from its bits before."""
+    if op in ("write", "add"):
+        return records.write_bits(old, aggregate=op == "add")
+    return records.read_bits(old, clears=op == "read_clear")
+
+
+def _impl(flags: jax.Array, record: jax.Array, slot: jax.Array, *, op: str) -> list[jax.Array]:
+    old = flags.at[slot].get(mode="fill", fill_value=0)
+    flags = flags.at[slot].set(bits(old, op), mode="drop")
+    if op != "read":  # TensorFlow's first error is this op's: record it now, from the new bits
+        # Read back from the updated flags, not reused from ``old``: a second reader of the old
+        # flags makes XLA copy the whole flags vector in every step of a loop.
+        record = records.record_slot_error(record, flags.at[slot].get(mode="fill", fill_value=0), slot)
+    return [flags, record]
+
+
+def _batch(args: Any, dims: Any, *, op: str) -> tuple[list[jax.Array], list[int]]:
+    size = next(a.shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
+    args = [batching.bdim_at_front(a, d, size) for a, d in zip(args, dims, strict=True)]
+    return jax.vmap(functools.partial(_impl, op=op))(*args), [0, 0]
+
+
+def _jvp(primals: Any, tangents: Any, *, op: str) -> tuple[list[Any], list[Any]]:
+    outs = slot_p.bind(*primals, op=op)
+    return outs, [Zero.from_primal_value(x) for x in outs]  # integers: no tangent
+
+
+slot_p.def_impl(_impl)
+slot_p.def_abstract_eval(lambda flags, record, slot, *, op: [flags.update(weak_type=False),
+                                                             record.update(weak_type=False)])
+mlir.register_lowering(slot_p, mlir.lower_fun(_impl, multiple_results=True))
+batching.primitive_batchers[slot_p] = _batch
+ad.primitive_jvps[slot_p] = _jvp
+
+
+def replay(flags: jax.Array, slots: jax.Array, ops: tuple[str, ...]) -> tuple[jax.Array, jax.Array]:
+    """What ``update`` at ``slots[t, e]`` with ``ops[e]``, in row-major order, does to ``flags``,
+    without a loop: ``(flags after them all, codes)``, where ``codes[t, e]`` is the error code
+    that op records (0: none) *if no earlier op recorded one*. Only the first op with a code
+    matters to a first-error-wins record, and its code is exact. O(T E + n), vectorised.
+
+    An op's bits depend on the slot's bits before it, which are its bits before the loop or'ed
+    with the bits of the earlier ops on the same slot: a slot was read before position ``p``
+    when the first read of it comes before ``p`` (a scatter-min of positions), and written
+    when any op on it does (a read marks a slot written too)."""
+    steps, per_step = slots.shape
+    n = flags.shape[0]
+    j = slots.reshape(-1).astype(jnp.int32)
+    j = jnp.where((j >= 0) & (j < n), j, n)  # n: no slot
+    positions = jnp.arange(j.shape[0], dtype=jnp.int32)
+    op_of = np.tile(np.asarray([OPS.index(op) for op in ops], np.int32), steps)
+    is_read = op_of >= OPS.index("read")
+    never = jnp.int32(j.shape[0])
+    first_any = jnp.full((n + 1,), never).at[j].min(positions)
+    first_read = jnp.full((n + 1,), never).at[jnp.where(is_read, j, n)].min(positions)
+    before = jnp.append(flags, jnp.int32(0))[j]  # the slot's bits before the loop
+    was_read = ((before & records.READ) != 0) | (first_read[j] < positions)
+    was_written = ((before & records.WRITTEN) != 0) | (first_any[j] < positions)
+    none = jnp.int32(0)
+    own = (jnp.where(~is_read & was_read, jnp.int32(records.E_WRITE_AFTER_READ), none)
+           | jnp.where((op_of == OPS.index("write")) & was_written & ~was_read,
+                       jnp.int32(records.E_WRITTEN_TWICE), none)
+           | jnp.where((op_of == OPS.index("read_clear")) & was_read, jnp.int32(records.E_READ_CLEARED), none))
+    new = jnp.where(is_read, jnp.int32(records.READ | records.WRITTEN), jnp.int32(records.WRITTEN)) | own
+    # Or the ops' bits into their slots: one scatter-max per bit.
+    powers = np.asarray([1 << k for k in range(int(records.ERROR_BITS).bit_length())], np.int32)
+    set_bits = jnp.zeros((n + 1, powers.size), jnp.int32).at[j].max((new[:, None] & powers) != 0)
+    flags = flags | jnp.sum(set_bits[:n] * powers, axis=1, dtype=jnp.int32)
+    # The code an op records: the first of its slot's error bits in ``SLOT_ERRORS``'s order.
+    sticky = (before & records.ERROR_BITS) | own
+    code = jnp.int32(0)
+    for bit, err in reversed(records.SLOT_ERRORS):
+        code = jnp.where((sticky & bit) != 0, jnp.int32(err.code), code)
+    code = jnp.where((j < n) & (op_of != OPS.index("read")), code, 0)
+    return flags, code.reshape(steps, per_step)
