@@ -19,6 +19,7 @@ from jax import lax
 
 import jta
 from jta._channel import functionalize as _functionalize
+from jta._channel import hoisting
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WRITE_PAST = "TensorArray {name}: Tried to write to index {index} but array is not resizeable and size is: {size}"
@@ -69,15 +70,24 @@ def test_an_array_made_in_each_step_of_a_while_loop_reports_the_first_failing_st
     assert "index 2" in checkify_error(f, 5)[1]
 
 
+def spy_on_moves(monkeypatch, loop):
+    """A list that gets, for each loop the functionalizer threads, what it moves out of the loop
+    (``None``: nothing): the bookkeeping of a scan, the check of a while loop."""
+    moved = []
+    module, name = (hoisting, "plan") if loop == "scan" else (_functionalize, "_movable")
+    original = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a: moved.append(original(*a)) or moved[-1])
+    return moved
+
+
 @pytest.mark.parametrize("loop", ["scan", "while"])
 @pytest.mark.parametrize("shape", ["carried", "swapped", "fresh", "template", "cond", "nested"])
 def test_a_check_moves_out_of_a_loop_only_when_its_record_descends_from_its_carry(shape, loop, monkeypatch):
-    """``jta._channel.functionalize._movable``: moved for a carried array updated in place, kept in the loop
+    """``jta._channel.hoisting.plan`` (a scan) and ``jta._channel.functionalize._movable`` (a while
+    loop): moved for a carried array updated in place, kept in the loop
     for swapped carries, arrays made in the body (from scratch or from a closed-over template),
     arrays chosen by a cond; the first error is the eager one either way."""
-    moved = []
-    movable = _functionalize._movable
-    monkeypatch.setattr(_functionalize, "_movable", lambda *a: moved.append(movable(*a)) or moved[-1])
+    moved = spy_on_moves(monkeypatch, loop)
     template = jta.TensorArray(jnp.float32, size=4, element_shape=(), tensor_array_name="a")
 
     def step(a, b, i, bad):

@@ -274,9 +274,9 @@ def test_checked_static_config_traces_once_per_config():
 
 @pytest.mark.parametrize("write_step, read_step", [(2, 4), (4, 2)])
 def test_first_error_of_a_loop_that_writes_one_array_and_reads_another(write_step, read_step, monkeypatch):
-    """A loop whose only check is its carried array's write moves that check after the loop
-    (``jta._channel.functionalize._movable``); with a failing read in the same loop it must not, or a
-    later read would be reported before an earlier double write."""
+    """A loop whose checks are its carried array's write and a read of another array at indices
+    from the scan's input decides both after the loop (``jta._channel.hoisting``), and still
+    reports the earlier of a later read and an earlier double write."""
     src = jta.TensorArray(jnp.float32, size=6, element_shape=()).unstack(jnp.arange(6.0))
 
     def f(write_step, read_step):
@@ -301,10 +301,8 @@ def test_first_error_of_a_loop_that_writes_one_array_and_reads_another(write_ste
     errors, _ = jax.jit(jta.checkify(f))(write_step, read_step)
     assert str(errors.exception) == eager
     assert ("already been written" in eager) == (write_step < read_step)
-    from jta._channel import functionalize as _functionalize
-    moved = []
-    movable = _functionalize._movable
-    monkeypatch.setattr(_functionalize, "_movable", lambda *a: moved.append(movable(*a)) or moved[-1])
+    from tests.test_channel_structure import spy_on_moves
+    moved = spy_on_moves(monkeypatch, "scan")
     errors, ta = jax.jit(jta.checkify(write_only))(write_step)  # the moved check still reports
     assert "already been written" in str(errors.exception)
     assert [m is not None for m in moved] == [True]

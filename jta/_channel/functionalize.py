@@ -33,6 +33,7 @@ from jax._src.interpreters import partial_eval as pe
 from jax._src.pjit import jit_p
 from jax._src.sharding_impls import UNSPECIFIED
 
+from . import hoisting
 from .catalogue import Error
 from .primitives import RECORD_SIZE, ErrorEffect, Site, check_p, entry, first_failing, record_p
 from .slots import slot_p
@@ -154,9 +155,12 @@ def reports(eqn: core.JaxprEqn) -> bool:
 
 
 def eval_jaxpr(table: SiteTable, jaxpr: core.Jaxpr, consts: Any, error: jax.Array, *args: Any,
-               skip: Any = None) -> tuple[jax.Array, list[Any]]:
-    """Evaluate ``jaxpr`` threading ``error``; the equation ``skip`` (if any) is left out."""
+               skip: Any = None, outputs: Optional[dict[core.Var, core.Var]] = None
+               ) -> tuple[jax.Array, list[Any]]:
+    """Evaluate ``jaxpr`` threading ``error``. The equation ``skip`` (or the equations whose
+    ``id`` is in the set ``skip``) are left out, and ``outputs`` replaces output variables."""
     env: dict[core.Var, Any] = {}
+    skipped = skip if isinstance(skip, (set, frozenset)) else {id(skip)} if skip is not None else set()
 
     def read(v: Any) -> Any:
         return v.val if isinstance(v, core.Literal) else env[v]
@@ -166,7 +170,7 @@ def eval_jaxpr(table: SiteTable, jaxpr: core.Jaxpr, consts: Any, error: jax.Arra
     for var, val in zip(jaxpr.invars, args, strict=True):
         env[var] = val
     for eqn in jaxpr.eqns:
-        if eqn is skip:
+        if id(eqn) in skipped:
             continue
         invals = [read(v) for v in eqn.invars]
         name_stack = source_info_util.current_name_stack() + eqn.source_info.name_stack
@@ -182,11 +186,14 @@ def eval_jaxpr(table: SiteTable, jaxpr: core.Jaxpr, consts: Any, error: jax.Arra
             outs = [outs]
         for var, val in zip(eqn.outvars, outs, strict=True):
             env[var] = val
-    return error, [read(v) for v in jaxpr.outvars]
+    outputs = outputs or {}
+    return error, [read(outputs.get(v, v) if not isinstance(v, core.Literal) else v) for v in jaxpr.outvars]
 
 
-def _closed(table: SiteTable, closed: core.ClosedJaxpr, skip: Any = None) -> Callable[..., tuple[jax.Array, list[Any]]]:
-    return lambda error, *args: eval_jaxpr(table, closed.jaxpr, closed.consts, error, *args, skip=skip)
+def _closed(table: SiteTable, closed: core.ClosedJaxpr, skip: Any = None,
+            outputs: Optional[dict[core.Var, core.Var]] = None) -> Callable[..., tuple[jax.Array, list[Any]]]:
+    return lambda error, *args: eval_jaxpr(table, closed.jaxpr, closed.consts, error, *args, skip=skip,
+                                           outputs=outputs)
 
 
 def _threaded(table: SiteTable, closed: core.ClosedJaxpr, avals: list[Any], what: str
@@ -290,6 +297,10 @@ def _jit(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr
 def _scan(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr, num_consts: int,
           num_carry: int, length: int, reverse: bool, unroll: Any, **_: Any) -> tuple[jax.Array, list[Any]]:
     consts, carry, xs = args[:num_consts], args[num_consts:num_consts + num_carry], args[num_consts + num_carry:]
+    hoisted = hoisting.plan(jaxpr, num_consts, num_carry) if length > 0 else None
+    if hoisted is not None:
+        return _scan_hoisted(table, error, hoisted, jaxpr, consts, carry, xs, num_carry=num_carry, length=length,
+                             reverse=reverse, unroll=unroll)
     invars = jaxpr.jaxpr.invars
     moved = _movable(jaxpr.jaxpr, invars[num_consts:num_consts + num_carry], jaxpr.jaxpr.outvars[:num_carry])
     body = _closed(table, jaxpr, skip=moved and moved.eqn)
@@ -303,6 +314,38 @@ def _scan(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.ClosedJaxp
     if moved is not None:
         error = moved.check(table, error, carry_out)
     return error, [*carry_out, *ys]
+
+
+def _scan_hoisted(table: SiteTable, error: jax.Array, plan: hoisting.Plan, jaxpr: core.ClosedJaxpr, consts: Any,
+                  carry: Any, xs: Any, *, num_carry: int, length: int, reverse: bool, unroll: Any
+                  ) -> tuple[jax.Array, list[Any]]:
+    """A scan whose bookkeeping moved out of its body (``hoisting``): the loop runs the rest,
+    and the moved records, bits and reports are decided after it, for all steps at once."""
+    body_in = jaxpr.jaxpr.invars[len(consts):len(consts) + num_carry]
+    body_out = jaxpr.jaxpr.outvars[:num_carry]
+    kept = [k for k in range(num_carry) if k not in plan.moved]
+    body = _closed(table, jaxpr, skip=plan.skip, outputs={body_out[k]: body_in[k] for k in plan.moved})
+
+    def step(c: Any, x: Any) -> Any:
+        now = list(carry)  # the moved carries' values are never read in the body
+        for k, v in zip(kept, c[1], strict=True):
+            now[k] = v
+        err, outs = body(c[0], *consts, *now, *x)
+        return (err, [outs[k] for k in kept]), outs[num_carry:]
+
+    (error, kept_out), ys = lax.scan(step, (error, [carry[k] for k in kept]), list(xs), length=length,
+                                     reverse=reverse, unroll=unroll)
+    values = hoisting.per_step(plan, jaxpr, len(consts), num_carry, consts, carry, xs, length, reverse)
+    moved, reports = hoisting.decide(plan, values, carry, length)
+    # The first report that fires, step by step and in the body's order within a step.
+    fired = jnp.stack([f for _, f, _, _ in reports], axis=1).reshape(-1)
+    records = jnp.stack([jnp.concatenate([r.astype(error.dtype), (s + table.offset(eqn.params["sites"]))
+                                          .astype(error.dtype)[:, None]], axis=1)
+                         for eqn, _, r, s in reports], axis=1).reshape(-1, RECORD_SIZE)
+    first = jnp.argmax(fired)
+    error = jnp.where((error[0] == 0) & fired[first], records[first], error)
+    out = dict(zip(kept, kept_out, strict=True)) | moved
+    return error, [*(out[k] for k in range(num_carry)), *ys]
 
 
 def _while(table: SiteTable, error: jax.Array, *args: Any, cond_jaxpr: core.ClosedJaxpr,

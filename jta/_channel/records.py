@@ -140,7 +140,8 @@ def write_bits(old: jax.Array, aggregate: bool) -> jax.Array:
     after_read = jnp.where(old & READ, jnp.int32(E_WRITE_AFTER_READ), jnp.int32(0))
     if aggregate:
         return old | WRITTEN | after_read
-    twice = jnp.where((old & WRITTEN) & ~(old & READ) != 0, jnp.int32(E_WRITTEN_TWICE), jnp.int32(0))
+    # (A slot both read and written has both bits: "written after read" comes first.)
+    twice = jnp.where(old & WRITTEN, jnp.int32(E_WRITTEN_TWICE), jnp.int32(0))
     return old | WRITTEN | after_read | twice
 
 

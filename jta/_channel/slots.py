@@ -68,7 +68,7 @@ def _batch(args: Any, dims: Any, *, op: str) -> tuple[list[jax.Array], list[int]
 
 def _jvp(primals: Any, tangents: Any, *, op: str) -> tuple[list[Any], list[Any]]:
     outs = slot_p.bind(*primals, op=op)
-    return outs, [Zero.from_primal_value(x) for x in outs]  # integers: no tangent
+    return outs, [Zero(core.typeof(x).to_tangent_aval()) for x in outs]  # integers: no tangent
 
 
 slot_p.def_impl(_impl)
@@ -104,7 +104,7 @@ def replay(flags: jax.Array, slots: jax.Array, ops: tuple[str, ...]) -> tuple[ja
     was_written = ((before & records.WRITTEN) != 0) | (first_any[j] < positions)
     none = jnp.int32(0)
     own = (jnp.where(~is_read & was_read, jnp.int32(records.E_WRITE_AFTER_READ), none)
-           | jnp.where((op_of == OPS.index("write")) & was_written & ~was_read,
+           | jnp.where((op_of == OPS.index("write")) & was_written,
                        jnp.int32(records.E_WRITTEN_TWICE), none)
            | jnp.where((op_of == OPS.index("read_clear")) & was_read, jnp.int32(records.E_READ_CLEARED), none))
     new = jnp.where(is_read, jnp.int32(records.READ | records.WRITTEN), jnp.int32(records.WRITTEN)) | own

@@ -1,0 +1,302 @@
+"""Checks that cost nothing in a loop step: a scan's error bookkeeping, decided after the loop.
+
+A TensorArray op in a loop body updates the array's error record (``jta_record``) and its
+slot bits (``jta_slot``) and reports records (``jta_check``). When the indices of those ops
+come from the scan's inputs, its counter or values fixed before the loop, nothing in them
+depends on the step's other work, so :func:`plan` takes them out of the body, and
+:func:`decide` computes them for all steps at once after the loop: the indices by ``vmap``
+over the steps, the slot bits by :func:`~jta._channel.slots.replay`, and each record by an
+``argmax`` over the steps. The result is exactly the record the loop would have threaded: the
+first error in program order (step by step, and in the body's order within a step).
+
+When anything in the body reads the bookkeeping, or a report cannot move (a check inside a
+``cond``, a record chosen by a select, an index that depends on the carry), :func:`plan`
+returns ``None`` and the loop is threaded step by step, as before: moving is an optimisation
+that never changes a result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax._src import core
+
+from .primitives import check_p, record_p
+from .slots import replay, slot_p
+
+
+@dataclasses.dataclass(frozen=True)
+class Lineage:
+    """A record as the body computes it: its ``root`` (carry ``k``'s record as the step
+    received it, or a value fixed for the step) updated by ``events`` (``jta_record`` and
+    ``jta_slot`` equations), in order."""
+
+    root: Union[int, core.Atom]
+    events: tuple[core.JaxprEqn, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What moves out of a scan body (see :func:`plan`)."""
+
+    skip: frozenset[int]  # ``id`` of the body's equations that no longer run in the loop
+    records: dict[int, Lineage]  # record carry -> how the body updates it
+    flags: dict[int, tuple[core.JaxprEqn, ...]]  # slot-bits carry -> its ``jta_slot`` ops
+    reports: tuple[tuple[core.JaxprEqn, Lineage], ...]  # the body's checks, in order
+    counters: dict[int, core.Atom]  # carry -> its increment per step
+    needed: tuple[core.Var, ...]  # the per-step values the decision reads
+    slice: tuple[core.JaxprEqn, ...]  # the body's equations that compute them
+
+    @property
+    def moved(self) -> frozenset[int]:
+        """The carries that the loop no longer carries."""
+        return frozenset(self.records) | frozenset(self.flags)
+
+
+def _lineage(v: core.Atom, producers: dict[core.Var, core.JaxprEqn], carry: dict[core.Var, int]) -> Lineage:
+    events = []
+    while not isinstance(v, core.Literal) and v not in carry:
+        eqn = producers.get(v)
+        if eqn is not None and eqn.primitive is record_p:
+            events.append(eqn)
+            v = eqn.invars[0]
+        elif eqn is not None and eqn.primitive is slot_p and v is eqn.outvars[1]:
+            events.append(eqn)
+            v = eqn.invars[1]
+        else:
+            break
+    root = carry[v] if not isinstance(v, core.Literal) and v in carry else v
+    return Lineage(root, tuple(reversed(events)))
+
+
+def _flags_chain(out: core.Atom, k: int, carry_in: list[core.Var], producers: dict[core.Var, core.JaxprEqn]
+                 ) -> Optional[tuple[core.JaxprEqn, ...]]:
+    ops = []
+    while out is not carry_in[k]:
+        eqn = producers.get(out) if not isinstance(out, core.Literal) else None
+        if eqn is None or eqn.primitive is not slot_p or out is not eqn.outvars[0]:
+            return None
+        ops.append(eqn)
+        out = eqn.invars[0]
+    return tuple(reversed(ops))
+
+
+def _dtype(v: core.Atom) -> Any:
+    return getattr(v.aval, "dtype")
+
+
+def _is_ranked(v: core.Atom, ndim: int) -> bool:
+    return getattr(v.aval, "ndim", None) == ndim
+
+
+def plan(closed: core.ClosedJaxpr, num_consts: int, num_carry: int) -> Optional[Plan]:
+    """What of a scan body (``closed``: consts, carries, scanned inputs) moves out of the loop,
+    or ``None`` when its reports must stay in it."""
+    body = closed.jaxpr
+    reporting = [eqn for eqn in body.eqns if eqn.effects]
+    checks = [eqn for eqn in reporting if eqn.primitive is check_p]
+    if not checks or len(checks) != len(reporting):  # another effect may depend on a report's order
+        return None
+    carry_in = list(body.invars[num_consts:num_consts + num_carry])
+    carry_out = list(body.outvars[:num_carry])
+    carry = {v: k for k, v in enumerate(carry_in)}
+    producers = {v: eqn for eqn in body.eqns for v in eqn.outvars}
+
+    reports = tuple((eqn, _lineage(eqn.invars[0], producers, carry)) for eqn in checks)
+    records = {lin.root: _lineage(carry_out[lin.root], producers, carry)
+               for _, lin in reports if isinstance(lin.root, int)}
+    # Every update reached from a report belongs to a record carried through the loop, whose
+    # record the body returns updated from the one it received (not another carry's: a swap).
+    events = {id(e): e for _, lin in reports for e in lin.events}
+    for k, lin in list(records.items()):
+        if lin.root != k:
+            return None
+        events.update((id(e), e) for e in lin.events)
+    flags: dict[int, tuple[core.JaxprEqn, ...]] = {}
+    for eqn in [e for e in events.values() if e.primitive is slot_p]:
+        k = _lineage_of_flags(eqn, producers, carry)
+        if k is None:
+            return None
+        if k not in flags:
+            chain = _flags_chain(carry_out[k], k, carry_in, producers)
+            if chain is None:
+                return None
+            flags[k] = chain
+    on_chains = {id(e) for chain in flags.values() for e in chain}
+    slot_events = {i for i, e in events.items() if e.primitive is slot_p}
+    if slot_events != on_chains:  # an op on bits that no record follows (or the reverse)
+        return None
+    moved = set(records) | set(flags)
+    if len(moved) < len(records) + len(flags):  # one carry both a record and bits
+        return None
+    if any(not _is_ranked(carry_in[k], 1) for k in moved):  # batched by vmap: left in the loop
+        return None
+
+    skip = set(events) | {id(eqn) for eqn in checks}
+    owned = {v for eqn in body.eqns if id(eqn) in skip for v in eqn.outvars} | {carry_in[k] for k in moved}
+    for eqn in body.eqns:
+        if id(eqn) not in skip and any(v in owned for v in eqn.invars if not isinstance(v, core.Literal)):
+            return None  # the body reads the bookkeeping
+    for k, v in enumerate(body.outvars):
+        if not isinstance(v, core.Literal) and v in owned and not (k < num_carry and k in moved):
+            return None
+
+    counters = _counters(body, carry_in, carry_out, producers, num_consts, moved)
+    fixed = set(body.invars[:num_consts]) | set(body.invars[num_consts + num_carry:])
+    fixed |= {carry_in[k] for k in counters}
+    fixed |= {v for k, v in enumerate(carry_in) if carry_out[k] is v and k not in moved}
+    for eqn in body.eqns:
+        if id(eqn) not in skip and not eqn.effects and all(
+                isinstance(v, core.Literal) or v in fixed for v in eqn.invars):
+            fixed.update(eqn.outvars)
+
+    needed: list[core.Atom] = []
+    for eqn in events.values():
+        needed.extend(eqn.invars[1:] if eqn.primitive is record_p else eqn.invars[2:])
+    for eqn, lin in reports:
+        needed.append(eqn.invars[1])
+        if not isinstance(lin.root, int):
+            needed.append(lin.root)
+    needed_vars = list(dict.fromkeys(v for v in needed if not isinstance(v, core.Literal)))
+    if any(v not in fixed for v in needed_vars):
+        return None  # depends on the carry
+    for eqn, lin in reports:
+        if not _is_ranked(eqn.invars[0], 1) or (not isinstance(lin.root, int) and not _is_ranked(lin.root, 1)):
+            return None
+    return Plan(frozenset(skip), records, flags, reports, counters, tuple(needed_vars),
+                _slice(body, needed_vars, producers))
+
+
+def _lineage_of_flags(eqn: core.JaxprEqn, producers: dict[core.Var, core.JaxprEqn],
+                      carry: dict[core.Var, int]) -> Optional[int]:
+    v = eqn.invars[0]
+    while not isinstance(v, core.Literal) and v not in carry:
+        e = producers.get(v)
+        if e is None or e.primitive is not slot_p or v is not e.outvars[0]:
+            return None
+        v = e.invars[0]
+    return None if isinstance(v, core.Literal) else carry[v]
+
+
+def _counters(body: core.Jaxpr, carry_in: list[core.Var], carry_out: list[Any],
+              producers: dict[core.Var, core.JaxprEqn], num_consts: int, moved: set[int]) -> dict[int, core.Atom]:
+    """The carries that count: ``c + d`` for an integer scalar ``d`` fixed for the loop."""
+    consts = set(body.invars[:num_consts])
+    found = {}
+    for k, out in enumerate(carry_out):
+        eqn = producers.get(out) if not isinstance(out, core.Literal) else None
+        v = carry_in[k]
+        if (k in moved or eqn is None or eqn.primitive is not lax.add_p or not _is_ranked(v, 0)
+                or not jnp.issubdtype(_dtype(v), jnp.integer)):
+            continue
+        a, b = eqn.invars
+        step = b if a is v else a if b is v else None
+        if step is not None and (isinstance(step, core.Literal) or step in consts):
+            found[k] = step
+    return found
+
+
+def _slice(body: core.Jaxpr, needed: list[core.Var], producers: dict[core.Var, core.JaxprEqn]
+           ) -> tuple[core.JaxprEqn, ...]:
+    want = set(needed)
+    keep = set()
+    for eqn in reversed(body.eqns):
+        if any(v in want for v in eqn.outvars):
+            keep.add(id(eqn))
+            want.update(v for v in eqn.invars if not isinstance(v, core.Literal))
+    return tuple(eqn for eqn in body.eqns if id(eqn) in keep)
+
+
+def _read(env: dict[core.Var, Any], v: core.Atom) -> Any:
+    return v.val if isinstance(v, core.Literal) else env[v]
+
+
+def per_step(p: Plan, closed: core.ClosedJaxpr, num_consts: int, num_carry: int, consts: Any, init: Any,
+             xs: Any, length: int, reverse: bool) -> dict[core.Var, jax.Array]:
+    """The values the decision reads, for every step in the order the loop runs them."""
+    body = closed.jaxpr
+    carry_in = body.invars[num_consts:num_consts + num_carry]
+    xs_run = [jnp.flip(x, 0) if reverse else x for x in xs]
+    steps = jnp.arange(length)
+    env0: dict[core.Var, Any] = dict(zip(body.constvars, closed.consts, strict=True))
+    env0.update(zip(body.invars[:num_consts], consts, strict=True))
+    env0.update((carry_in[k], init[k]) for k in range(num_carry))
+    counts = {k: init[k] + (steps * _read(env0, d)).astype(init[k].dtype) for k, d in p.counters.items()}
+
+    def one_step(x: list[Any], count: dict[int, Any]) -> list[Any]:
+        env = dict(env0)
+        env.update(zip(body.invars[num_consts + num_carry:], x, strict=True))
+        env.update((carry_in[k], c) for k, c in count.items())
+        for eqn in p.slice:
+            outs = eqn.primitive.bind(*[_read(env, v) for v in eqn.invars],
+                                      **eqn.primitive.get_bind_params(eqn.params))
+            env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs], strict=True))
+        return [env[v] for v in p.needed]
+
+    values = jax.vmap(one_step, axis_size=length)(xs_run, counts)
+    return dict(zip(p.needed, values, strict=True))
+
+
+def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int
+           ) -> tuple[dict[int, jax.Array], list[tuple[core.JaxprEqn, jax.Array, jax.Array, jax.Array]]]:
+    """The moved carries after the loop, and for each report ``(check, fired, record, site)``:
+    whether it reports an error, the record it reports and its site, at its first failing step."""
+    def value(v: core.Atom) -> jax.Array:
+        if isinstance(v, core.Literal):
+            return jnp.broadcast_to(jnp.asarray(v.val), (length, *np.shape(v.val)))
+        return values[v]
+
+    outs: dict[int, jax.Array] = {}
+    by_event: dict[int, tuple[jax.Array, jax.Array]] = {}  # id(eqn) -> (bad [T], entry [T, 4])
+    for k, chain in p.flags.items():
+        slots = jnp.stack([value(e.invars[2]) for e in chain], axis=1)
+        outs[k], codes = replay(init[k], slots, tuple(e.params["op"] for e in chain))
+        for c, eqn in enumerate(chain):
+            dtype = _dtype(eqn.outvars[1])
+            hot = np.eye(4, dtype=dtype)
+            entry = codes[:, c, None].astype(dtype) * hot[0] + slots[:, c, None].astype(dtype) * hot[1]
+            by_event[id(eqn)] = (codes[:, c] != 0, entry)
+
+    def event(eqn: core.JaxprEqn) -> tuple[jax.Array, jax.Array]:
+        if id(eqn) not in by_event:  # a jta_record: its ``bad`` and ``entry`` operands
+            by_event[id(eqn)] = (value(eqn.invars[1]).astype(bool), value(eqn.invars[2]))
+        return by_event[id(eqn)]
+
+    def in_step(events: tuple[core.JaxprEqn, ...], dtype: Any) -> tuple[jax.Array, jax.Array]:
+        """Per step: whether any of ``events`` fails, and the first failing one's entry."""
+        if not events:
+            return jnp.zeros((length,), bool), jnp.zeros((length, 4), dtype)
+        bad = jnp.stack([event(e)[0] for e in events], axis=1)
+        entry = jnp.stack([event(e)[1].astype(dtype) for e in events], axis=1)
+        first = jnp.argmax(bad, axis=1)
+        return jnp.any(bad, axis=1), jnp.take_along_axis(entry, first[:, None, None], axis=1)[:, 0]
+
+    steps = jnp.arange(length)
+    received: dict[int, tuple[jax.Array, jax.Array]] = {}  # record carry -> (bad [T], record) as steps got it
+    for k, lin in p.records.items():
+        start = init[k]
+        bad, entry = in_step(lin.events, start.dtype)
+        t = jnp.argmax(bad)
+        fresh = (start[0] == 0) & bad[t]
+        outs[k] = jnp.where(fresh, entry[t], start)
+        received[k] = ((start[0] != 0) | (bad[t] & (t < steps)), outs[k])
+
+    reports = []
+    for eqn, lin in p.reports:
+        dtype = _dtype(eqn.invars[0])
+        if isinstance(lin.root, int):
+            root_bad, root = received[lin.root]
+            root = jnp.broadcast_to(root, (length, 4))
+        else:
+            root = value(lin.root).astype(dtype)
+            root_bad = root[:, 0] != 0
+        bad, entry = in_step(lin.events, dtype)
+        fired = root_bad | bad
+        record = jnp.where(root_bad[:, None], root, entry)
+        reports.append((eqn, fired, record, value(eqn.invars[1])))
+    return outs, reports
