@@ -2,9 +2,11 @@
 
 * ``catalogue``: every error jta raises (TensorFlow's class and text), with a fixed code.
 * ``records``: the record format (``[code, v1, v2, v3]``) and the per-slot bits, as data.
-* ``primitives``: ``jta_record`` (the only update of a record) and ``jta_check`` (a report).
+* ``primitives``: ``jta_record`` (a record's update) and ``jta_check`` (a report).
+* ``slots``: ``jta_slot`` (one op's bits of one slot, and the error they show), and their replay.
 * ``delivery``: when an array's record is reported (eagerly: raised at once).
 * ``functionalize``: ``jta.checkify``'s interpreter, one rule per primitive that holds a jaxpr.
+* ``hoisting``: a scan's bookkeeping taken out of its body and decided after the loop.
 * ``vmap_masking``: checks in vmapped ``cond``/``while`` count only for the members that run them.
 * ``api``: ``jta.checkify``, ``jta.checked``, ``jta.throw``, ``jta.ErrorRecord``.
 """

@@ -336,14 +336,9 @@ def _scan_hoisted(table: SiteTable, error: jax.Array, plan: hoisting.Plan, jaxpr
     (error, kept_out), ys = lax.scan(step, (error, [carry[k] for k in kept]), list(xs), length=length,
                                      reverse=reverse, unroll=unroll)
     values = hoisting.per_step(plan, jaxpr, len(consts), num_carry, consts, carry, xs, length, reverse)
-    moved, reports = hoisting.decide(plan, values, carry, length)
-    # The first report that fires, step by step and in the body's order within a step.
-    fired = jnp.stack([f for _, f, _, _ in reports], axis=1).reshape(-1)
-    records = jnp.stack([jnp.concatenate([r.astype(error.dtype), (s + table.offset(eqn.params["sites"]))
-                                          .astype(error.dtype)[:, None]], axis=1)
-                         for eqn, _, r, s in reports], axis=1).reshape(-1, RECORD_SIZE)
-    first = jnp.argmax(fired)
-    error = jnp.where((error[0] == 0) & fired[first], records[first], error)
+    offsets = [table.offset(eqn.params["sites"]) for eqn, _ in plan.reports]
+    moved, fired, record = hoisting.decide(plan, values, carry, length, offsets, error.dtype)
+    error = jnp.where((error[0] == 0) & fired, record, error)
     out = dict(zip(kept, kept_out, strict=True)) | moved
     return error, [*(out[k] for k in range(num_carry)), *ys]
 

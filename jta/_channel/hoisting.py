@@ -87,7 +87,8 @@ def _flags_chain(out: core.Atom, k: int, carry_in: list[core.Var], producers: di
 
 
 def _dtype(v: core.Atom) -> Any:
-    return getattr(v.aval, "dtype")
+    aval: Any = v.aval  # (a ShapedArray: the body's variables are arrays)
+    return aval.dtype
 
 
 def _is_ranked(v: core.Atom, ndim: int) -> bool:
@@ -242,10 +243,13 @@ def per_step(p: Plan, closed: core.ClosedJaxpr, num_consts: int, num_carry: int,
     return dict(zip(p.needed, values, strict=True))
 
 
-def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int
-           ) -> tuple[dict[int, jax.Array], list[tuple[core.JaxprEqn, jax.Array, jax.Array, jax.Array]]]:
-    """The moved carries after the loop, and for each report ``(check, fired, record, site)``:
-    whether it reports an error, the record it reports and its site, at its first failing step."""
+def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, offsets: list[int], dtype: Any
+           ) -> tuple[dict[int, jax.Array], jax.Array, jax.Array]:
+    """The moved carries after the loop, whether any report fires, and the first one's record
+    ``[code, v1, v2, v3, site]`` (``offsets``: each report's offset into the site table).
+
+    The first report to fire is found with one ``argmax`` over ``[step, report]``, and only its
+    record is then picked out, at that step: every kernel outside the loop is compile time."""
     def value(v: core.Atom) -> jax.Array:
         if isinstance(v, core.Literal):
             return jnp.broadcast_to(jnp.asarray(v.val), (length, *np.shape(v.val)))
@@ -257,46 +261,54 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int
         slots = jnp.stack([value(e.invars[2]) for e in chain], axis=1)
         outs[k], codes = replay(init[k], slots, tuple(e.params["op"] for e in chain))
         for c, eqn in enumerate(chain):
-            dtype = _dtype(eqn.outvars[1])
-            hot = np.eye(4, dtype=dtype)
-            entry = codes[:, c, None].astype(dtype) * hot[0] + slots[:, c, None].astype(dtype) * hot[1]
+            hot = np.eye(4, dtype=_dtype(eqn.outvars[1]))
+            entry = codes[:, c, None].astype(hot.dtype) * hot[0] + slots[:, c, None].astype(hot.dtype) * hot[1]
             by_event[id(eqn)] = (codes[:, c] != 0, entry)
 
-    def event(eqn: core.JaxprEqn) -> tuple[jax.Array, jax.Array]:
-        if id(eqn) not in by_event:  # a jta_record: its ``bad`` and ``entry`` operands
-            by_event[id(eqn)] = (value(eqn.invars[1]).astype(bool), value(eqn.invars[2]))
-        return by_event[id(eqn)]
-
-    def in_step(events: tuple[core.JaxprEqn, ...], dtype: Any) -> tuple[jax.Array, jax.Array]:
-        """Per step: whether any of ``events`` fails, and the first failing one's entry."""
-        if not events:
-            return jnp.zeros((length,), bool), jnp.zeros((length, 4), dtype)
-        bad = jnp.stack([event(e)[0] for e in events], axis=1)
-        entry = jnp.stack([event(e)[1].astype(dtype) for e in events], axis=1)
-        first = jnp.argmax(bad, axis=1)
-        return jnp.any(bad, axis=1), jnp.take_along_axis(entry, first[:, None, None], axis=1)[:, 0]
+    def events(lin: Lineage, dtype: Any) -> tuple[jax.Array, jax.Array]:
+        """``bad [T, L]`` and ``entry [T, L, 4]`` of a lineage's ``L`` updates."""
+        for eqn in lin.events:
+            if id(eqn) not in by_event:  # a jta_record: its ``bad`` and ``entry`` operands
+                by_event[id(eqn)] = (value(eqn.invars[1]).astype(bool), value(eqn.invars[2]))
+        if not lin.events:
+            return jnp.zeros((length, 0), bool), jnp.zeros((length, 0, 4), dtype)
+        return (jnp.stack([by_event[id(e)][0] for e in lin.events], axis=1),
+                jnp.stack([by_event[id(e)][1].astype(dtype) for e in lin.events], axis=1))
 
     steps = jnp.arange(length)
     received: dict[int, tuple[jax.Array, jax.Array]] = {}  # record carry -> (bad [T], record) as steps got it
     for k, lin in p.records.items():
         start = init[k]
-        bad, entry = in_step(lin.events, start.dtype)
-        t = jnp.argmax(bad)
-        fresh = (start[0] == 0) & bad[t]
-        outs[k] = jnp.where(fresh, entry[t], start)
-        received[k] = ((start[0] != 0) | (bad[t] & (t < steps)), outs[k])
+        bad, entry = events(lin, start.dtype)
+        if not lin.events:
+            outs[k], received[k] = start, (jnp.broadcast_to(start[0] != 0, (length,)), start)
+            continue
+        first = jnp.argmax(bad.reshape(-1))  # row-major: the first step, then the first update
+        fresh = (start[0] == 0) & bad.reshape(-1)[first]
+        outs[k] = jnp.where(fresh, entry.reshape(-1, 4)[first], start)
+        received[k] = ((start[0] != 0) | (fresh & (first // len(lin.events) < steps)), outs[k])
 
-    reports = []
-    for eqn, lin in p.reports:
-        dtype = _dtype(eqn.invars[0])
+    fired, pick = [], []
+    for (eqn, lin), offset in zip(p.reports, offsets, strict=True):
+        bad, entry = events(lin, dtype)
         if isinstance(lin.root, int):
             root_bad, root = received[lin.root]
-            root = jnp.broadcast_to(root, (length, 4))
+            root_at = lambda t, root=root: root.astype(dtype)  # noqa: E731
         else:
-            root = value(lin.root).astype(dtype)
-            root_bad = root[:, 0] != 0
-        bad, entry = in_step(lin.events, dtype)
-        fired = root_bad | bad
-        record = jnp.where(root_bad[:, None], root, entry)
-        reports.append((eqn, fired, record, value(eqn.invars[1])))
-    return outs, reports
+            roots = value(lin.root).astype(dtype)
+            root_bad, root_at = roots[:, 0] != 0, (lambda t, roots=roots: roots[t])
+        fired.append(root_bad | jnp.any(bad, axis=1))
+        site = value(eqn.invars[1])
+
+        def at(t: jax.Array, root_bad=root_bad, root_at=root_at, bad=bad, entry=entry, site=site, offset=offset
+               ) -> jax.Array:
+            own = entry[t, jnp.argmax(bad[t])] if bad.shape[1] else jnp.zeros((4,), dtype)
+            record = jnp.where(root_bad[t], root_at(t), own)
+            return jnp.append(record, (site[t] + offset).astype(dtype))
+
+        pick.append(at)
+    fired_all = jnp.stack(fired, axis=1).reshape(-1)
+    first = jnp.argmax(fired_all)
+    t, r = first // len(fired), first % len(fired)
+    record = jnp.stack([at(t) for at in pick])[r]
+    return outs, fired_all[first], record

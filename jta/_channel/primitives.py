@@ -2,9 +2,9 @@
 
 A record is an integer vector ``[code, v1, v2, v3]`` (int64 under x64): an
 :class:`~jta._catalogue.Error` code (0: no error) and its traced fields. Ops update it only
-through ``jta_record`` (the first error wins), so a record's history is visible in a jaxpr as a
-chain of ``jta_record`` equations: the functionalizer proves from that chain that a check may
-move out of a loop (``_functionalize._descends``).
+through ``jta_record`` and ``jta_slot`` (``slots``; the first error wins), so a record's history
+is visible in a jaxpr as a chain of those equations: the functionalizer proves from that chain
+that a check may move out of a loop (``hoisting``, ``functionalize._descends``).
 
 An op hands its record to ``jta_check(record, site, sites=..., deferred=...)``. The static half
 of the error travels in the equation's params: ``sites`` is a tuple of :class:`Site` (the

@@ -85,37 +85,53 @@ def replay(flags: jax.Array, slots: jax.Array, ops: tuple[str, ...]) -> tuple[ja
     that op records (0: none) *if no earlier op recorded one*. Only the first op with a code
     matters to a first-error-wins record, and its code is exact. O(T E + n), vectorised.
 
-    An op's bits depend on the slot's bits before it, which are its bits before the loop or'ed
-    with the bits of the earlier ops on the same slot: a slot was read before position ``p``
-    when the first read of it comes before ``p`` (a scatter-min of positions), and written
-    when any op on it does (a read marks a slot written too)."""
+    An op's bits depend on the slot's bits before it: its bits before the loop, or'ed with the
+    bits of the earlier ops on it. The slot was read before position ``p`` when its first read
+    comes before ``p``, and written when its first op does (a read marks a slot written too).
+    Its final error bits follow from its first and last ops of each kind, so one scatter-min
+    of five positions per op (the last as a negated minimum) says everything: a few fused
+    kernels, where every kernel outside the loop costs compile time."""
     steps, per_step = slots.shape
     n = flags.shape[0]
     j = slots.reshape(-1).astype(jnp.int32)
     j = jnp.where((j >= 0) & (j < n), j, n)  # n: no slot
-    positions = jnp.arange(j.shape[0], dtype=jnp.int32)
+    count = j.shape[0]
+    p = jnp.arange(count, dtype=jnp.int32)
     op_of = np.tile(np.asarray([OPS.index(op) for op in ops], np.int32), steps)
-    is_read = op_of >= OPS.index("read")
-    never = jnp.int32(j.shape[0])
-    first_any = jnp.full((n + 1,), never).at[j].min(positions)
-    first_read = jnp.full((n + 1,), never).at[jnp.where(is_read, j, n)].min(positions)
+    is_read, is_write = op_of >= OPS.index("read"), op_of < OPS.index("read")
+    never = np.int32(count)
+    # Per slot: its first op, its first read, and (negated, 1: none) its last write of either
+    # kind, its last forward write and its last clearing read.
+    keys = jnp.stack([p, jnp.where(is_read, p, never), jnp.where(is_write, -p, 1),
+                      jnp.where(op_of == OPS.index("write"), -p, 1),
+                      jnp.where(op_of == OPS.index("read_clear"), -p, 1)], axis=1)
+    first = jnp.full((n + 1, 5), never, jnp.int32).at[j].min(keys)
     before = jnp.append(flags, jnp.int32(0))[j]  # the slot's bits before the loop
-    was_read = ((before & records.READ) != 0) | (first_read[j] < positions)
-    was_written = ((before & records.WRITTEN) != 0) | (first_any[j] < positions)
+    mine = first[j]
+    was_read = ((before & records.READ) != 0) | (mine[:, 1] < p)
+    was_written = ((before & records.WRITTEN) != 0) | (mine[:, 0] < p)
     none = jnp.int32(0)
-    own = (jnp.where(~is_read & was_read, jnp.int32(records.E_WRITE_AFTER_READ), none)
-           | jnp.where((op_of == OPS.index("write")) & was_written,
-                       jnp.int32(records.E_WRITTEN_TWICE), none)
+    own = (jnp.where(is_write & was_read, jnp.int32(records.E_WRITE_AFTER_READ), none)
+           | jnp.where((op_of == OPS.index("write")) & was_written, jnp.int32(records.E_WRITTEN_TWICE), none)
            | jnp.where((op_of == OPS.index("read_clear")) & was_read, jnp.int32(records.E_READ_CLEARED), none))
-    new = jnp.where(is_read, jnp.int32(records.READ | records.WRITTEN), jnp.int32(records.WRITTEN)) | own
-    # Or the ops' bits into their slots: one scatter-max per bit.
-    powers = np.asarray([1 << k for k in range(int(records.ERROR_BITS).bit_length())], np.int32)
-    set_bits = jnp.zeros((n + 1, powers.size), jnp.int32).at[j].max((new[:, None] & powers) != 0)
-    flags = flags | jnp.sum(set_bits[:n] * powers, axis=1, dtype=jnp.int32)
     # The code an op records: the first of its slot's error bits in ``SLOT_ERRORS``'s order.
     sticky = (before & records.ERROR_BITS) | own
     code = jnp.int32(0)
     for bit, err in reversed(records.SLOT_ERRORS):
         code = jnp.where((sticky & bit) != 0, jnp.int32(err.code), code)
     code = jnp.where((j < n) & (op_of != OPS.index("read")), code, 0)
+    # Each slot's bits after the loop: an error bit is set when the last op that can set it
+    # does (the slot's history only grows, so if any such op sets it, the last one does).
+    first_op, first_read, last_write, last_forward, last_clear = (first[:n, k] for k in range(5))
+    old = flags
+    had_read, had_written = (old & records.READ) != 0, (old & records.WRITTEN) != 0
+    read = had_read | (first_read < never)
+    after_read = (last_write <= 0) & (had_read | (first_read < -last_write))
+    twice = (last_forward <= 0) & (had_written | (first_op < -last_forward))
+    cleared = (last_clear <= 0) & (had_read | (first_read < -last_clear))
+    flags = (old | jnp.where(first_op < never, jnp.int32(records.WRITTEN), none)
+             | jnp.where(read, jnp.int32(records.READ), none)
+             | jnp.where(after_read, jnp.int32(records.E_WRITE_AFTER_READ), none)
+             | jnp.where(twice, jnp.int32(records.E_WRITTEN_TWICE), none)
+             | jnp.where(cleared, jnp.int32(records.E_READ_CLEARED), none))
     return flags, code.reshape(steps, per_step)
