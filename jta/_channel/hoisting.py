@@ -18,6 +18,8 @@ that never changes a result.
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from typing import Any, Optional, Union
 
 import jax
@@ -213,6 +215,16 @@ def _slice(body: core.Jaxpr, needed: list[core.Var], producers: dict[core.Var, c
     return tuple(eqn for eqn in body.eqns if id(eqn) in keep)
 
 
+def _slot_entry(codes: jax.Array, slots: jax.Array, hot: np.ndarray, t: jax.Array) -> jax.Array:
+    """The entry a ``jta_slot`` op records at step ``t``: ``[code, slot, 0, 0]``."""
+    return _at(codes, t).astype(hot.dtype) * hot[0] + _at(slots, t).astype(hot.dtype) * hot[1]
+
+
+def _at(x: jax.Array, t: jax.Array) -> jax.Array:
+    """``x[t]`` for an index known to be in range (no wrap-around of negative indices)."""
+    return lax.dynamic_index_in_dim(x, t, keepdims=False)
+
+
 def _read(env: dict[core.Var, Any], v: core.Atom) -> Any:
     return v.val if isinstance(v, core.Literal) else env[v]
 
@@ -256,59 +268,64 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
         return values[v]
 
     outs: dict[int, jax.Array] = {}
-    by_event: dict[int, tuple[jax.Array, jax.Array]] = {}  # id(eqn) -> (bad [T], entry [T, 4])
+    # id(eqn) -> (bad [T], its entry at step t): entries are built at the one step picked only.
+    by_event: dict[int, tuple[jax.Array, Callable[[jax.Array], jax.Array]]] = {}
     for k, chain in p.flags.items():
         slots = jnp.stack([value(e.invars[2]) for e in chain], axis=1)
         outs[k], codes = replay(init[k], slots, tuple(e.params["op"] for e in chain))
         for c, eqn in enumerate(chain):
             hot = np.eye(4, dtype=_dtype(eqn.outvars[1]))
-            entry = codes[:, c, None].astype(hot.dtype) * hot[0] + slots[:, c, None].astype(hot.dtype) * hot[1]
-            by_event[id(eqn)] = (codes[:, c] != 0, entry)
+            by_event[id(eqn)] = (codes[:, c] != 0, functools.partial(_slot_entry, codes[:, c], slots[:, c], hot))
 
-    def events(lin: Lineage, dtype: Any) -> tuple[jax.Array, jax.Array]:
-        """``bad [T, L]`` and ``entry [T, L, 4]`` of a lineage's ``L`` updates."""
+    def updates(lin: Lineage) -> jax.Array:
+        """``bad [T, L]`` of a lineage's ``L`` updates."""
         for eqn in lin.events:
             if id(eqn) not in by_event:  # a jta_record: its ``bad`` and ``entry`` operands
-                by_event[id(eqn)] = (value(eqn.invars[1]).astype(bool), value(eqn.invars[2]))
+                entries = value(eqn.invars[2])
+                by_event[id(eqn)] = (value(eqn.invars[1]).astype(bool), lambda t, entries=entries: _at(entries, t))
         if not lin.events:
-            return jnp.zeros((length, 0), bool), jnp.zeros((length, 0, 4), dtype)
-        return (jnp.stack([by_event[id(e)][0] for e in lin.events], axis=1),
-                jnp.stack([by_event[id(e)][1].astype(dtype) for e in lin.events], axis=1))
+            return jnp.zeros((length, 0), bool)
+        return jnp.stack([by_event[id(e)][0] for e in lin.events], axis=1)
+
+    def entry(lin: Lineage, t: jax.Array, l: jax.Array, dtype: Any) -> jax.Array:
+        """The entry of update ``l`` of ``lin`` at step ``t``."""
+        return _at(jnp.stack([by_event[id(e)][1](t).astype(dtype) for e in lin.events]), l)
 
     steps = jnp.arange(length)
     received: dict[int, tuple[jax.Array, jax.Array]] = {}  # record carry -> (bad [T], record) as steps got it
     for k, lin in p.records.items():
         start = init[k]
-        bad, entry = events(lin, start.dtype)
+        bad = updates(lin)
         if not lin.events:
             outs[k], received[k] = start, (jnp.broadcast_to(start[0] != 0, (length,)), start)
             continue
         first = jnp.argmax(bad.reshape(-1))  # row-major: the first step, then the first update
+        t, l = first // len(lin.events), first % len(lin.events)
         fresh = (start[0] == 0) & bad.reshape(-1)[first]
-        outs[k] = jnp.where(fresh, entry.reshape(-1, 4)[first], start)
-        received[k] = ((start[0] != 0) | (fresh & (first // len(lin.events) < steps)), outs[k])
+        outs[k] = jnp.where(fresh, entry(lin, t, l, start.dtype), start)
+        received[k] = ((start[0] != 0) | (fresh & (t < steps)), outs[k])
 
     fired, pick = [], []
     for (eqn, lin), offset in zip(p.reports, offsets, strict=True):
-        bad, entry = events(lin, dtype)
+        bad = updates(lin)
         if isinstance(lin.root, int):
             root_bad, root = received[lin.root]
             root_at = lambda t, root=root: root.astype(dtype)  # noqa: E731
         else:
             roots = value(lin.root).astype(dtype)
-            root_bad, root_at = roots[:, 0] != 0, (lambda t, roots=roots: roots[t])
+            root_bad, root_at = roots[:, 0] != 0, (lambda t, roots=roots: _at(roots, t))
         fired.append(root_bad | jnp.any(bad, axis=1))
         site = value(eqn.invars[1])
 
-        def at(t: jax.Array, root_bad=root_bad, root_at=root_at, bad=bad, entry=entry, site=site, offset=offset
+        def at(t: jax.Array, root_bad=root_bad, root_at=root_at, bad=bad, lin=lin, site=site, offset=offset
                ) -> jax.Array:
-            own = entry[t, jnp.argmax(bad[t])] if bad.shape[1] else jnp.zeros((4,), dtype)
-            record = jnp.where(root_bad[t], root_at(t), own)
-            return jnp.append(record, (site[t] + offset).astype(dtype))
+            own = entry(lin, t, jnp.argmax(_at(bad, t)), dtype) if lin.events else jnp.zeros((4,), dtype)
+            record = jnp.where(_at(root_bad, t), root_at(t), own)
+            return jnp.append(record, (_at(site, t) + offset).astype(dtype))
 
         pick.append(at)
     fired_all = jnp.stack(fired, axis=1).reshape(-1)
     first = jnp.argmax(fired_all)
     t, r = first // len(fired), first % len(fired)
-    record = jnp.stack([at(t) for at in pick])[r]
+    record = _at(jnp.stack([at(t) for at in pick]), r)
     return outs, fired_all[first], record
