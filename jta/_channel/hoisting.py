@@ -287,9 +287,9 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
             return jnp.zeros((length, 0), bool)
         return jnp.stack([by_event[id(e)][0] for e in lin.events], axis=1)
 
-    def entry(lin: Lineage, t: jax.Array, l: jax.Array, dtype: Any) -> jax.Array:
-        """The entry of update ``l`` of ``lin`` at step ``t``."""
-        return _at(jnp.stack([by_event[id(e)][1](t).astype(dtype) for e in lin.events]), l)
+    def entry(lin: Lineage, t: jax.Array, update: jax.Array, dtype: Any) -> jax.Array:
+        """The entry of ``lin``'s update number ``update`` at step ``t``."""
+        return _at(jnp.stack([by_event[id(e)][1](t).astype(dtype) for e in lin.events]), update)
 
     steps = jnp.arange(length)
     received: dict[int, tuple[jax.Array, jax.Array]] = {}  # record carry -> (bad [T], record) as steps got it
@@ -300,9 +300,9 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
             outs[k], received[k] = start, (jnp.broadcast_to(start[0] != 0, (length,)), start)
             continue
         first = jnp.argmax(bad.reshape(-1))  # row-major: the first step, then the first update
-        t, l = first // len(lin.events), first % len(lin.events)
+        t, update = first // len(lin.events), first % len(lin.events)
         fresh = (start[0] == 0) & bad.reshape(-1)[first]
-        outs[k] = jnp.where(fresh, entry(lin, t, l, start.dtype), start)
+        outs[k] = jnp.where(fresh, entry(lin, t, update, start.dtype), start)
         received[k] = ((start[0] != 0) | (fresh & (t < steps)), outs[k])
 
     fired, pick = [], []
