@@ -439,3 +439,107 @@ def _reverse_sequence(node: Node, args: list[Any]) -> list[Any]:
     moved = xp.moveaxis(x, (batch, seq), (0, 1))
     out = xp.take_along_axis(moved, src.reshape(src.shape + (1,) * (moved.ndim - 2)), axis=1)
     return [_np(xp.moveaxis(out, (0, 1), (batch, seq)))]
+
+
+# -- padding, broadcasting, reversal ----------------------------------------------------------
+def _paddings(node: Node, paddings: Any) -> list[tuple[int, int]]:
+    return [(int(b), int(a)) for b, a in np.reshape(_static(node, paddings, "the paddings"), (-1, 2))]
+
+
+@_reg("Pad", "PadV2")
+def _pad(node: Node, args: list[Any]) -> list[Any]:
+    x, paddings = args[:2]
+    value = args[2] if len(args) > 2 else np.zeros((), np.asarray(x).dtype if is_static(x) else x.dtype)
+    xp = _xp(x, value)
+    return [_np(xp.pad(x, _paddings(node, paddings), mode="constant", constant_values=value))]
+
+
+def _mirror_indices(n: int, before: int, after: int, mode: str) -> np.ndarray:
+    """Which source position each position of a mirror-padded axis of length ``n`` copies."""
+    return np.pad(np.arange(n), (before, after), mode="symmetric" if mode.upper() == "SYMMETRIC" else "reflect")
+
+
+@_reg("MirrorPad")
+def _mirror_pad(node: Node, args: list[Any]) -> list[Any]:
+    x, paddings = args
+    xp = _xp(x)
+    for axis, (before, after) in enumerate(_paddings(node, paddings)):
+        x = xp.take(x, _mirror_indices(np.shape(x)[axis], before, after, node.attr("mode")), axis=axis)
+    return [_np(x)]
+
+
+@_reg("MirrorPadGrad")
+def _mirror_pad_grad(node: Node, args: list[Any]) -> list[Any]:
+    """The adjoint of MirrorPad: each padded position's gradient is added to the position it copies."""
+    dy, paddings = args
+    for axis, (before, after) in enumerate(_paddings(node, paddings)):
+        n = np.shape(dy)[axis] - before - after
+        index = _mirror_indices(n, before, after, node.attr("mode"))
+        moved = _xp(dy).moveaxis(dy, axis, 0)
+        if is_static(dy):
+            out = np.zeros((n,) + moved.shape[1:], moved.dtype)
+            np.add.at(out, index, moved)
+        else:
+            out = jnp.zeros((n,) + moved.shape[1:], moved.dtype).at[index].add(moved)
+        dy = _xp(dy).moveaxis(out, 0, axis)
+    return [_np(dy)]
+
+
+@_reg("BroadcastTo")
+def _broadcast_to(node: Node, args: list[Any]) -> list[Any]:
+    x, shape = args
+    return [_np(_xp(x).broadcast_to(x, tuple(int(d) for d in _static(node, shape, "the shape"))))]
+
+
+@_reg("ReverseV2")
+def _reverse_v2(node: Node, args: list[Any]) -> list[Any]:
+    x, axes = args
+    axes = tuple(int(a) for a in np.reshape(_static(node, axes, "the axes"), -1))
+    return [_np(_xp(x).flip(x, axis=axes)) if axes else x]
+
+
+@_reg("ArgMax", "ArgMin")
+def _arg_max(node: Node, args: list[Any]) -> list[Any]:
+    """The first index of the largest (smallest) value along the axis, in ``output_type`` (int64 by
+    default; a traced result takes JAX's width for it, int32 unless ``jax_enable_x64`` is on)."""
+    x, axis = args
+    xp = _xp(x)
+    out = (xp.argmax if node.op == "ArgMax" else xp.argmin)(x, axis=int(_static(node, axis, "the axis")))
+    dtype = np.dtype(node.attr("output_type", np.dtype("int64")))
+    return [out.astype(dtype) if xp is np else out.astype(jax.dtypes.canonicalize_dtype(dtype))]
+
+
+# -- softmax and cross entropy ----------------------------------------------------------------
+def _log_softmax(xp: Any, logits: Any) -> Any:
+    shifted = logits - xp.max(logits, axis=-1, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
+
+
+_simple(("Softmax",), lambda xp, x: xp.exp(_log_softmax(xp, x)))
+_simple(("LogSoftmax",), _log_softmax)
+
+
+@_reg("SoftmaxCrossEntropyWithLogits")
+def _softmax_cross_entropy(node: Node, args: list[Any]) -> list[Any]:
+    """(loss, backprop): ``-sum(labels * log_softmax(logits))`` and ``softmax(logits) - labels``."""
+    logits, labels = args
+    xp = _xp(logits, labels)
+    log_p = _log_softmax(xp, logits)
+    labels = xp.broadcast_to(labels, np.broadcast_shapes(np.shape(logits), np.shape(labels)))
+    return [_np(-xp.sum(labels * log_p, axis=-1)), _np(xp.exp(log_p) - labels)]
+
+
+@_reg("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_softmax_cross_entropy(node: Node, args: list[Any]) -> list[Any]:
+    """(loss, backprop) for integer labels. A label outside ``[0, classes)`` gives NaN in its row
+    (TensorFlow's GPU kernel does the same; its CPU kernel raises, which a traced function cannot)."""
+    logits, labels = args
+    xp = _xp(logits, labels)
+    classes = np.shape(logits)[-1]
+    log_p = _log_softmax(xp, logits)
+    onehot = (xp.arange(classes) == labels[..., None]).astype(log_p.dtype)
+    valid = (labels >= 0) & (labels < classes)
+    nan = np.asarray(np.nan, log_p.dtype)
+    loss = xp.where(valid, -xp.sum(onehot * log_p, axis=-1), nan)
+    backprop = xp.where(valid[..., None], xp.exp(log_p) - onehot, nan)
+    return [_np(loss), _np(backprop)]
