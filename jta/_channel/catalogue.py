@@ -206,6 +206,27 @@ class Error(enum.Enum):
                            "under a condition that is only known at run time.")
     GRAPH_MERGE_SHAPES = (409, _Unimplemented, "Node {node}: a Merge of shapes {a} and {b} under a condition "
                           "that is only known at run time (the result's shape would depend on it).")
+    GRAPH_SOURCE = (410, TypeError, "jta.import_graph_def takes a GraphDef, a tf.Graph or the path of a binary "
+                    ".pb file, not {given}.")
+    GRAPH_NO_FILE = (411, FileNotFoundError, "jta.import_graph_def: there is no file {path!r} (it takes a GraphDef, "
+                     "a tf.Graph or the path of a binary .pb file).")
+    GRAPH_BAD_FILE = (412, ValueError, "jta.import_graph_def: {path!r} ({size} bytes) is not a binary GraphDef "
+                      "({error}). It takes a GraphDef, a tf.Graph or the path of a binary .pb file (one written "
+                      "by tf.io.write_graph(..., as_text=False) or GraphDef.SerializeToString()); parse a text "
+                      ".pbtxt into a GraphDef with google.protobuf.text_format.Parse first.")
+    GRAPH_TENSOR_NAMES = (413, TypeError, "jta.import_graph_def: {what} must be a list of tensor names such as "
+                          "['x:0'], got {given}.")
+    GRAPH_NO_OUTPUT = (414, ValueError, "jta.import_graph_def ({what}): The name {tensor!r} refers to a Tensor "
+                       "which does not exist. The operation, {node!r}, exists but only has {count} outputs.")
+    GRAPH_FEED_SHAPE = (415, ValueError, "Cannot feed value of shape {shape} for Tensor {tensor}, which has "
+                        "shape {expected}")
+    GRAPH_FEED_INT = (416, TypeError, "Type of feed value {value} with type {kind} is not compatible with "
+                      "Tensor type {dtype}. Try explicitly setting the type of the feed tensor to a larger "
+                      "type (e.g. int64).")
+    GRAPH_LOOP_CARRY = (417, _Unimplemented, "While loop {frame}: the loop body changes the structure of its carry "
+                        "({what}), so the loop is neither a lax.scan nor a lax.while_loop. {way_out}")
+    GRAPH_INTERNAL = (418, _Unimplemented, "Node {node} ({op}): jta.import_graph_def failed inside with {error}. "
+                      "This is a construct the importer does not handle; please report it with the graph.")
 
     def __init__(self, code: int, cls: type[Exception], template: str, fields: tuple[str, ...] = ()):
         self.code, self.cls, self.template, self.fields = code, cls, template, fields

@@ -10,15 +10,17 @@ TensorArrays and stacks from :mod:`jta.graph_import._resources` through :mod:`jt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Optional
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._channel.catalogue import Error
 from . import _control_flow, _nodes
 from ._frames import Graph
-from ._loops import Options
+from ._loops import Options, Unstable
 from ._ops import OPS
 from ._resources import RESOURCE_OPS, Context
 
@@ -38,8 +40,69 @@ def supported_ops() -> list[str]:
     return sorted({*OPS, *RESOURCE_OPS, *_control_flow.CONTROL_OPS})
 
 
-def _tensor(text: str) -> _nodes.Tensor:
-    return _nodes.tensor_name(text)
+def _tensors(names: Any, what: str) -> list[_nodes.Tensor]:
+    """``names`` (a sequence of ``"node:index"``) as tensors; a lone string or a non-name is refused."""
+    listed = list(names) if isinstance(names, Iterable) and not isinstance(names, (str, bytes)) else None
+    if listed is None or not all(isinstance(n, str) for n in listed):
+        Error.GRAPH_TENSOR_NAMES.raise_(what=what, given=f"{type(names).__name__} {names!r}"[:200])
+    return [_nodes.tensor_name(n) for n in listed]
+
+
+def _check_tensors(nodes: dict[str, _nodes.Node], outputs: dict[str, Optional[tuple[_nodes.Output, ...]]],
+                   tensors: list[_nodes.Tensor], what: str) -> None:
+    """Each tensor names a node of the graph and one of its outputs (as ``Session.run`` checks)."""
+    for node, index in tensors:
+        if node not in nodes:
+            Error.GRAPH_UNKNOWN_TENSOR.raise_(tensor=f"{node}:{index}", what=what)
+        count = outputs.get(node)
+        if count is not None and index >= len(count):
+            Error.GRAPH_NO_OUTPUT.raise_(what=what, tensor=f"{node}:{index}", node=node, count=len(count))
+
+
+def _feed(value: Any, tensor: str, output: _nodes.Output) -> Any:
+    """``value`` as ``Session.run`` feeds it: converted to the tensor's dtype and refused when its
+    shape is not compatible with the tensor's static one (traced values too: shapes are static)."""
+    dtype = output.dtype if isinstance(output.dtype, np.dtype) else None
+    if isinstance(value, jax.Array):  # traced too: converted in the computation (64-bit types as JAX has them)
+        target = None if dtype is None else jax.dtypes.canonicalize_dtype(dtype)
+        array = value if target is None or value.dtype == target else value.astype(target)
+    else:
+        if dtype is not None and isinstance(value, int) and \
+                dtype.type(np.array(value).astype(dtype)) != value:
+            Error.GRAPH_FEED_INT.raise_(value=value, kind=type(value), dtype=dtype.type)
+        array = np.asarray(value) if dtype is None else (
+            np.asarray(value).astype(dtype) if np.issubdtype(dtype, np.number) else np.asarray(value, dtype))
+    shape = tuple(np.shape(array))
+    expected = output.shape
+    if expected is not None and (len(shape) != len(expected) or
+                                 any(e is not None and e != d for d, e in zip(shape, expected, strict=True))):
+        Error.GRAPH_FEED_SHAPE.raise_(shape=shape, tensor=tensor, expected=_shape_text(expected))
+    return jnp.asarray(array)
+
+
+def _shape_text(shape: tuple[Optional[int], ...]) -> str:
+    """A static shape as ``str(tf.TensorShape)`` writes it: ``(None, 3)``, ``(4,)``, ``()``."""
+    return str(tuple(shape))
+
+
+class _Runner(_control_flow.Runner):
+    """The graph runner, whose internal failures name the node or loop that hit them."""
+
+    def node(self, node: _nodes.Node, env: dict[_nodes.Tensor, Any], res: Any, probe: bool) -> Any:
+        try:
+            return super().node(node, env, res, probe)
+        except (KeyError, AttributeError, IndexError, Unstable) as error:
+            raise Error.GRAPH_INTERNAL.exception(node=node.name, op=node.op, error=_error_text(error)) from error
+
+    def loop(self, name: str, outer: dict[_nodes.Tensor, Any], res: Any, probe: bool) -> Any:
+        try:
+            return super().loop(name, outer, res, probe)
+        except (KeyError, AttributeError, IndexError, Unstable) as error:
+            raise Error.GRAPH_INTERNAL.exception(node=name, op="while loop", error=_error_text(error)) from error
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error)[:300]}"
 
 
 def _needed(nodes: dict[str, _nodes.Node], outputs: list[_nodes.Tensor], fed: set[str]) -> set[str]:
@@ -115,25 +178,27 @@ def import_graph_def(graph_def: Any, inputs: Sequence[str], outputs: Sequence[st
         import tensorflow as tf
     except ImportError as e:  # pragma: no cover - the extra is installed in the tests
         raise Error.GRAPH_NEEDS_TF.exception(error=str(e)) from e
-    nodes = _nodes.parse(_nodes.load(graph_def, tf), tf)
-    in_t, out_t = [_tensor(i) for i in inputs], [_tensor(o) for o in outputs]
-    for t, what in [(t, "inputs") for t in in_t] + [(t, "outputs") for t in out_t]:
-        if t[0] not in nodes:
-            Error.GRAPH_UNKNOWN_TENSOR.raise_(tensor=f"{t[0]}:{t[1]}", what=what)
+    in_t, out_t = _tensors(inputs, "inputs"), _tensors(outputs, "outputs")
+    graph_def = _nodes.load(graph_def, tf)
+    nodes = _nodes.parse(graph_def, tf)
+    node_outputs = _nodes.outputs(graph_def, nodes, tf)
+    _check_tensors(nodes, node_outputs, in_t, "inputs")
+    _check_tensors(nodes, node_outputs, out_t, "outputs")
+    specs = [(node_outputs.get(name) or (_nodes.Output(),) * (index + 1))[index] for name, index in in_t]
     fed = {t[0] for t in in_t}
     needed = _needed(nodes, out_t, fed)
     graph = Graph({n: nodes[n] for n in nodes if n in needed}, set(in_t))
     _check(graph, needed, fed)
     array_ids = {n: k for k, n in enumerate(nodes) if nodes[n].op == "TensorArrayV3"}
     options = Options(stack_capacity=stack_capacity, max_unroll=max_unroll)
-    names = ", ".join(inputs)
+    names = ", ".join(f"{n}:{k}" for n, k in in_t)
 
     def run(*args: Any) -> list[Any]:
         if len(args) != len(in_t):
             Error.GRAPH_ARGUMENT_COUNT.raise_(expected=len(in_t), names=names, given=len(args))
-        runner = _control_flow.Runner(graph, Context(array_ids, tensor_array_capacity), options)
-        values = runner.outputs({t: jnp.asarray(a) for t, a in zip(in_t, args, strict=True)}, out_t)
-        return [jnp.asarray(v) for v in values]
+        feeds = {t: _feed(a, f"{t[0]}:{t[1]}", spec) for t, a, spec in zip(in_t, args, specs, strict=True)}
+        runner = _Runner(graph, Context(array_ids, tensor_array_capacity), options)
+        return [jnp.asarray(v) for v in runner.outputs(feeds, out_t)]
 
-    run.__doc__ = f"The imported graph: ({names}) -> [{', '.join(outputs)}]."
+    run.__doc__ = f"The imported graph: ({names}) -> [{', '.join(f'{n}:{k}' for n, k in out_t)}]."
     return run

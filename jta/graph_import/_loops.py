@@ -68,8 +68,10 @@ class Options:
     max_bound: int = 10_000  # the most steps of a loop whose count is only bounded (a masked lax.scan)
 
 
-class _Unstable(Exception):
-    """A loop body changes the structure of its carry (internal: the loop is unrolled instead)."""
+class Unstable(Exception):
+    """A loop body changes the structure of its carry: the loop is unrolled instead. Internal: when it
+    cannot be, the loop raises a catalogue error, and the imported function turns any that escapes
+    into one naming the loop."""
 
 
 class Loops(abc.ABC):
@@ -170,14 +172,14 @@ class Loops(abc.ABC):
         elif bounded and n is not None:
             try:
                 res, final = self._masked_scan(f, outer, init, n, traj, res)
-            except _Unstable:
+            except Unstable:
                 res, final = self._while(f, outer, init, traj, res)
         elif n is None:
             res, final = self._while(f, outer, init, traj, res)
         else:
             try:
                 res, final = self._scan(f, outer, init, n, traj, finals, res)
-            except _Unstable as why:
+            except Unstable as why:
                 if n > self.opt.max_unroll:
                     Error.GRAPH_LOOP_STRUCTURE.raise_(frame=name, what=f"cannot be a lax.scan ({why}) and its "
                                                       f"{n} steps are more than max_unroll={self.opt.max_unroll}")
@@ -239,7 +241,7 @@ class Loops(abc.ABC):
             except Exception as e:  # noqa: BLE001 - any failure of the scan body means "unroll it"
                 if n is None:
                     raise
-                raise _Unstable(f"{type(e).__name__}: {str(e)[:200]}") from e
+                raise Unstable(f"{type(e).__name__}: {str(e)[:200]}") from e
             finally:
                 self.ctx.recorders = outer_recs
             same = jax.tree.structure(out_res) == jax.tree.structure(res) and all(
@@ -248,9 +250,49 @@ class Loops(abc.ABC):
             if same:
                 return res
             if attempt == 1:
-                raise _Unstable("the loop body changes the structure of its carry")
+                if n is None:  # a while loop has no fallback: say what changes and what to do
+                    what, way_out = self._carry_change(res, carry, out_res, out_carry)
+                    Error.GRAPH_LOOP_CARRY.raise_(frame=f.name, what=what, way_out=way_out)
+                raise Unstable("the loop body changes the structure of its carry")
             res = self._create(f, res, out_res, rec, n)
         return res
+
+    def _carry_change(self, res: Resources, carry: dict[str, Any], out_res: Resources, out_carry: dict[str, Any]
+                      ) -> tuple[str, str]:
+        """What of the carry a step changes, and the way out, for :data:`Error.GRAPH_LOOP_CARRY`."""
+        unroll = (f"A loop whose trip count is static is unrolled instead (up to max_unroll={self.opt.max_unroll} "
+                  "steps): feed what decides the trip count as a constant.")
+        for handle, after in out_res.arrays.arrays.items():
+            before = res.arrays.arrays.get(handle)
+            if before is not None and _structure(before) == _structure(after):
+                continue
+            meta = jax.tree.structure(after).node_data()[1]
+            node = self._array_node(handle)
+            if before is not None and jax.tree.structure(before).node_data()[1].slots is not None:
+                return (f"the element shape of TensorArray {node} is not fully defined, so each write changes "
+                        f"its static structure", f"Give it a full element_shape where the graph creates it "
+                        f"(tf.TensorArray(..., element_shape=...), or placeholders of static shape from which "
+                        f"TensorFlow infers it). {unroll}")
+            if meta.dynamic_size and meta.capacity is None:
+                return (f"TensorArray {node} is dynamic_size without a static capacity, so a write past its end "
+                        f"changes its static structure", f"Pass tensor_array_capacity=N to jta.import_graph_def. "
+                        f"{unroll}")
+            return f"TensorArray {node} changes its static structure", unroll
+        for handle, stack in out_res.stacks.items():
+            if _structure(res.stacks.get(handle)) != _structure(stack):
+                return f"stack {handle} changes its static structure", f"Pass stack_capacity=N. {unroll}"
+        for m, value in out_carry.items():
+            if _aval(value) != _aval(carry[m]):
+                return f"loop variable {m} changes from {_aval(carry[m])} to {_aval(value)}", unroll
+        return "its resources change their static structure", unroll
+
+    def _array_node(self, handle: str) -> str:
+        """The ``TensorArrayV3`` node whose array has the handle ``handle`` (``<name>_<node number>``)."""
+        for name, number in self.ctx.array_ids.items():
+            node = self.g.nodes.get(name)
+            if node is not None and handle == f"{node.attr('tensor_array_name', '') or name}_{number}":
+                return name
+        return repr(handle)
 
     def _create(self, f: Frame, res: Resources, out: Resources, rec: Recorder, n: Optional[int]) -> Resources:
         state = res.arrays
@@ -302,7 +344,7 @@ class Loops(abc.ABC):
         whiles = self.whiles
         res = self._prepare(f, step, res, carry0, x0, n)
         if self.whiles > whiles and xs:  # an inner trip count depends on the step: unrolled, it may be static
-            raise _Unstable("a nested loop's trip count depends on the step")
+            raise Unstable("a nested loop's trip count depends on the step")
         recs = self.ctx.recorders
         for r in recs:
             r.multiplier = None if r.multiplier is None else r.multiplier * n
@@ -392,6 +434,11 @@ def _shape(v: Any) -> Optional[tuple[int, ...]]:
 
 def _same(a: Any, b: Any) -> bool:
     return np.array_equal(a, b) and np.asarray(a).dtype == np.asarray(b).dtype
+
+
+def _structure(tree: Any) -> Any:
+    """The tree structure and the shapes and dtypes of its leaves: what a loop carry must keep."""
+    return jax.tree.structure(tree), [_aval(leaf) for leaf in jax.tree.leaves(tree)]
 
 
 def _aval(x: Any) -> Any:

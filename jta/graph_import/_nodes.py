@@ -13,7 +13,20 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._channel.catalogue import Error
+
 Tensor = tuple[str, int]  # (producing node, output index)
+Shape = Optional[tuple[Optional[int], ...]]  # None: unknown rank
+
+
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """One output of a node as TensorFlow's shape inference sees it: ``dtype`` is a ``numpy.dtype``
+    (or a name for resources, variants and strings; None when unknown), ``shape`` a tuple with
+    ``None`` for unknown dimensions (None when the rank is unknown)."""
+
+    dtype: Any = None
+    shape: Shape = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +51,7 @@ def tensor_name(text: str) -> Tensor:
     return text, 0
 
 
-def _shape(proto: Any) -> Optional[tuple[Optional[int], ...]]:
+def _shape(proto: Any) -> Shape:
     if proto.unknown_rank:
         return None
     return tuple(None if d.size < 0 else int(d.size) for d in proto.dim)
@@ -85,13 +98,65 @@ def parse(graph_def: Any, tf: Any) -> dict[str, Node]:
     return nodes
 
 
+def outputs(graph_def: Any, nodes: dict[str, Node], tf: Any) -> dict[str, Optional[tuple[Output, ...]]]:
+    """Each node's outputs (None where unknown): imported into a ``tf.Graph``, as ``Session.run`` sees
+    them, or, when TensorFlow cannot import the graph, counted from the op registry (a ``Placeholder``
+    keeps its ``dtype`` and ``shape`` attributes)."""
+    try:
+        with tf.Graph().as_default() as graph:
+            tf.compat.v1.import_graph_def(graph_def, name="")
+    except Exception:  # noqa: BLE001 - an op TensorFlow does not know, a shape it cannot infer
+        return {name: _registered_outputs(node, tf) for name, node in nodes.items()}
+    return {op.name: tuple(Output(_dtype(tf, t.dtype.as_datatype_enum),
+                                  None if t.shape.rank is None else tuple(t.shape.as_list()))
+                           for t in op.outputs)
+            for op in graph.get_operations()}
+
+
+def _registered_outputs(node: Node, tf: Any) -> Optional[tuple[Output, ...]]:
+    from tensorflow.python.framework import op_def_registry
+
+    if node.op == "Placeholder":
+        return (Output(node.attr("dtype"), node.attr("shape")),)
+    op_def = op_def_registry.get(node.op)
+    if op_def is None:
+        return None
+    count = 0
+    for arg in op_def.output_arg:
+        if arg.number_attr:
+            count += int(node.attr(arg.number_attr, 0))
+        elif arg.type_list_attr:
+            count += len(node.attr(arg.type_list_attr, []))
+        else:
+            count += 1
+    return (Output(),) * count
+
+
 def load(graph: Any, tf: Any) -> Any:
     """A ``GraphDef`` from a ``GraphDef``, a ``tf.Graph`` or the path of a binary ``.pb`` file."""
+    from google.protobuf.message import DecodeError
+
+    if isinstance(graph, tf.compat.v1.GraphDef):
+        return graph
     if isinstance(graph, tf.Graph):
         return graph.as_graph_def()
-    if isinstance(graph, (str, bytes)) or hasattr(graph, "__fspath__"):
-        graph_def = tf.compat.v1.GraphDef()
+    if not isinstance(graph, (str, bytes)) and not hasattr(graph, "__fspath__"):
+        Error.GRAPH_SOURCE.raise_(given=_describe(graph))
+    try:
         with open(graph, "rb") as f:
-            graph_def.ParseFromString(f.read())
-        return graph_def
-    return graph
+            data = f.read()
+    except FileNotFoundError as error:
+        raise Error.GRAPH_NO_FILE.exception(path=str(error.filename)) from None
+    graph_def = tf.compat.v1.GraphDef()
+    try:
+        graph_def.ParseFromString(data)
+    except DecodeError as error:
+        raise Error.GRAPH_BAD_FILE.exception(path=str(graph), size=len(data), error=error) from None
+    if not graph_def.node:
+        Error.GRAPH_BAD_FILE.raise_(path=str(graph), size=len(data), error="it holds no nodes")
+    return graph_def
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:80] + '...' if len(text) > 80 else text}"
