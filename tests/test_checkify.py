@@ -194,15 +194,18 @@ def test_checkify_inside_vmap_gives_a_batched_record_raising_the_first_failing_m
 
 # -- the checkified function, called in each way -----------------------------------------------
 def test_checkify_eagerly_under_jit_and_disable_jit():
-    """Plain compiled code raises from a host callback; under ``disable_jit`` the plain function
-    raises at once; checkify hands the same error back as data in every case."""
+    """Plain compiled code raises from a host callback; the plain function called eagerly (its
+    scan compiled by JAX's eager dispatch) or under ``disable_jit`` raises jta's error at once;
+    checkify hands the same error back as data in every case."""
     text = READ_PAST.format(3)
     (errors, out), (jit_errors, jit_out) = jta.checkify(scan_read)(i32(2)), jax.jit(jta.checkify(scan_read))(i32(2))
     assert str(errors.exception) == str(jit_errors.exception) == text and out == jit_out
     with pytest.raises(jax.errors.JaxRuntimeError):  # plain: a host callback, in compiled code
-        jax.block_until_ready(scan_read(i32(2)))
+        jax.block_until_ready(jax.jit(scan_read)(i32(2)))
     with pytest.raises(jta.errors.InvalidArgumentError, match=k_text(text)):
         jta.throw()  # what the callback raised, as jta's class
+    with pytest.raises(jta.errors.InvalidArgumentError, match=k_text(text)):
+        scan_read(i32(2))  # eager: the scan raises jta's error when it returns
     with jax.disable_jit():
         with pytest.raises(jta.errors.InvalidArgumentError, match=k_text(text)):
             scan_read(i32(2))  # op by op: raises at once, with jta's class

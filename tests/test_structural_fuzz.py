@@ -13,7 +13,13 @@ function per mode, reused for all of them):
 * ``checked``: ``jta.checked(program)(*args)``;
 * ``jit-checkify``: ``errors, out = jax.jit(jta.checkify(program))(*args)``, ``jta.throw(errors)``;
 * ``export``: ``jax.export.export(jax.jit(jta.checkify(program)))(*args)``, serialized,
-  deserialized, called (on as many devices as it was exported for), ``jta.throw(errors)``.
+  deserialized, called (on as many devices as it was exported for), ``jta.throw(errors)``;
+* ``dispatch`` (``--dispatch`` only): ``jta.throw(program(*args))`` called eagerly without
+  ``disable_jit``, where JAX compiles each loop and conditional as it dispatches it (programs
+  without a ``jax.jit``, ``shard_map`` or ``checkify`` of their own). Not in the suite: there the
+  arguments are concrete, so a loop body or an untaken branch that indexes out of range with
+  them raises while it is traced, where the op-by-op reference never runs it (the documented
+  "static problems raise while tracing" rule); every other outcome must be eager's.
 
 Every compiled mode must agree with eager: the same first error (exception class and ``str``),
 else the same output structure and values (``np.testing.assert_allclose``, rtol/atol 1e-5; an
@@ -165,6 +171,8 @@ class Runner:
 
         if mode == "checked":
             return _outcome(lambda: self.checked(*args))
+        if mode == "dispatch":  # eager calls, JAX compiling loops and conditionals as it dispatches them
+            return _outcome(lambda: jta.throw(self.fn(*args)))
         if mode == "jit-checkify":
             def run():
                 errors, out = self.jitted(*args)
@@ -189,9 +197,21 @@ class Runner:
         return _outcome(exported)
 
 
-def modes_of(seed: int, all_modes: bool = ALL_MODES) -> tuple[str, ...]:
-    """The compiled modes of the program of ``seed``: all three, or one in rotation."""
-    return MODES if all_modes else (MODES[seed % len(MODES)],)
+def modes_of(seed: int, all_modes: bool = ALL_MODES, program: Optional[structural.Program] = None,
+             dispatch: bool = False) -> tuple[str, ...]:
+    """The modes of the program of ``seed``: all three compiled ones, or one in rotation; and
+    with ``dispatch``, ``dispatch`` for a program that compiles nothing itself."""
+    modes = MODES if all_modes else (MODES[seed % len(MODES)],)
+    if dispatch and program is not None and dispatches(program):
+        modes += ("dispatch",)
+    return modes
+
+
+def dispatches(program: structural.Program) -> bool:
+    """Whether ``program`` called eagerly must give eager's outcome: it holds no ``jax.jit`` or
+    ``shard_map`` (compiled code, where value ops raise from callbacks, unordered: the
+    documented bare-``jit`` mode) and no ``checkify`` of its own."""
+    return not any(word in program.source for word in ("jax.jit", "shard_map(", "checkify("))
 
 
 def compare(expected: dict, got: dict) -> Optional[str]:
@@ -440,13 +460,13 @@ def seeds(chunk: int, n_chunks: int, n: int = N_PROGRAMS, first: int = SEED) -> 
 
 
 def run_family(children: Children, family: str, seed_list: list[int], counts: collections.Counter,
-               all_modes: bool = ALL_MODES) -> list[dict]:
+               all_modes: bool = ALL_MODES, dispatch: bool = False) -> list[dict]:
     """Every program of ``family`` for ``seed_list``, in the child; the mismatches."""
     found: list[dict] = []
     programs = []
     for seed in seed_list:
         program = structural.generate(family, seed)
-        modes = modes_of(seed, all_modes)
+        modes = modes_of(seed, all_modes, program, dispatch)
         programs.append((program, modes))
         counts["programs"] += 1
         counts["calls"] += len(program.calls)
@@ -567,6 +587,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--programs", type=int, default=N_PROGRAMS, help="programs per family")
     parser.add_argument("--seed", type=int, default=SEED, help="the first seed")
     parser.add_argument("--all-modes", action="store_true", help="every program in all three compiled modes")
+    parser.add_argument("--dispatch", action="store_true",
+                        help="also call each program eagerly without disable_jit (see the docstring)")
     parser.add_argument("--show", type=int, default=SHOW, help="mismatching programs to print")
     parser.add_argument("--script", action="store_true", help="print the reproducer script of each program")
     parser.add_argument("--json", help="write the mismatches to this file")
@@ -586,7 +608,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             counts: collections.Counter = collections.Counter()
             t0 = time.perf_counter()
             found = run_family(children, family, list(range(args.seed, args.seed + args.programs)), counts,
-                               all_modes=args.all_modes or ALL_MODES)
+                               all_modes=args.all_modes or ALL_MODES, dispatch=args.dispatch)
             everything.extend(found)
             print(f"{family}: {_fmt(counts)}, {len(found)} mismatches in "
                   f"{len({m['seed'] for m in found})} programs ({time.perf_counter() - t0:.1f} s)", flush=True)

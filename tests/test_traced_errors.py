@@ -107,7 +107,7 @@ def test_read_errors_at_traced_indices(api, mode, case):
     pattern = k_text(text, NAMES[api])
     if api == "raw":  # the raw read returns the state: its error record reaches jta.throw
         expect_error(mode, lambda *idx: build(RawTA, *idx)[0], InvalidArgumentError, pattern, *args)
-    elif mode in ("eager", "disable_jit"):  # concrete: the read raises at once
+    elif mode in ("eager", "disable_jit", "scan"):  # concrete, or an eager scan: raises when it returns
         with pytest.raises(InvalidArgumentError, match=pattern):
             run(mode, lambda *idx: build(jta.TensorArray, *idx)[1], *args)
     else:  # jta.TensorArray.read returns only a value: compiled code raises when it runs

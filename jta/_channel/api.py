@@ -10,7 +10,7 @@ from typing import Any, Optional, TypeVar, cast
 import jax
 
 from .._core.array import ArrayData
-from . import primitives, vmap_masking  # noqa: F401  (registers vmap rules)
+from . import eager, primitives, vmap_masking  # noqa: F401  (registers eager and vmap rules)
 from .delivery import throw_array
 from .functionalize import functionalize, is_traceable, static_arguments
 from .primitives import Site, take_raised
