@@ -253,7 +253,7 @@ def test_structure_change_fixed_as_the_message_says():
     ta.close()
     ta = _fori(lambda t, i: t.write(i, jnp.ones(2)), jta.TensorArray(jnp.float32, size=3, element_shape=(2,)))
     assert ta.stack().shape == (3, 2)
-    ta, _ = _while(lambda t, i: t.write(3, 1.0),
+    ta, _ = _while(lambda t, i: t.write(i + 1, 1.0),  # (each slot once: eagerly a second write raises)
                    jta.TensorArray(jnp.float32, size=0, dynamic_size=True, element_shape=(), capacity=4))
     assert int(ta.size()) == 4
 
