@@ -227,6 +227,18 @@ class Error(enum.Enum):
                         "({what}), so the loop is neither a lax.scan nor a lax.while_loop. {way_out}")
     GRAPH_INTERNAL = (418, _Unimplemented, "Node {node} ({op}): jta.import_graph_def failed inside with {error}. "
                       "This is a construct the importer does not handle; please report it with the graph.")
+    GRAPH_GUARDED_LOOP = (420, _Unimplemented, "While loop {frame}: it sits in a cond branch whose predicate is "
+                          "only known at run time, so it runs as {kind} in both branches and its effects must be "
+                          "dropped where its branch is not taken, but {what}, so the states with and without it "
+                          "differ in structure, not only in values. Feed the cond's predicate as a constant (the "
+                          "other branch is then pruned), or let the loop be a lax.scan: give its TensorArrays a "
+                          "full element_shape= and pass tensor_array_capacity= / stack_capacity=.")
+    GRAPH_GUARDED_STATE = (421, _Unimplemented, "Node {node} ({op}): it sits in a cond branch whose predicate is "
+                           "only known at run time, so both branches run and their TensorArrays and stacks are "
+                           "selected between, but {what}, so the two states differ in structure, not only in "
+                           "values. Feed the cond's predicate as a constant (the other branch is then pruned), or "
+                           "give the TensorArray a full element_shape= where it is created (and pass "
+                           "tensor_array_capacity= for a dynamic_size one).")
 
     def __init__(self, code: int, cls: type[Exception], template: str, fields: tuple[str, ...] = ()):
         self.code, self.cls, self.template, self.fields = code, cls, template, fields

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._channel.catalogue import Error
 from . import _resources
-from ._loops import DEAD, Dyn, Loops
+from ._loops import DEAD, Dyn, Loops, select
 from ._nodes import Node, Tensor
 from ._ops import OPS, is_static
 from ._resources import Resources
@@ -121,22 +121,33 @@ class Runner(Loops):
         conds = [(env[p], pol) for p, pol in guard if not is_static(env.get(p))]
         if conds and node.op in ("StackPopV2", "StackPop"):
             res = _resources.buffered(res, args[0])  # a pop that may not happen: the top becomes a traced index
+        if conds and node.op in ("StackPushV2", "StackPush") and not self.ctx.recorders:
+            res = _pushable(res, args[0], args[1])  # a push that may not happen: likewise
         new, outs = _resources.RESOURCE_OPS[node.op](self.ctx, node, args, res)
         for k, v in enumerate(outs):
             env[(node.name, k)] = v
-        if conds:
-            ok = functools.reduce(jnp.logical_and, [p if pol else jnp.logical_not(p) for p, pol in conds])
-            if jax.tree.structure(new) != jax.tree.structure(res):
-                Error.GRAPH_LOOP_STRUCTURE.raise_(frame=node.name, what="a stateful op under a run-time condition "
-                                                  "changes the resources' structure")
-            # Only the leaves the op replaced: selecting every array and stack of the resources
-            # would add whole-buffer work to each guarded op.
-            new = jax.tree.map(lambda a, b: a if a is b else jnp.where(ok, a, b), new, res)
-        return new
+        if not conds:
+            return new
+        if self.ctx.recorders and jax.tree.structure(new) != jax.tree.structure(res):
+            return new  # a loop body traced for what it creates: the loop makes its buffers, then runs it
+        ok = functools.reduce(jnp.logical_and, [p if pol else jnp.logical_not(p) for p, pol in conds])
+        selected, change = select(ok, new, res)
+        if selected is None:
+            Error.GRAPH_GUARDED_STATE.raise_(node=node.name, op=node.op, what=change)
+        return selected
 
-    # -- the whole graph ----------------------------------------------------------------------
+        # -- the whole graph ----------------------------------------------------------------------
     def outputs(self, feeds: dict[Tensor, Any], outputs: list[Tensor]) -> list[Any]:
         env = dict(feeds)
         roots = tuple(dict.fromkeys(t[0] for t in outputs))
         self.run("", self.g.schedule("", roots, False), env, Resources())
         return [env[t] for t in outputs]
+
+
+def _pushable(res: Resources, handle: Any, value: Any) -> Resources:
+    """``res`` with the stack ``handle`` as a buffer with a traced top, ready for a push that happens only
+    where a run-time condition holds (a stack of handles or static values stays as it is)."""
+    stack = res.stacks.get(handle) if isinstance(handle, str) else None
+    if stack is None or stack.const is not None or stack.data is not None or isinstance(value, str):
+        return res
+    return Resources(res.arrays, {**res.stacks, handle: _resources.as_buffer(stack, len(stack.items), value)})

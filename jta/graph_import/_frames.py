@@ -9,7 +9,9 @@ and control edges (TensorFlow's own rule: the v1 gradient's stack pushes hang of
 
 **Guards.** Each tensor carries the cond predicates (and their polarities) under which it is live,
 so that a run-time ``Merge`` finds the predicate that tells its two branches apart and a stateful op
-inside a branch knows the conditions of its update (:mod:`jta.graph_import._control_flow`).
+inside a branch knows the conditions of its update (:mod:`jta.graph_import._control_flow`). A while
+frame inside a branch has the guards of what its ``Enter`` nodes read (its ``Exit`` nodes carry
+them; inside the body the guards start empty): the loop runs only where they hold.
 
 All of it is analysis of the node table, without values: :mod:`jta.graph_import._loops` and
 :mod:`jta.graph_import._control_flow` run what it finds.
@@ -179,14 +181,34 @@ class Graph:
         return t
 
     def _guards(self) -> None:
+        """Every tensor's guards, and every frame's (:attr:`frame_guards`): a frame inside a cond
+        branch runs under the union of the guards of what its ``Enter`` nodes read, and its ``Exit``
+        nodes carry them, so the cond's ``Merge`` sees its two branches. A frame's ``Enter`` nodes may
+        come after one of its ``Exit`` nodes in the order, hence the passes until nothing changes."""
+        self.frame_guards: dict[str, frozenset[tuple[Tensor, bool]]] = {}
+        for _ in range(len(self.frames) + 1):
+            before = dict(self.frame_guards)
+            self._guard_pass()
+            if self.frame_guards == before:
+                break
+
+    def _guard_pass(self) -> None:
         empty: frozenset[tuple[Tensor, bool]] = frozenset()
         node_guard: dict[str, frozenset[tuple[Tensor, bool]]] = {}
         for name in self.order():
             node = self.nodes[name]
             ins = [self.guards.get(t, empty) for t in node.inputs]
             ctl = [node_guard.get(c, empty) for c in node.control]
-            if node.op in ("Enter", "RefEnter", "Exit", "RefExit") or self.is_loop_merge(name) \
-                    or (node.op in ("Switch", "RefSwitch") and self.is_loop_switch(name)):
+            if node.op in ("Enter", "RefEnter"):
+                frame = self.frame_of.get(name) or ""
+                self.frame_guards[frame] = self.frame_guards.get(frame, empty).union(*ins, *ctl)
+                g = empty
+                self.guards[(name, 0)] = self.guards[(name, 1)] = g
+            elif node.op in ("Exit", "RefExit"):
+                inner = self.frame_of.get(node.inputs[0][0]) if node.inputs else None
+                g = self.frame_guards.get(inner or "", empty)
+                self.guards[(name, 0)] = self.guards[(name, 1)] = g
+            elif self.is_loop_merge(name) or (node.op in ("Switch", "RefSwitch") and self.is_loop_switch(name)):
                 g = empty
                 self.guards[(name, 0)] = self.guards[(name, 1)] = g
             elif node.op in ("Switch", "RefSwitch"):

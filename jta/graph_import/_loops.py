@@ -26,18 +26,20 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import raw_ops
 from .._channel.catalogue import Error
 from . import _resources
 from ._frames import Frame, Graph
 from ._nodes import Tensor
 from ._ops import is_static
-from ._resources import Context, Recorder, Resources
+from ._resources import Context, Recorder, Resources, Stack
 
 
 # The values of a runner's environment besides arrays and handles (the conds of
@@ -167,26 +169,48 @@ class Loops(abc.ABC):
                 env_v = finals[m] if (n is not None and m in finals) else Dyn(_shape(init[m]))
                 outer[(e, 0)] = env_v
             return res
+        taken = self._taken(f, outer)
         if n == 0:
             final = dict(init)
         elif bounded and n is not None:
             try:
-                res, final = self._masked_scan(f, outer, init, n, traj, res)
+                res, final = self._masked_scan(f, outer, init, n, traj, res, taken)
             except Unstable:
-                res, final = self._while(f, outer, init, traj, res)
+                res, final = self._while(f, outer, init, traj, res, taken)
         elif n is None:
-            res, final = self._while(f, outer, init, traj, res)
+            res, final = self._while(f, outer, init, traj, res, taken)
         else:
             try:
-                res, final = self._scan(f, outer, init, n, traj, finals, res)
+                res, final = self._scan(f, outer, init, n, traj, finals, res, taken)
             except Unstable as why:
                 if n > self.opt.max_unroll:
                     Error.GRAPH_LOOP_STRUCTURE.raise_(frame=name, what=f"cannot be a lax.scan ({why}) and its "
                                                       f"{n} steps are more than max_unroll={self.opt.max_unroll}")
+                before = res
                 res, final = self._unroll(f, outer, init, n, traj, finals, res)
+                if taken is not None:
+                    res = self._where_taken(f, taken, res, before, "an unrolled loop (it cannot be a lax.scan)")
         for e, m in f.exit_var.items():
             outer[(e, 0)] = final[m]
         return res
+
+    def _taken(self, f: Frame, outer: dict[Tensor, Any]) -> Any:
+        """Whether the cond branches around the frame ``f`` are taken (a traced bool), or None when the
+        frame is under no run-time condition. Both branches of such a cond run, so a loop in the branch
+        not taken must do nothing: its bound may be garbage there (and never reached)."""
+        conds = [(outer[p], polarity) for p, polarity in sorted(self.g.frame_guards.get(f.name, ()))
+                 if p in outer and not is_static(outer[p]) and not isinstance(outer[p], Dyn)]
+        if not conds:
+            return None
+        taken = [jnp.asarray(p, bool) if polarity else jnp.logical_not(p) for p, polarity in conds]
+        return functools.reduce(jnp.logical_and, taken)
+
+    def _where_taken(self, f: Frame, taken: Any, after: Resources, before: Resources, kind: str) -> Resources:
+        """The resources after the loop where its branch is taken, those before it elsewhere."""
+        selected, change = select(taken, after, before)
+        if selected is None:
+            Error.GRAPH_GUARDED_LOOP.raise_(frame=f.name, kind=kind, what=change)
+        return selected
 
     def body(self, f: Frame, outer: dict[Tensor, Any], res: Resources, values: dict[str, Any],
              traced: bool = True) -> tuple[Resources, dict[str, Any]]:
@@ -331,7 +355,7 @@ class Loops(abc.ABC):
         return Resources(res.arrays, stacks)
 
     def _scan(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], n: int,
-              traj: dict[str, list[Any]], finals: dict[str, Any], res: Resources
+              traj: dict[str, list[Any]], finals: dict[str, Any], res: Resources, taken: Any = None
               ) -> tuple[Resources, dict[str, Any]]:
         consts, xs, carried = self._split_vars(f, init, traj)
         carry0 = {m: _array(init[m]) for m in carried}
@@ -348,17 +372,26 @@ class Loops(abc.ABC):
         recs = self.ctx.recorders
         for r in recs:
             r.multiplier = None if r.multiplier is None else r.multiplier * n
+
+        def scan(state: tuple[Resources, dict[str, Any]]) -> tuple[Resources, dict[str, Any]]:
+            return jax.lax.scan(lambda c, x: (step(c[0], c[1], x), None), state, xs, length=n)[0]
+
         try:
-            (res, carry), _ = jax.lax.scan(lambda c, x: (step(c[0], c[1], x), None), (res, carry0), xs, length=n)
+            if taken is None:
+                res, carry = scan((res, carry0))
+            else:  # in a cond branch: no step (nor any of its checks) where the branch is not taken
+                res, carry = jax.lax.cond(taken, scan, lambda state: state, (res, carry0))
         finally:
             for r in recs:
                 r.multiplier = None if r.multiplier is None else r.multiplier // n
         return res, {**finals, **carry}
 
     def _masked_scan(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], n: int,
-                     traj: dict[str, list[Any]], res: Resources) -> tuple[Resources, dict[str, Any]]:
+                     traj: dict[str, list[Any]], res: Resources, taken: Any = None
+                     ) -> tuple[Resources, dict[str, Any]]:
         """A loop whose count is known at run time only but is at most ``n``: a ``lax.scan`` of ``n``
-        steps, each a ``lax.cond`` on the loop condition (still true), so reverse mode works."""
+        steps, each a ``lax.cond`` on the loop condition (still true), so reverse mode works. In a cond
+        branch not ``taken``, no step is active."""
         consts = {m: v for m, v in self._split_vars(f, init, traj)[0].items() if _same(v, init[m])}
         carried = [m for m in f.merges if m not in consts]
         carry0 = {m: _array(init[m]) for m in carried}
@@ -379,14 +412,17 @@ class Loops(abc.ABC):
         for r in recs:
             r.multiplier = None if r.multiplier is None else r.multiplier * n
         try:
-            (res, carry, _), _ = jax.lax.scan(masked, (res, carry0, jnp.asarray(True)), None, length=n)
+            (res, carry, _), _ = jax.lax.scan(masked, (res, carry0, jnp.asarray(True if taken is None else taken)),
+                                             None, length=n)
         finally:
             for r in recs:
                 r.multiplier = None if r.multiplier is None else r.multiplier // n
         return res, {**consts, **carry}
 
     def _while(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], traj: dict[str, list[Any]],
-               res: Resources) -> tuple[Resources, dict[str, Any]]:
+               res: Resources, taken: Any = None) -> tuple[Resources, dict[str, Any]]:
+        """A ``lax.while_loop`` on the loop condition (and'ed with ``taken``: no step in a cond branch
+        not taken, whose bound may never be reached)."""
         consts = self._invariants(f, outer, init, res)
         carried = [m for m in f.merges if m not in consts]
         carry0 = {m: _array(init[m]) for m in carried}
@@ -397,7 +433,8 @@ class Loops(abc.ABC):
 
         def cond(state: tuple[Resources, dict[str, Any]]) -> Any:
             env = self._body_env(f, outer, {**consts, **state[1]})
-            return jnp.asarray(self._pred(f, env, state[0], probe=False))
+            go = jnp.asarray(self._pred(f, env, state[0], probe=False))
+            return go if taken is None else jnp.logical_and(taken, go)
 
         self.whiles += 1
         res = self._prepare(f, step, res, carry0, None, None)
@@ -454,3 +491,45 @@ def _like(v: Any, like: Any, frame: str) -> Any:
         Error.GRAPH_LOOP_STRUCTURE.raise_(frame=frame, what=f"a loop variable changes shape from {np.shape(like)} "
                                           f"to {_shape(v)} (shape invariants are not supported)")
     return jnp.asarray(v, like.dtype)
+
+
+def select(ok: Any, new: Resources, old: Resources) -> tuple[Optional[Resources], str]:
+    """``new`` where ``ok`` holds and ``old`` elsewhere (the update of a stateful op, or of a loop, under
+    a run-time condition), or None and what changed when the two differ in structure.
+
+    Only the leaves that changed are selected (selecting every array and stack would add whole-buffer
+    work to each guarded op). An array, accumulator or stack created on the way is kept either way
+    (nothing outside the branch names it); a stack buffer that grew by a slot in line keeps the new
+    buffer, whose selected top says which slots hold values."""
+    arrays = {**{h: a for h, a in new.arrays.arrays.items() if h not in old.arrays.arrays}, **old.arrays.arrays}
+    grads = {**{k: a for k, a in new.arrays.grads.items() if k not in old.arrays.grads}, **old.arrays.grads}
+    stacks = {**{h: s for h, s in new.stacks.items() if h not in old.stacks}, **old.stacks}
+    for handle, stack in new.stacks.items():
+        before = stacks[handle]
+        if before.data is not None and stack.data is not None and np.shape(before.data) != np.shape(stack.data) \
+                and not stack.items and not before.items:
+            stacks[handle] = Stack((), stack.data, before.top)
+    old = Resources(raw_ops.State(arrays, grads, old.arrays.counter), stacks)
+    if jax.tree.structure(new) != jax.tree.structure(old) or any(
+            np.shape(a) != np.shape(b) for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(old), strict=True)):
+        return None, _change(new, old)
+    return jax.tree.map(lambda a, b: a if a is b else jnp.where(ok, a, b), new, old), ""
+
+
+def _change(new: Resources, old: Resources) -> str:
+    """What a stateful op or a loop changed in the structure of the resources, in words."""
+    for handle, array in new.arrays.arrays.items():
+        if _layout(array) != _layout(old.arrays.arrays.get(handle)):
+            return (f"it changes the static structure of TensorArray {handle} (a first write fixes an element "
+                    f"shape the array was created without, or a dynamic_size array grows)")
+    for key, array in new.arrays.grads.items():
+        if _layout(array) != _layout(old.arrays.grads.get(key)):
+            return f"it changes the static structure of the gradient TensorArray {key[1]!r} of {key[0]}"
+    for handle, stack in new.stacks.items():
+        if _layout(stack) != _layout(old.stacks.get(handle)):
+            return f"it changes the static structure of stack {handle}"
+    return "it changes the static structure of the TensorArrays or stacks"
+
+
+def _layout(tree: Any) -> Any:
+    return jax.tree.structure(tree), [np.shape(leaf) for leaf in jax.tree.leaves(tree)]

@@ -1,0 +1,241 @@
+"""jta.import_graph_def: control flow v1 around conds with a run-time predicate, against Session.run.
+
+Both branches of such a cond run and a ``Merge`` selects, so: (a) a while loop in the branch not
+taken must do nothing (its bound may be garbage there; a regression hangs, so these cases run in a
+subprocess with a timeout), and its effects on TensorArrays must not count; (b) a while loop inside
+a cond, and its ``tf.gradients`` graph; (c) gradient graphs of a cond inside a while loop
+(``tf.map_fn`` of a function with a cond, a loop whose body has one), whose stack pushes and pops
+happen under the cond; (d) what remains refused names the node, the construct and the way out.
+Each graph runs eagerly and under ``jax.jit``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+
+import jax  # noqa: E402
+
+import jta  # noqa: E402
+from jta import errors  # noqa: E402
+from tests.helpers.tfgraph import k_graph  # noqa: E402
+
+
+def _session(graph, fetches, feeds):
+    import tensorflow as tf
+
+    with tf.compat.v1.Session(graph=graph) as session:
+        return session.run(fetches, feeds)
+
+
+def _close(got, expected, tolerance=1e-5):
+    for value, reference in zip(got, expected, strict=True):
+        np.testing.assert_allclose(np.asarray(value), np.asarray(reference), rtol=tolerance, atol=tolerance)
+
+
+def _compare(graph, inputs, outputs, feeds_list, **options):
+    """The imported graph, eagerly and under jit, against Session.run on each tuple of feeds."""
+    imported = jta.import_graph_def(graph.as_graph_def(), inputs=inputs, outputs=outputs, **options)
+    jitted = jax.jit(imported)
+    for feeds in feeds_list:
+        expected = _session(graph, outputs, dict(zip(inputs, feeds, strict=True)))
+        _close(imported(*feeds), expected)
+        _close(jitted(*feeds), expected)
+
+
+# -- (a) a loop in the branch not taken -------------------------------------------------------------
+_RUN_IN_SUBPROCESS = textwrap.dedent("""
+    import json, sys
+    import numpy as np, jax, jta
+    path, inputs, outputs, feeds_list = json.loads(sys.stdin.read())
+    imported = jta.import_graph_def(path, inputs=inputs, outputs=outputs)
+    results = []
+    for feeds in feeds_list:
+        arrays = [np.asarray(value, dtype) for value, dtype in feeds]
+        results.append([[np.asarray(v).tolist() for v in imported(*arrays)],
+                        [np.asarray(v).tolist() for v in jax.jit(imported)(*arrays)]])
+    print(json.dumps(results))
+""")
+
+
+def _compare_in_subprocess(graph, inputs, outputs, feeds_list, tmp_path, timeout=240):
+    """As :func:`_compare`, in a subprocess killed after ``timeout`` seconds: a loop that never ends
+    fails the test instead of hanging it (XLA's loop does not return to Python to be interrupted)."""
+    path = tmp_path / "graph.pb"
+    path.write_bytes(graph.as_graph_def().SerializeToString())
+    request = [str(path), inputs, outputs,
+               [[(np.asarray(v).tolist(), np.asarray(v).dtype.str) for v in feeds] for feeds in feeds_list]]
+    try:
+        done = subprocess.run([sys.executable, "-c", _RUN_IN_SUBPROCESS], input=json.dumps(request),
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the imported graph did not return within {timeout} s (a loop in a branch not taken runs)")
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    for feeds, (eager, jitted) in zip(feeds_list, results, strict=True):
+        expected = _session(graph, outputs, dict(zip(inputs, feeds, strict=True)))
+        _close(eager, expected)
+        _close(jitted, expected)
+
+
+def test_loop_in_the_branch_not_taken_does_not_run(tmp_path):
+    """A while loop (lax.while_loop: a trip count fed at run time) whose bound is 2e9 unless its
+    branch is taken; a bounded one (maximum_iterations=, a masked lax.scan) beside it."""
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+
+        def count_up():
+            _, total = tf.compat.v1.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s + x),
+                                               [tf.constant(0), tf.zeros([3])])
+            return total
+
+        def count_up_bounded():
+            _, total = tf.compat.v1.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s * 0.5 + x),
+                                               (tf.constant(0), tf.zeros([3])), maximum_iterations=1000)
+            return total
+
+        small = n < 100
+        tf.identity(tf.compat.v1.cond(small, count_up, lambda: x * 2.0), name="y")
+        tf.identity(tf.compat.v1.cond(tf.logical_not(small), lambda: -x, count_up_bounded), name="z")
+    xv = np.array([0.5, -1.0, 2.0], np.float32)
+    feeds = [(xv, np.int32(7)), (xv, np.int32(2_000_000_000)), (xv, np.int32(0))]
+    _compare_in_subprocess(graph, ["x:0", "n:0"], ["y:0", "z:0"], feeds, tmp_path)
+
+
+def test_tensor_array_written_by_a_loop_in_the_branch_not_taken():
+    """A loop of static trip count (a lax.scan, run either way) writes an array created before the
+    cond; where its branch is not taken, the array holds what the other branch wrote."""
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [4], name="x")
+        p = tf.compat.v1.placeholder(tf.bool, [], name="p")
+        array = tf.TensorArray(tf.float32, size=4, element_shape=[])
+
+        def write_in_a_loop():
+            _, written = tf.compat.v1.while_loop(
+                lambda i, t: i < 4, lambda i, t: (i + 1, t.write(i, x[i] * tf.cast(i, tf.float32))), [0, array])
+            return written
+
+        result = tf.compat.v1.cond(p, write_in_a_loop, lambda: array.unstack(x + 1.0))
+        tf.identity(result.stack(), name="y")
+    xv = np.array([0.5, -1.0, 2.0, 3.0], np.float32)
+    _compare(graph, ["x:0", "p:0"], ["y:0"], [(xv, np.bool_(True)), (xv, np.bool_(False))])
+
+
+# -- (b) a loop inside a cond, and its gradient -------------------------------------------------
+def test_while_loop_inside_a_cond_and_its_gradient():
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        p = tf.compat.v1.placeholder(tf.bool, [], name="p")
+
+        def loop():
+            _, h = tf.compat.v1.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.tanh(h * x + 0.1)),
+                                           [tf.constant(0), x])
+            return h
+
+        y = tf.compat.v1.cond(p, loop, lambda: x * 2.0)
+        loss = tf.reduce_sum(y * y, name="loss")
+        (dx,) = tf.gradients(loss, [x])
+        tf.identity(dx, name="dx")
+    xv = np.array([0.1, -0.4, 0.7], np.float32)
+    feeds = [(xv, np.bool_(True)), (xv, np.bool_(False))]
+    _compare(graph, ["x:0", "p:0"], ["loss:0"], feeds)
+    _compare(graph, ["x:0", "p:0"], ["loss:0", "dx:0"], feeds)
+
+
+# -- (c) gradients of a cond inside a loop ------------------------------------------------------
+def test_gradient_of_map_fn_with_a_cond():
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [5], name="x")
+        y = tf.map_fn(lambda v: tf.compat.v1.cond(v > 0, lambda: v * v, lambda: tf.sin(v)), x)
+        loss = tf.reduce_sum(y * x, name="loss")
+        (dx,) = tf.gradients(loss, [x])
+        tf.identity(dx, name="dx")
+    _compare(graph, ["x:0"], ["loss:0", "dx:0"], [(np.array([0.5, -0.2, 0.3, -1.0, 2.0], np.float32),)])
+
+
+def test_gradient_of_a_while_loop_with_a_cond_in_its_body():
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+
+        def body(i, h):
+            return i + 1, tf.compat.v1.cond(tf.reduce_sum(h) > 0, lambda: tf.tanh(h * x), lambda: h * 0.5 + x)
+
+        _, h = tf.compat.v1.while_loop(lambda i, h: i < 4, body, [tf.constant(0), x])
+        _, fed = tf.compat.v1.while_loop(lambda i, h: i < n, body, [tf.constant(0), x])  # a lax.while_loop
+        tf.identity(tf.reduce_sum(h * h) + tf.reduce_sum(fed), name="loss")
+        (dx,) = tf.gradients(tf.reduce_sum(h * h), [x])
+        tf.identity(dx, name="dx")
+        (dfed,) = tf.gradients(tf.reduce_sum(fed * fed), [x])
+        tf.identity(dfed, name="dfed")
+    feeds = [(np.array([0.5, -0.2, 0.3], np.float32), np.int32(3)),
+             (np.array([-0.5, -0.2, 0.3], np.float32), np.int32(5))]
+    _compare(graph, ["x:0", "n:0"], ["loss:0", "dx:0"], feeds)
+    _compare(graph, ["x:0", "n:0"], ["dfed:0"], feeds, stack_capacity=16)
+
+
+# -- (d) what remains refused -------------------------------------------------------------------
+def test_array_whose_structure_changes_under_a_run_time_cond_is_refused():
+    """An array created without an element shape whose first write happens in one branch: the two
+    branches leave it with different static structure (no element shape, or one)."""
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        p = tf.compat.v1.placeholder(tf.bool, [], name="p")
+        array = tf.TensorArray(tf.float32, size=2, infer_shape=False)
+        flow = tf.compat.v1.cond(p, lambda: array.write(0, x).flow, lambda: array.flow)
+        tf.identity(flow, name="flow")
+    imported = jta.import_graph_def(graph.as_graph_def(), inputs=["x:0", "p:0"], outputs=["flow:0"])
+    with pytest.raises(errors.UnimplementedError, match=r"Node cond/TensorArrayWrite/TensorArrayWriteV3 "
+                       r"\(TensorArrayWriteV3\): it sits in a cond branch.*element_shape="):
+        jax.jit(imported)(np.ones(3, np.float32), np.bool_(True))
+
+
+def _growing_array_in_a_branch():
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        p = tf.compat.v1.placeholder(tf.bool, [], name="p")
+        array = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[3])
+
+        def grow():
+            _, grown = tf.compat.v1.while_loop(lambda i, t: i < 3,
+                                               lambda i, t: (i + 1, t.write(i, x * tf.cast(i, tf.float32))),
+                                               [0, array])
+            return grown
+
+        result = tf.compat.v1.cond(p, grow, lambda: array)
+        tf.identity(result.size(), name="y")  # its stack's shape would depend on p
+    return graph
+
+
+def test_loop_growing_an_array_in_a_run_time_branch_needs_a_capacity():
+    """Without a capacity the growing array makes the loop unrolled, whose growth cannot be undone
+    where the branch is not taken: refused, naming the loop and the way out; with one it runs."""
+    graph = _growing_array_in_a_branch()
+    xv = np.array([0.5, -1.0, 2.0], np.float32)
+    imported = jta.import_graph_def(graph.as_graph_def(), inputs=["x:0", "p:0"], outputs=["y:0"])
+    with pytest.raises(errors.UnimplementedError, match=r"While loop cond/while/while_context: it sits in a cond "
+                       r"branch.*dynamic_size array grows.*tensor_array_capacity="):
+        jax.jit(imported)(xv, np.bool_(True))
+    _compare(graph, ["x:0", "p:0"], ["y:0"], [(xv, np.bool_(True)), (xv, np.bool_(False))], tensor_array_capacity=8)
