@@ -5,7 +5,8 @@ taken must do nothing (its bound may be garbage there; a regression hangs, so th
 subprocess with a timeout), and its effects on TensorArrays must not count; (b) a while loop inside
 a cond, and its ``tf.gradients`` graph; (c) gradient graphs of a cond inside a while loop
 (``tf.map_fn`` of a function with a cond, a loop whose body has one), whose stack pushes and pops
-happen under the cond; (d) what remains refused names the node, the construct and the way out.
+happen under the cond; nested loops whose inner loop pushes onto the gradient's stacks in every
+step of an unrolled outer loop; (d) what remains refused names the node, the construct and the way out.
 Each graph runs eagerly and under ``jax.jit``.
 """
 
@@ -190,6 +191,34 @@ def test_gradient_of_a_while_loop_with_a_cond_in_its_body():
              (np.array([-0.5, -0.2, 0.3], np.float32), np.int32(5))]
     _compare(graph, ["x:0", "n:0"], ["loss:0", "dx:0"], feeds)
     _compare(graph, ["x:0", "n:0"], ["dfed:0"], feeds, stack_capacity=16)
+
+
+# -- nested loops: an inner loop's stacks pushed again in each step of an unrolled outer loop ----
+def test_gradient_of_map_fn_over_a_recurrent_loop():
+    """``tf.map_fn`` whose function runs an RNN-like while loop over TensorArrays: the inner forward
+    loop pushes onto the gradient's stacks once per outer step (the outer loop is unrolled), so each
+    run must find room after the previous run's values, and the inner gradient pops them back."""
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3, 4, 2], name="x")
+
+        def recurrent(sequence):
+            inputs = tf.TensorArray(tf.float32, size=4, element_shape=[2]).unstack(sequence)
+            outputs = tf.TensorArray(tf.float32, size=4, element_shape=[2])
+
+            def step(t, h, written):
+                h = tf.tanh(inputs.read(t) + h * 0.5)
+                return t + 1, h, written.write(t, h)
+
+            _, _, written = tf.compat.v1.while_loop(lambda t, h, o: t < 4, step, [0, tf.zeros([2]), outputs])
+            return written.stack()
+
+        y = tf.map_fn(recurrent, x)
+        loss = tf.reduce_sum(y * y, name="loss")
+        (dx,) = tf.gradients(loss, [x])
+        tf.identity(dx, name="dx")
+    _compare(graph, ["x:0"], ["loss:0", "dx:0"], [(np.arange(24, dtype=np.float32).reshape(3, 4, 2) / 24,)])
 
 
 # -- (d) what remains refused -------------------------------------------------------------------

@@ -257,6 +257,7 @@ class Loops(abc.ABC):
     def _prepare(self, f: Frame, step: Any, res: Resources, carry: dict[str, Any], x0: Any,
                  n: Optional[int]) -> Resources:
         """Discover what the body creates, create it before the loop, and check the structure."""
+        given = res
         for attempt in range(2):
             rec = Recorder()
             outer_recs, self.ctx.recorders = self.ctx.recorders, [rec]
@@ -272,7 +273,7 @@ class Loops(abc.ABC):
                 _aval(a) == _aval(b) for a, b in zip(jax.tree.leaves((out_res, out_carry)),
                                                      jax.tree.leaves((res, carry)), strict=True))
             if same:
-                return res
+                return self._grow(f, res, rec, n, given)
             if attempt == 1:
                 if n is None:  # a while loop has no fallback: say what changes and what to do
                     what, way_out = self._carry_change(res, carry, out_res, out_carry)
@@ -317,6 +318,28 @@ class Loops(abc.ABC):
             if node is not None and handle == f"{node.attr('tensor_array_name', '') or name}_{number}":
                 return name
         return repr(handle)
+
+    def _grow(self, f: Frame, res: Resources, rec: Recorder, n: Optional[int], given: Resources) -> Resources:
+        """``res`` with room for this loop's pushes onto stacks that were buffers before it (``given``: the
+        loop runs in line again, in an unrolled outer loop's next step). Inside a traced loop body the enclosing loop sized
+        them for every run of this one (its recorder counts them), and the carry must keep its shape."""
+        if self.ctx.depth:
+            return res
+        stacks = dict(res.stacks)
+        for h, pushed in rec.pushes.items():
+            s = stacks[h]
+            if s.data is None or h not in given.stacks or given.stacks[h].data is None:
+                continue
+            per_step = None if any(m is None for _, m in pushed) else sum(int(m or 0) for _, m in pushed)
+            if n is not None and per_step is not None:
+                extra = n * per_step
+            elif self.opt.stack_capacity is not None:
+                extra = self.opt.stack_capacity
+            else:
+                Error.GRAPH_STACK_CAPACITY.raise_(stack=h, frame=f.name)
+            room = jnp.zeros((extra, *s.data.shape[1:]), s.data.dtype)
+            stacks[h] = _resources.Stack((), jnp.concatenate([s.data, room]), s.top)
+        return Resources(res.arrays, stacks)
 
     def _create(self, f: Frame, res: Resources, out: Resources, rec: Recorder, n: Optional[int]) -> Resources:
         state = res.arrays
