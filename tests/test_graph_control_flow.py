@@ -6,7 +6,7 @@ subprocess with a timeout), and its effects on TensorArrays must not count; (b) 
 a cond, and its ``tf.gradients`` graph; (c) gradient graphs of a cond inside a while loop
 (``tf.map_fn`` of a function with a cond, a loop whose body has one), whose stack pushes and pops
 happen under the cond; nested loops whose inner loop pushes onto the gradient's stacks in every
-step of an unrolled outer loop; (d) what remains refused names the node, the construct and the way out.
+step of an unrolled outer loop (room after the last run's values; values that differ from run to run); (d) what remains refused names the node, the construct and the way out.
 Each graph runs eagerly and under ``jax.jit``.
 """
 
@@ -219,6 +219,28 @@ def test_gradient_of_map_fn_over_a_recurrent_loop():
         (dx,) = tf.gradients(loss, [x])
         tf.identity(dx, name="dx")
     _compare(graph, ["x:0"], ["loss:0", "dx:0"], [(np.arange(24, dtype=np.float32).reshape(3, 4, 2) / 24,)])
+
+
+def test_gradient_of_nested_loops_whose_inner_count_depends_on_the_outer_step():
+    """The outer loop is unrolled (the inner trip count, i + 1, changes with its step); the inner loop
+    pushes its TensorArray read index for the gradient: a single static 0 in the first step, a
+    traced index later, so the stack cannot be one static value."""
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3, 3], name="x")
+
+        def outer(i, total):
+            row = tf.TensorArray(tf.float32, size=3, element_shape=[]).unstack(x[i])
+            _, total = tf.compat.v1.while_loop(lambda j, s: j < i + 1,
+                                               lambda j, s: (j + 1, s + tf.sin(row.read(j)) * s), [0, total])
+            return i + 1, total
+
+        _, total = tf.compat.v1.while_loop(lambda i, t: i < 3, outer, [tf.constant(0), tf.constant(1.0)])
+        tf.identity(total, name="loss")
+        (dx,) = tf.gradients(total, [x])
+        tf.identity(dx, name="dx")
+    _compare(graph, ["x:0"], ["loss:0", "dx:0"], [(np.arange(9, dtype=np.float32).reshape(3, 3) / 9,)])
 
 
 # -- (d) what remains refused -------------------------------------------------------------------

@@ -82,6 +82,7 @@ class Loops(abc.ABC):
     def __init__(self, graph: Graph, ctx: Context, options: Options):
         self.g, self.ctx, self.opt = graph, ctx, options
         self.whiles = 0  # lax.while_loops built so far (a scan whose body builds one is unrolled instead)
+        self.unrolling = 0  # unrolled loops running now (a loop inside runs again, in line, in each step)
 
     @abc.abstractmethod
     def run(self, frame: str, items: tuple[Any, ...], env: dict[Tensor, Any], res: Resources,
@@ -236,9 +237,13 @@ class Loops(abc.ABC):
                 traj: dict[str, list[Any]], finals: dict[str, Any], res: Resources
                 ) -> tuple[Resources, dict[str, Any]]:
         values = dict(init)
-        for k in range(n):
-            values.update({m: t[k] for m, t in traj.items()})
-            res, values = self.body(f, outer, res, values, traced=False)
+        self.unrolling += 1
+        try:
+            for k in range(n):
+                values.update({m: t[k] for m, t in traj.items()})
+                res, values = self.body(f, outer, res, values, traced=False)
+        finally:
+            self.unrolling -= 1
         values.update(finals)
         return res, values
 
@@ -358,7 +363,9 @@ class Loops(abc.ABC):
             if s.const is not None or s.data is not None:
                 continue
             values = [v for v, _ in pushed]
-            if not s.items and all(isinstance(v, str) or is_static(v) for v in values) and \
+            # A stack of one static value stays static (a handle, an inner loop's count); not a number
+            # pushed in each step of an unrolled loop: the next step's run of this loop may push another.
+            if not s.items and all(isinstance(v, str) or is_static(v) and not self.unrolling for v in values) and \
                     len({_resources.const_key(v) for v in values}) == 1:
                 stacks[h] = _resources.Stack(const=_resources.const_key(values[0]))
                 continue
