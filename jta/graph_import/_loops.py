@@ -200,7 +200,7 @@ class Loops(abc.ABC):
         frame is under no run-time condition. Both branches of such a cond run, so a loop in the branch
         not taken must do nothing: its bound may be garbage there (and never reached)."""
         conds = [(outer[p], polarity) for p, polarity in sorted(self.g.frame_guards.get(f.name, ()))
-                 if p in outer and not is_static(outer[p]) and not isinstance(outer[p], Dyn)]
+                 if p in outer and outer[p] is not DEAD and not is_static(outer[p]) and not isinstance(outer[p], Dyn)]
         if not conds:
             return None
         taken = [jnp.asarray(p, bool) if polarity else jnp.logical_not(p) for p, polarity in conds]
