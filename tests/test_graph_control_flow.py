@@ -134,6 +134,24 @@ def test_tensor_array_written_by_a_loop_in_the_branch_not_taken():
     _compare(graph, ["x:0", "p:0"], ["y:0"], [(xv, np.bool_(True)), (xv, np.bool_(False))])
 
 
+def test_tensor_array_checks_in_the_branch_not_taken_do_not_fire():
+    """A read past the end and a write to an index written already, each in the branch not taken:
+    TensorFlow never runs them, so no error, eagerly or under jit."""
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        i = tf.compat.v1.placeholder(tf.int32, [], name="i")
+        array = tf.TensorArray(tf.float32, size=3, element_shape=[]).unstack(x)
+        tf.identity(tf.compat.v1.cond(i < 3, lambda: array.read(i), lambda: tf.constant(-1.0)), name="y")
+        written = tf.TensorArray(tf.float32, size=3, element_shape=[]).write(0, 1.0)
+        written = tf.compat.v1.cond(i > 0, lambda: written.write(i, 2.0), lambda: written)
+        tf.identity(written.read(0), name="z")
+    xv = np.array([0.5, -1.0, 2.0], np.float32)
+    _compare(graph, ["x:0", "i:0"], ["y:0", "z:0"], [(xv, np.int32(1)), (xv, np.int32(0))])
+    _compare(graph, ["x:0", "i:0"], ["y:0"], [(xv, np.int32(7))])
+
+
 # -- (b) a loop inside a cond, and its gradient -------------------------------------------------
 def test_while_loop_inside_a_cond_and_its_gradient():
     import tensorflow as tf

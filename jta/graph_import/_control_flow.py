@@ -14,7 +14,7 @@ becomes a buffer with a traced top first, so its structure does not depend on th
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +27,9 @@ from ._nodes import Node, Tensor
 from ._ops import OPS, is_static
 from ._resources import Resources
 
+# TensorArray ops whose checks may fail: under a run-time condition they run in a lax.cond.
+CHECKED_OPS = ("TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGatherV3", "TensorArrayScatterV3",
+               "TensorArraySplitV3")
 CONTROL_OPS = ("Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond", "Placeholder", "RefEnter",
                "RefExit", "RefMerge", "RefSwitch", "RefNextIteration")
 
@@ -123,20 +126,57 @@ class Runner(Loops):
             res = _resources.buffered(res, args[0])  # a pop that may not happen: the top becomes a traced index
         if conds and node.op in ("StackPushV2", "StackPush") and not self.ctx.recorders:
             res = _pushable(res, args[0], args[1])  # a push that may not happen: likewise
+        ok = functools.reduce(jnp.logical_and, [p if pol else jnp.logical_not(p) for p, pol in conds]) \
+            if conds else None
+        if ok is not None and node.op in CHECKED_OPS and not self.ctx.recorders:
+            checked = self._only_where(node, args, res, ok)
+            if checked is not None:
+                new, outs = checked
+                for k, v in enumerate(outs):
+                    env[(node.name, k)] = v
+                return new
         new, outs = _resources.RESOURCE_OPS[node.op](self.ctx, node, args, res)
         for k, v in enumerate(outs):
             env[(node.name, k)] = v
-        if not conds:
+        if ok is None:
             return new
         if self.ctx.recorders and jax.tree.structure(new) != jax.tree.structure(res):
             return new  # a loop body traced for what it creates: the loop makes its buffers, then runs it
-        ok = functools.reduce(jnp.logical_and, [p if pol else jnp.logical_not(p) for p, pol in conds])
         selected, change = select(ok, new, res)
         if selected is None:
             Error.GRAPH_GUARDED_STATE.raise_(node=node.name, op=node.op, what=change)
         return selected
 
-        # -- the whole graph ----------------------------------------------------------------------
+    def _only_where(self, node: Node, args: list[Any], res: Resources, ok: Any
+                    ) -> Optional[tuple[Resources, list[Any]]]:
+        """A TensorArray op under a run-time condition as a ``lax.cond`` on it: its checks (an index out
+        of range, a second write, a read of a cleared element) fire only where its branch is taken, as
+        TensorFlow runs that branch only. None when the op changes the resources' structure or needs its
+        arguments static (an array of unknown element shape): it then runs in line and is selected."""
+        arrays = {k: a for k, a in enumerate(args) if not isinstance(a, str)}  # handles stay static
+
+        def taken(operands: tuple[Resources, dict[int, Any]]) -> tuple[Resources, list[Any]]:
+            resources, values = operands  # traced here: a concrete index would be checked while tracing
+            new, outs = _resources.RESOURCE_OPS[node.op](
+                self.ctx, node, [values.get(k, a) for k, a in enumerate(args)], resources)
+            return new, [jnp.asarray(v) for v in outs]
+
+        operands = (res, {k: jnp.asarray(a) for k, a in arrays.items()})
+        try:
+            new_shape, outs_shape = jax.eval_shape(taken, operands)
+        except Exception:  # noqa: BLE001 - an op that needs static arguments runs unguarded, then selected
+            return None
+        if jax.tree.structure(new_shape) != jax.tree.structure(res) or any(
+                np.shape(a) != np.shape(b) or np.dtype(a.dtype) != np.dtype(jnp.result_type(b))
+                for a, b in zip(jax.tree.leaves(new_shape), jax.tree.leaves(res), strict=True)):
+            return None
+
+        def skipped(operands: tuple[Resources, dict[int, Any]]) -> tuple[Resources, list[Any]]:
+            return operands[0], [jnp.zeros(v.shape, v.dtype) for v in outs_shape]
+
+        return jax.lax.cond(ok, taken, skipped, operands)
+
+    # -- the whole graph ----------------------------------------------------------------------
     def outputs(self, feeds: dict[Tensor, Any], outputs: list[Tensor]) -> list[Any]:
         env = dict(feeds)
         roots = tuple(dict.fromkeys(t[0] for t in outputs))
