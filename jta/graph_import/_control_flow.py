@@ -7,8 +7,11 @@ module holds the runner's nodes: ops, resource ops under conds, and the v1 conds
 
 **Conds.** A ``Switch`` with a static predicate kills the other branch (TensorFlow's dead
 tensors); with a run-time predicate both branches run, a ``Merge`` selects, and a stateful op
-inside a branch updates the resources only where its branch conditions hold (a stack popped there
-becomes a buffer with a traced top first, so its structure does not depend on the branch).
+inside a branch updates the resources only where its branch conditions hold (a stack pushed or
+popped there becomes a buffer with a traced top first, so its structure does not depend on the
+branch; a TensorArray op whose checks may fail runs in a ``lax.cond``, so they fire only where
+taken; arrays and stacks a branch creates are kept). A while loop inside such a branch runs only
+where it is taken (:mod:`jta.graph_import._loops`).
 """
 
 from __future__ import annotations
