@@ -173,6 +173,10 @@ def test_while_loop_inside_a_cond_and_its_gradient():
     feeds = [(xv, np.bool_(True)), (xv, np.bool_(False))]
     _compare(graph, ["x:0", "p:0"], ["loss:0"], feeds)
     _compare(graph, ["x:0", "p:0"], ["loss:0", "dx:0"], feeds)
+    forward = jta.import_graph_def(graph.as_graph_def(), inputs=["x:0", "p:0"], outputs=["loss:0"])
+    for feed in feeds:  # JAX's gradient of the forward graph: the loop runs in a lax.cond, reversible
+        expected = _session(graph, ["dx:0"], {"x:0": feed[0], "p:0": feed[1]})
+        _close([jax.jit(jax.grad(lambda v, p=feed[1]: forward(v, p)[0]))(feed[0])], expected)
 
 
 # -- (c) gradients of a cond inside a loop ------------------------------------------------------
