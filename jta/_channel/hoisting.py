@@ -293,6 +293,7 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
 
     steps = jnp.arange(length)
     received: dict[int, tuple[jax.Array, jax.Array]] = {}  # record carry -> (bad [T], record) as steps got it
+    settled: dict[int, jax.Array] = {}  # record carry -> bad [T] as steps return it
     for k, lin in p.records.items():
         start = init[k]
         bad = updates(lin)
@@ -304,9 +305,18 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
         fresh = (start[0] == 0) & bad.reshape(-1)[first]
         outs[k] = jnp.where(fresh, entry(lin, t, update, start.dtype), start)
         received[k] = ((start[0] != 0) | (fresh & (t < steps)), outs[k])
+        settled[k] = (start[0] != 0) | (fresh & (t <= steps))
 
     fired, pick = [], []
     for (eqn, lin), offset in zip(p.reports, offsets, strict=True):
+        site = value(eqn.invars[1])
+        if isinstance(lin.root, int) and lin.root in settled and lin.events == p.records[lin.root].events:
+            # A check of the record the step returns (a mutator's): it fires from the step of the
+            # carry's first error on, and reports that record.
+            fired.append(settled[lin.root])
+            pick.append(lambda t, record=outs[lin.root], site=site, offset=offset: jnp.append(
+                record.astype(dtype), (_at(site, t) + offset).astype(dtype)))
+            continue
         bad = updates(lin)
         if isinstance(lin.root, int):
             root_bad, root = received[lin.root]
@@ -315,7 +325,6 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
             roots = value(lin.root).astype(dtype)
             root_bad, root_at = roots[:, 0] != 0, (lambda t, roots=roots: _at(roots, t))
         fired.append(root_bad | jnp.any(bad, axis=1))
-        site = value(eqn.invars[1])
 
         def at(t: jax.Array, root_bad=root_bad, root_at=root_at, bad=bad, lin=lin, site=site, offset=offset
                ) -> jax.Array:
