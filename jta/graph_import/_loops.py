@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import raw_ops
 from .._channel.catalogue import Error
+from .._core.array import empty as empty_array
 from . import _resources
 from ._frames import Frame, Graph
 from ._nodes import Tensor
@@ -352,6 +353,8 @@ class Loops(abc.ABC):
         for h, ta in out.arrays.arrays.items():
             if h not in arrays:
                 arrays[h] = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), ta)
+            elif _unwritten(arrays[h]) and ta.is_dense:
+                arrays[h] = _dense_like(arrays[h], ta)
         state = dataclasses.replace(state, arrays=arrays)
         res = Resources(state, res.stacks)
         for h, src, prepend in rec.grads:
@@ -493,6 +496,21 @@ class Loops(abc.ABC):
                 break
             static = keep
         return {m: init[m] for m in static}
+
+
+def _unwritten(ta: Any) -> bool:
+    """Whether ``ta`` is an array of unknown element shape (slots form) that nothing has written yet."""
+    meta = ta.tree_flatten()[1]
+    return meta.slots is not None and all(shape is None for _, shape in meta.slots)
+
+
+def _dense_like(ta: Any, written: Any) -> Any:
+    """The unwritten ``ta`` made dense with the element shape its first write in a loop body gives it
+    (``written``, from the discovery trace): the loop's carry then keeps its structure (a ``lax.scan``
+    instead of an unrolled loop, as for ``tf.map_fn``'s result array)."""
+    leaves, meta = ta.tree_flatten()
+    dense = dataclasses.replace(meta, element_shape=written.tree_flatten()[1].element_shape, slots=None)
+    return empty_array(type(ta), dense, len(meta.slots)).replace(traced_size=leaves[2], flow=leaves[4])
 
 
 def _shape(v: Any) -> Optional[tuple[int, ...]]:
