@@ -155,12 +155,11 @@ def reports(eqn: core.JaxprEqn) -> bool:
 
 
 def eval_jaxpr(table: SiteTable, jaxpr: core.Jaxpr, consts: Any, error: jax.Array, *args: Any,
-               skip: Any = None, outputs: Optional[dict[core.Var, core.Var]] = None
+               skip: frozenset[int] = frozenset(), outputs: Optional[dict[core.Var, core.Var]] = None
                ) -> tuple[jax.Array, list[Any]]:
-    """Evaluate ``jaxpr`` threading ``error``. The equation ``skip`` (or the equations whose
-    ``id`` is in the set ``skip``) are left out, and ``outputs`` replaces output variables."""
+    """Evaluate ``jaxpr`` threading ``error``. The equations whose ``id`` is in ``skip`` are left
+    out, and ``outputs`` replaces output variables."""
     env: dict[core.Var, Any] = {}
-    skipped = skip if isinstance(skip, (set, frozenset)) else {id(skip)} if skip is not None else set()
 
     def read(v: Any) -> Any:
         return v.val if isinstance(v, core.Literal) else env[v]
@@ -170,7 +169,7 @@ def eval_jaxpr(table: SiteTable, jaxpr: core.Jaxpr, consts: Any, error: jax.Arra
     for var, val in zip(jaxpr.invars, args, strict=True):
         env[var] = val
     for eqn in jaxpr.eqns:
-        if id(eqn) in skipped:
+        if id(eqn) in skip:
             continue
         invals = [read(v) for v in eqn.invars]
         name_stack = source_info_util.current_name_stack() + eqn.source_info.name_stack
@@ -190,7 +189,7 @@ def eval_jaxpr(table: SiteTable, jaxpr: core.Jaxpr, consts: Any, error: jax.Arra
     return error, [read(outputs.get(v, v) if not isinstance(v, core.Literal) else v) for v in jaxpr.outvars]
 
 
-def _closed(table: SiteTable, closed: core.ClosedJaxpr, skip: Any = None,
+def _closed(table: SiteTable, closed: core.ClosedJaxpr, skip: frozenset[int] = frozenset(),
             outputs: Optional[dict[core.Var, core.Var]] = None) -> Callable[..., tuple[jax.Array, list[Any]]]:
     return lambda error, *args: eval_jaxpr(table, closed.jaxpr, closed.consts, error, *args, skip=skip,
                                            outputs=outputs)
@@ -234,6 +233,11 @@ class Moved:
     k: int
     site: Any
     sites: tuple[Site, ...]
+
+    @property
+    def skip(self) -> frozenset[int]:
+        """What the loop body no longer runs (``eval_jaxpr``'s ``skip``)."""
+        return frozenset({id(self.eqn)})
 
     def check(self, table: SiteTable, error: jax.Array, carry: list[Any]) -> jax.Array:
         return _check(table, error, carry[self.k], self.site, sites=self.sites)[0]
@@ -303,7 +307,7 @@ def _scan(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.ClosedJaxp
                              reverse=reverse, unroll=unroll)
     invars = jaxpr.jaxpr.invars
     moved = _movable(jaxpr.jaxpr, invars[num_consts:num_consts + num_carry], jaxpr.jaxpr.outvars[:num_carry])
-    body = _closed(table, jaxpr, skip=moved and moved.eqn)
+    body = _closed(table, jaxpr, skip=moved.skip if moved is not None else frozenset())
 
     def step(c: Any, x: Any) -> Any:
         err, outs = body(c[0], *consts, *c[1], *x)
@@ -350,7 +354,7 @@ def _while(table: SiteTable, error: jax.Array, *args: Any, cond_jaxpr: core.Clos
     moved = None
     if not any(reports(eqn) for eqn in cond_jaxpr.jaxpr.eqns):
         moved = _movable(body_jaxpr.jaxpr, body_jaxpr.jaxpr.invars[body_nconsts:], body_jaxpr.jaxpr.outvars)
-    cond, body = _closed(table, cond_jaxpr), _closed(table, body_jaxpr, skip=moved and moved.eqn)
+    cond, body = _closed(table, cond_jaxpr), _closed(table, body_jaxpr, skip=moved.skip if moved is not None else frozenset())
 
     def clean(c: Any) -> Any:
         # The loop stops at the first error (its outputs are then unspecified): a loop whose

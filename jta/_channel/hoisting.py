@@ -76,16 +76,18 @@ def _lineage(v: core.Atom, producers: dict[core.Var, core.JaxprEqn], carry: dict
     return Lineage(root, tuple(reversed(events)))
 
 
-def _flags_chain(out: core.Atom, k: int, carry_in: list[core.Var], producers: dict[core.Var, core.JaxprEqn]
-                 ) -> Optional[tuple[core.JaxprEqn, ...]]:
+def _flags(v: core.Atom, producers: dict[core.Var, core.JaxprEqn], carry: dict[core.Var, int]
+           ) -> tuple[Optional[int], tuple[core.JaxprEqn, ...]]:
+    """Slot bits as the body computes them: the carry they start from (``None``: none) and the
+    ``jta_slot`` ops that update them, in order."""
     ops = []
-    while out is not carry_in[k]:
-        eqn = producers.get(out) if not isinstance(out, core.Literal) else None
-        if eqn is None or eqn.primitive is not slot_p or out is not eqn.outvars[0]:
-            return None
+    while not isinstance(v, core.Literal) and v not in carry:
+        eqn = producers.get(v)
+        if eqn is None or eqn.primitive is not slot_p or v is not eqn.outvars[0]:
+            return None, ()
         ops.append(eqn)
-        out = eqn.invars[0]
-    return tuple(reversed(ops))
+        v = eqn.invars[0]
+    return (None if isinstance(v, core.Literal) else carry[v]), tuple(reversed(ops))
 
 
 def _dtype(v: core.Atom) -> Any:
@@ -122,12 +124,12 @@ def plan(closed: core.ClosedJaxpr, num_consts: int, num_carry: int) -> Optional[
         events.update((id(e), e) for e in lin.events)
     flags: dict[int, tuple[core.JaxprEqn, ...]] = {}
     for eqn in [e for e in events.values() if e.primitive is slot_p]:
-        k = _lineage_of_flags(eqn, producers, carry)
+        k, _ = _flags(eqn.invars[0], producers, carry)
         if k is None:
             return None
         if k not in flags:
-            chain = _flags_chain(carry_out[k], k, carry_in, producers)
-            if chain is None:
+            root, chain = _flags(carry_out[k], producers, carry)
+            if root != k:  # the bits the body returns are not its carry's, updated
                 return None
             flags[k] = chain
     on_chains = {id(e) for chain in flags.values() for e in chain}
@@ -173,17 +175,6 @@ def plan(closed: core.ClosedJaxpr, num_consts: int, num_carry: int) -> Optional[
             return None
     return Plan(frozenset(skip), records, flags, reports, counters, tuple(needed_vars),
                 _slice(body, needed_vars, producers))
-
-
-def _lineage_of_flags(eqn: core.JaxprEqn, producers: dict[core.Var, core.JaxprEqn],
-                      carry: dict[core.Var, int]) -> Optional[int]:
-    v = eqn.invars[0]
-    while not isinstance(v, core.Literal) and v not in carry:
-        e = producers.get(v)
-        if e is None or e.primitive is not slot_p or v is not e.outvars[0]:
-            return None
-        v = e.invars[0]
-    return None if isinstance(v, core.Literal) else carry[v]
 
 
 def _counters(body: core.Jaxpr, carry_in: list[core.Var], carry_out: list[Any],

@@ -50,9 +50,13 @@ def bits(old: Any, op: str) -> Any:
     return records.read_bits(old, clears=op == "read_clear")
 
 
+def mark(flags: jax.Array, slot: Any, op: str) -> jax.Array:
+    """``flags`` with slot ``slot``'s bits after ``op`` (no slot: unchanged)."""
+    return flags.at[slot].set(bits(flags.at[slot].get(mode="fill", fill_value=0), op), mode="drop")
+
+
 def _impl(flags: jax.Array, record: jax.Array, slot: jax.Array, *, op: str) -> list[jax.Array]:
-    old = flags.at[slot].get(mode="fill", fill_value=0)
-    flags = flags.at[slot].set(bits(old, op), mode="drop")
+    flags = mark(flags, slot, op)
     if op != "read":  # TensorFlow's first error is this op's: record it now, from the new bits
         # Read back from the updated flags, not reused from ``old``: a second reader of the old
         # flags makes XLA copy the whole flags vector in every step of a loop.

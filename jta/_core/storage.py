@@ -163,8 +163,7 @@ def _check_index(ta: Any, i: Any, grows: bool, grow_size: bool, out_of_range: Er
 def _mark(flags: jax.Array, error: Any, j: Index, op: str) -> tuple[jax.Array, Any]:
     """Slot ``j``'s bits after ``op`` (``slots.OPS``), and the error they show recorded."""
     if error is None:
-        old = flags.at[j].get(mode="fill", fill_value=0)
-        return flags.at[j].set(slots.bits(old, op), mode="drop"), error
+        return slots.mark(flags, j, op), error
     return slots.update(flags, error, j, op)
 
 
