@@ -17,11 +17,20 @@ just those). The counts, default / ``--long``:
 
 from __future__ import annotations
 
+import importlib.util
+import os
+
 import pytest
 
 from tests.helpers import budget, xla
 
 xla.use_fast_flags()  # before any test starts JAX's backend (xdist workers import this too)
+
+# TF1's RNN cells (tf.compat.v1.nn.rnn_cell) live in tf_keras, and TensorFlow reads this switch once,
+# when it is first imported: so it is set here, before any test imports TensorFlow, and only where
+# tf_keras is installed (without it, the switch would break tf.keras for everyone).
+if importlib.util.find_spec("tf_keras") is not None:
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
