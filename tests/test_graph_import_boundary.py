@@ -158,6 +158,44 @@ def test_an_op_tensorflow_does_not_know_is_refused_by_the_unsupported_list(graph
         jta.import_graph_def(graph_def, ["x:0"], ["mystery:0"])
 
 
+def _refusal(build) -> str:
+    """The text of the importer's refusal of the graph ``build(tf)`` makes (in TF2's default graph mode)."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        tf.identity(build(tf, x), name="y")
+    with pytest.raises(errors.UnimplementedError) as caught:
+        jta.import_graph_def(graph.as_graph_def(), ["x:0"], ["y:0"])
+    return str(caught.value)
+
+
+def test_a_control_flow_v2_graph_is_refused_with_the_switch_that_builds_v1():
+    def build(tf, x):
+        looped = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2.0), [0, x])[1]
+        return tf.gradients(tf.cond(tf.reduce_sum(x) > 0, lambda: looped, lambda: -looped), x)[0]
+
+    text = _refusal(build)
+    assert "op type StatelessWhile (2 nodes: gradients/while_grad/while_grad, while)" in text
+    assert "Control flow v2 (EmptyTensorList, StatelessIf, StatelessWhile)" in text
+    assert "tf.compat.v1.disable_control_flow_v2()" in text
+
+
+def test_a_graph_with_variables_is_refused_with_how_to_freeze_it():
+    def build(tf, x):
+        return x * tf.compat.v1.get_variable("w", initializer=np.ones(3, np.float32))
+
+    text = _refusal(build)
+    assert "Variables (ReadVariableOp" in text and "convert_variables_to_constants" in text
+
+
+def test_random_numbers_are_refused_with_how_to_feed_them():
+    text = _refusal(lambda tf, x: tf.nn.dropout(x, rate=0.5, seed=1))
+    assert "op type RandomUniform (1 node: dropout/random_uniform/RandomUniform)" in text
+    assert "Random numbers (RandomUniform): " in text and "through a placeholder" in text
+
+
 @pytest.fixture(scope="module")
 def growing_loop():
     """A while loop with a data-dependent trip count writing a dynamic_size array of unknown element shape."""

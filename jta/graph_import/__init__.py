@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._channel.catalogue import Error
-from . import _control_flow, _nodes
+from . import _control_flow, _nodes, _unsupported
 from ._frames import Graph
 from ._loops import Options, Unstable
 from ._ops import OPS
@@ -122,25 +122,6 @@ def _needed(nodes: dict[str, _nodes.Node], outputs: list[_nodes.Tensor], fed: se
     return seen
 
 
-def _check(graph: Graph, needed: set[str], fed: set[str]) -> None:
-    """One error listing every unsupported construct and op type among the needed nodes."""
-    known = set(supported_ops())
-    unsupported: dict[str, list[str]] = {}
-    items = []
-    for n in sorted(needed):
-        node = graph.nodes[n]
-        if node.op not in known:
-            unsupported.setdefault(node.op, []).append(n)
-        elif node.op in ("Placeholder",) and n not in fed:
-            items.append(f"  - Placeholder {n} is needed but not among the inputs")
-    for op, names in sorted(unsupported.items()):
-        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-        items.append(f"  - op type {op} ({len(names)} node{'s' * (len(names) > 1)}: {', '.join(names[:3])}{more})")
-    items += [f"  - {issue}" for issue in graph.issues]
-    if items:
-        Error.GRAPH_UNSUPPORTED.raise_(items="\n".join(items))
-
-
 def import_graph_def(graph_def: Any, inputs: Sequence[str], outputs: Sequence[str], *,
                      stack_capacity: Optional[int] = None, tensor_array_capacity: Optional[int] = None,
                      max_unroll: int = 256) -> Callable[..., list[Any]]:
@@ -188,7 +169,7 @@ def import_graph_def(graph_def: Any, inputs: Sequence[str], outputs: Sequence[st
     fed = {t[0] for t in in_t}
     needed = _needed(nodes, out_t, fed)
     graph = Graph({n: nodes[n] for n in nodes if n in needed}, set(in_t))
-    _check(graph, needed, fed)
+    _unsupported.check(graph, needed, fed, set(supported_ops()))
     array_ids = {n: k for k, n in enumerate(nodes) if nodes[n].op == "TensorArrayV3"}
     options = Options(stack_capacity=stack_capacity, max_unroll=max_unroll)
     names = ", ".join(f"{n}:{k}" for n, k in in_t)
