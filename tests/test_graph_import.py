@@ -261,15 +261,20 @@ def test_one_error_lists_every_unsupported_op():
 
     with k_graph() as g:
         x = tf.compat.v1.placeholder(tf.float32, [4, 4], name="x")
-        y = tf.identity(tf.linalg.qr(x).r[0] + tf.linalg.svd(x, compute_uv=False) + tf.linalg.cholesky(x)[0],
-                        name="y")
-        del y
+        tf.identity(x * tf.random.uniform([4, 4]) + tf.random.normal([4]) + tf.random.truncated_normal([4]), name="y")
+    graph_def = g.as_graph_def()
+    mystery = graph_def.node.add()
+    mystery.name, mystery.op = "mystery", "NoSuchOp"
+    mystery.input.append("y")
     with pytest.raises(errors.UnimplementedError) as info:
-        jta.import_graph_def(g.as_graph_def(), inputs=["x:0"], outputs=["y:0"])
+        jta.import_graph_def(graph_def, inputs=["x:0"], outputs=["mystery:0"])
     text = str(info.value)
-    for op in ("Svd", "Qr", "Cholesky"):
-        assert f"op type {op}" in text
-    assert "supported_ops" not in text and "Placeholder" not in text
+    for op in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal", "NoSuchOp"):
+        assert f"op type {op} (1 node: " in text
+    ways_out = text.splitlines()[-2:]
+    assert ways_out[0].startswith("Random numbers (RandomStandardNormal, RandomUniform, TruncatedNormal): ")
+    assert ways_out[1].startswith("Other op types (NoSuchOp): jta.graph_import.supported_ops() lists")
+    assert "Placeholder" not in text
 
 
 # -- (b) the corpus ---------------------------------------------------------------------------
