@@ -25,6 +25,7 @@ import pytest
 import jta
 from jta import errors
 from jta.graph_import import _control_flow, _ops, _resources, supported_ops
+from tests.helpers.compare import assert_session_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "docs" / "_generated" / "graph_ops.md"
@@ -137,24 +138,12 @@ def built() -> dict[str, Built]:
     return {name: _build(case, seed) for seed, (name, case) in enumerate(CASES.items())}
 
 
-def _compare(got: list[Any], expected: list[np.ndarray]) -> None:
-    for g, e in zip(got, expected, strict=True):
-        g = np.asarray(g)
-        assert g.shape == e.shape
-        if np.issubdtype(e.dtype, np.integer):
-            assert g.dtype == jax.dtypes.canonicalize_dtype(e.dtype)
-            np.testing.assert_array_equal(g, e)
-        else:
-            assert g.dtype == e.dtype
-            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_outputs_and_tf_gradient_match_session_run(built, name):
     b = built[name]
     f = jta.import_graph_def(b.graph_def, inputs=["x:0"], outputs=[*b.outputs, b.loss, b.grad])
-    _compare(f(b.feed), b.expected)
-    _compare(jax.jit(f)(b.feed), b.expected)
+    assert_session_outputs(f(b.feed), b.expected)
+    assert_session_outputs(jax.jit(f)(b.feed), b.expected)
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -20,6 +20,7 @@ import pytest
 
 import jta
 from jta.graph_import import supported_ops
+from tests.helpers.compare import assert_session_outputs
 
 TF2JAX_OPS = Path(__file__).resolve().parent / "data" / "tf2jax_ops.txt"
 
@@ -173,23 +174,12 @@ def built() -> dict[str, Built]:
     return {name: _build(case, seed) for seed, (name, case) in enumerate(CASES.items())}
 
 
-def _compare(got: list[Any], expected: list[np.ndarray]) -> None:
-    for g, e in zip(got, expected, strict=True):
-        g = np.asarray(g)
-        assert g.shape == e.shape
-        assert g.dtype == jax.dtypes.canonicalize_dtype(e.dtype)
-        if np.issubdtype(e.dtype, np.floating) or np.issubdtype(e.dtype, np.complexfloating):
-            np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-5)
-        else:
-            np.testing.assert_array_equal(g, e)
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_outputs_and_tf_gradient_match_session_run(built, name):
     b = built[name]
     f = jta.import_graph_def(b.graph_def, inputs=["x:0"], outputs=b.fetches)
-    _compare(f(b.feed), b.expected)
-    _compare(jax.jit(f)(b.feed), b.expected)
+    assert_session_outputs(f(b.feed), b.expected, 2e-5)
+    assert_session_outputs(jax.jit(f)(b.feed), b.expected, 2e-5)
 
 
 def test_every_gradient_graph_is_supported(built):

@@ -26,3 +26,17 @@ def max_abs_diff(a: Any, b: Any) -> float:
     """The largest absolute difference between the leaves of two pytrees of the same structure."""
     leaves = zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True)
     return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)), initial=0.0)) for x, y in leaves)
+
+
+def assert_session_outputs(got: list[Any], expected: list[np.ndarray], tolerance: float = 1e-5) -> None:
+    """An imported graph's outputs against ``Session.run``'s: the same shapes and dtypes (as JAX
+    has them: 64-bit types only under x64), integers and booleans exactly, floats within ``tolerance``."""
+    assert len(got) == len(expected)
+    for k, (g, e) in enumerate(zip(got, expected, strict=True)):
+        g = np.asarray(g)
+        assert g.shape == e.shape, (k, g.shape, e.shape)
+        assert g.dtype == jax.dtypes.canonicalize_dtype(e.dtype), (k, g.dtype, e.dtype)
+        if np.issubdtype(e.dtype, np.inexact):
+            np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance, err_msg=f"output {k}")
+        else:
+            np.testing.assert_array_equal(g, e, err_msg=f"output {k}")
