@@ -747,3 +747,6 @@ def _segment_reduction(name: str) -> Op:
 for _name, _fn_name in (("UnsortedSegmentMax", "segment_max"), ("UnsortedSegmentMin", "segment_min"),
                         ("UnsortedSegmentProd", "segment_prod")):
     OPS[_name] = _segment_reduction(_fn_name)
+
+
+from . import _ops_linalg  # noqa: E402,F401,I001  (registers the linear-algebra ops)

@@ -1,0 +1,402 @@
+"""Linear algebra, diagonal bands, image resizing, ``Bitcast`` and ``Where`` for :data:`._ops.OPS`.
+
+Decompositions and solves compute with ``jax.numpy``/``jax.lax.linalg`` (their results are never
+static); the diagonal-band ops gather through index tables built in numpy from the static shapes,
+``k`` and ``align``, so they stay numpy on numpy inputs, as the rest of the table does.
+
+TensorFlow's kernels differ from LAPACK's conventions in a few places, followed here:
+
+* ``Cholesky`` and ``SelfAdjointEigV2`` read only the lower triangle (Eigen's ``LLT`` and
+  ``SelfAdjointEigenSolver``): the input is rebuilt as a Hermitian matrix from its lower triangle
+  first, so values are TensorFlow's; ``jax.grad`` follows TensorFlow's gradients too (symmetric for
+  ``Cholesky``, lower-triangular for ``SelfAdjointEigV2``). A matrix that is not positive definite
+  gives NaN where TensorFlow raises (a traced function cannot raise on values).
+* ``Svd`` returns ``(s, u, v)``, not ``v^H``; ``MatrixTriangularSolve`` broadcasts batch dimensions.
+* ``ResizeBilinear``/``ResizeNearestNeighbor`` compute the source positions in float32 with the
+  scale rule of TensorFlow's ``CalculateResizeScale`` and its (half-pixel) scalers, so the
+  interpolation weights are TensorFlow's bit for bit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._channel.catalogue import Error
+from ._nodes import Node
+from ._ops import OPS, _static, is_static, registrar
+
+_reg = registrar(OPS)
+
+
+def _xp(*args: Any) -> Any:
+    return np if all(is_static(a) for a in args) else jnp
+
+
+def _adjoint(x: Any) -> Any:
+    return jnp.conj(jnp.swapaxes(x, -1, -2))
+
+
+def _hermitian_from_lower(x: Any, hermitian_tangent: bool = False) -> Any:
+    """The Hermitian matrix whose lower triangle is ``x``'s (its strict upper triangle is ignored).
+
+    With ``hermitian_tangent``, the value is that, but the derivative is the Hermitian part's
+    ``(x + x^H) / 2``: TensorFlow's Cholesky gradient is symmetric, the gradient of a symmetric
+    input, not the lower-triangular derivative of what the kernel reads."""
+    x = jnp.asarray(x)
+    lower = jnp.tril(x, -1)
+    diagonal = jnp.real(x) if jnp.iscomplexobj(x) else x
+    h = lower + _adjoint(lower) + (diagonal * jnp.eye(x.shape[-1], dtype=x.dtype)).astype(x.dtype)
+    if not hermitian_tangent:
+        return h
+    s = (x + _adjoint(x)) / 2
+    return jax.lax.stop_gradient(h) + (s - jax.lax.stop_gradient(s))
+
+
+def _batch(a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` (``[..., M, M]``) and ``b`` (``[..., M, K]``) broadcast to one batch shape."""
+    batch = np.broadcast_shapes(np.shape(a)[:-2], np.shape(b)[:-2])
+    return (jnp.broadcast_to(a, batch + np.shape(a)[-2:]), jnp.broadcast_to(b, batch + np.shape(b)[-2:]))
+
+
+# -- decompositions, solves, inverses, determinants -------------------------------------------
+@_reg("Cholesky")
+def _cholesky(node: Node, args: list[Any]) -> list[Any]:
+    return [jax.lax.linalg.cholesky(_hermitian_from_lower(args[0], hermitian_tangent=True), symmetrize_input=False)]
+
+
+@_reg("MatrixTriangularSolve")
+def _triangular_solve(node: Node, args: list[Any]) -> list[Any]:
+    """Solves ``A x = b`` (``A^H x = b`` with ``adjoint``) reading only ``A``'s lower (upper) triangle."""
+    a, b = _batch(*args)
+    adjoint = bool(node.attr("adjoint", False))
+    return [jax.lax.linalg.triangular_solve(a, b, left_side=True, lower=bool(node.attr("lower", True)),
+                                            transpose_a=adjoint, conjugate_a=adjoint)]
+
+
+@_reg("MatrixSolve")
+def _solve(node: Node, args: list[Any]) -> list[Any]:
+    a, b = _batch(*args)
+    return [jnp.linalg.solve(_adjoint(a) if node.attr("adjoint", False) else a, b)]
+
+
+@_reg("MatrixInverse")
+def _inverse(node: Node, args: list[Any]) -> list[Any]:
+    x = jnp.asarray(args[0])
+    return [jnp.linalg.inv(_adjoint(x) if node.attr("adjoint", False) else x)]
+
+
+@_reg("MatrixDeterminant")
+def _determinant(node: Node, args: list[Any]) -> list[Any]:
+    return [jnp.linalg.det(jnp.asarray(args[0]))]
+
+
+@_reg("LogMatrixDeterminant")
+def _log_determinant(node: Node, args: list[Any]) -> list[Any]:
+    """(sign, log|det|), both of the input's dtype (a complex sign has modulus 1)."""
+    x = jnp.asarray(args[0])
+    sign, log_abs = jnp.linalg.slogdet(x)
+    return [sign.astype(x.dtype), log_abs.astype(x.dtype)]
+
+
+@_reg("Qr")
+def _qr(node: Node, args: list[Any]) -> list[Any]:
+    q, r = jnp.linalg.qr(jnp.asarray(args[0]), mode="complete" if node.attr("full_matrices", False) else "reduced")
+    return [q, r]
+
+
+@_reg("Svd")
+def _svd(node: Node, args: list[Any]) -> list[Any]:
+    """(s, u, v) with ``x = u diag(s) v^H``; without ``compute_uv``, ``u`` and ``v`` are empty scalars, as
+    ``Session.run`` gives them."""
+    x = jnp.asarray(args[0])
+    full = bool(node.attr("full_matrices", False))
+    if not node.attr("compute_uv", True):
+        s = jnp.linalg.svd(x, compute_uv=False)
+        return [s, jnp.zeros((), x.dtype), jnp.zeros((), x.dtype)]
+    u, s, vh = jnp.linalg.svd(x, full_matrices=full)
+    return [s, u, _adjoint(vh)]
+
+
+@_reg("SelfAdjointEigV2")
+def _eigh(node: Node, args: list[Any]) -> list[Any]:
+    """(eigenvalues ascending, eigenvectors as columns) of the Hermitian matrix of the lower triangle;
+    without ``compute_v`` the eigenvectors are an empty scalar, as ``Session.run`` gives them."""
+    x = _hermitian_from_lower(args[0])
+    v, w = jax.lax.linalg.eigh(x, lower=True, symmetrize_input=False)
+    return [w, v if node.attr("compute_v", True) else jnp.zeros((), x.dtype)]
+
+
+@_reg("Eig")
+def _eig(node: Node, args: list[Any]) -> list[Any]:
+    """(eigenvalues, right eigenvectors of unit norm) in ``Tout``. Eigenvectors and their derivatives
+    are defined up to a phase each; ``jax.grad`` assumes distinct eigenvalues, as TensorFlow's
+    gradient does."""
+    x = jnp.asarray(args[0])
+    dtype = node.attr("Tout", np.result_type(x.dtype, np.complex64))
+    compute_v = bool(node.attr("compute_v", True))
+    out = jax.lax.linalg.eig(x, compute_left_eigenvectors=False, compute_right_eigenvectors=compute_v,
+                             enable_eigvec_derivs=True)
+    return [out[0].astype(dtype), out[1].astype(dtype) if compute_v else jnp.zeros((), dtype)]
+
+
+# -- diagonal bands ---------------------------------------------------------------------------
+def _k(node: Node, k: Any) -> tuple[int, int]:
+    k = np.reshape(_static(node, k, "k"), -1)
+    return (int(k[0]), int(k[-1]))
+
+
+def _diag_len(d: int, rows: int, cols: int) -> int:
+    return min(cols - max(d, 0), rows + min(d, 0))
+
+
+def _offset(d: int, rows: int, cols: int, width: int, align: str) -> int:
+    """Where diagonal ``d`` starts in its row of the packed ``[diagonals, width]`` array: ``align``
+    names the side superdiagonals (first) and subdiagonals (second) are packed against."""
+    sup, sub = align.split("_")
+    right = sup == "RIGHT" if d >= 0 else sub == "RIGHT"
+    if d == 0:
+        right = sup == "RIGHT" or sub == "RIGHT"
+    return width - _diag_len(d, rows, cols) if right else 0
+
+
+def _scatter_table(k: tuple[int, int], rows: int, cols: int, width: int, align: str) -> tuple[np.ndarray, ...]:
+    """For each matrix entry, its flat index into the packed diagonals, and whether it is on one."""
+    lo, hi = k
+    m, n = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    index, on = np.zeros((rows, cols), np.int64), np.zeros((rows, cols), bool)
+    for d in range(lo, hi + 1):
+        where = (n - m) == d
+        index[where] = (hi - d) * width + (n[where] - max(d, 0)) + _offset(d, rows, cols, width, align)
+        on |= where
+    return index, on
+
+
+def _gather_table(k: tuple[int, int], rows: int, cols: int, align: str) -> tuple[np.ndarray, ...]:
+    """For each packed diagonal entry, the flat matrix index it reads, and whether it is in the matrix."""
+    lo, hi = k
+    width = max(0, min(rows + min(hi, 0), cols - max(lo, 0)))
+    index, inside = np.zeros((hi - lo + 1, width), np.int64), np.zeros((hi - lo + 1, width), bool)
+    for i, d in enumerate(range(hi, lo - 1, -1)):
+        j = np.arange(width) - _offset(d, rows, cols, width, align)
+        ok = (j >= 0) & (j < _diag_len(d, rows, cols))
+        index[i] = np.where(ok, (j - min(d, 0)) * cols + j + max(d, 0), 0)
+        inside[i] = ok
+    return index, inside
+
+
+def _take_flat(x: Any, index: np.ndarray) -> Any:
+    """``x``'s two innermost dimensions, flattened, gathered at ``index`` (any shape)."""
+    xp = _xp(x)
+    flat = xp.reshape(x, np.shape(x)[:-2] + (-1,))
+    return xp.take(flat, index, axis=-1)
+
+
+def _packed(diagonal: Any, k: tuple[int, int]) -> Any:
+    """The diagonals as ``[..., diagonals, width]`` (one diagonal comes without its axis)."""
+    return _xp(diagonal).expand_dims(diagonal, -2) if k[0] == k[1] else diagonal
+
+
+def _align(node: Node) -> str:
+    # V1 and V2 have no align attribute: they pack every diagonal to the left
+    return str(node.attr("align", "LEFT_LEFT"))
+
+
+@_reg("MatrixDiagV3", "MatrixDiagV2", "MatrixDiag")
+def _matrix_diag(node: Node, args: list[Any]) -> list[Any]:
+    """A matrix (batch) with the given diagonals ``k[0]..k[1]`` and ``padding_value`` elsewhere; a
+    ``num_rows``/``num_cols`` of -1 is the smallest that holds them (square when both are -1)."""
+    diagonal = args[0]
+    k = _k(node, args[1]) if len(args) > 1 else (0, 0)
+    rows, cols = ((int(_static(node, a, "num_rows and num_cols")) for a in args[2:4]) if len(args) > 2
+                  else (-1, -1))
+    padding = args[4] if len(args) > 4 else np.zeros((), np.asarray(diagonal).dtype if is_static(diagonal)
+                                                      else diagonal.dtype)
+    packed = _packed(diagonal, k)
+    width = np.shape(packed)[-1]
+    min_rows, min_cols = width - min(k[1], 0), width + max(k[0], 0)
+    if rows == -1 and cols == -1:
+        rows = cols = max(min_rows, min_cols)
+    rows, cols = (min_rows if rows == -1 else rows), (min_cols if cols == -1 else cols)
+    index, on = _scatter_table(k, rows, cols, width, _align(node))
+    xp = _xp(diagonal, padding)
+    return [_np(xp.where(on, _take_flat(packed, index), xp.asarray(padding).astype(_dtype(diagonal))))]
+
+
+@_reg("MatrixDiagPartV3", "MatrixDiagPartV2", "MatrixDiagPart")
+def _matrix_diag_part(node: Node, args: list[Any]) -> list[Any]:
+    """The diagonals ``k[0]..k[1]``, packed as ``align`` says and padded with ``padding_value``."""
+    x = args[0]
+    k = _k(node, args[1]) if len(args) > 1 else (0, 0)
+    padding = args[2] if len(args) > 2 else np.zeros((), _dtype(x))
+    rows, cols = np.shape(x)[-2:]
+    index, inside = _gather_table(k, rows, cols, _align(node))
+    xp = _xp(x, padding)
+    out = xp.where(inside, _take_flat(x, index), xp.asarray(padding).astype(_dtype(x)))
+    return [_np(out[..., 0, :] if k[0] == k[1] else out)]
+
+
+@_reg("MatrixSetDiagV3", "MatrixSetDiagV2", "MatrixSetDiag")
+def _matrix_set_diag(node: Node, args: list[Any]) -> list[Any]:
+    """The input with its diagonals ``k[0]..k[1]`` replaced by the packed ``diagonal``."""
+    x, diagonal = args[:2]
+    k = _k(node, args[2]) if len(args) > 2 else (0, 0)
+    rows, cols = np.shape(x)[-2:]
+    packed = _packed(diagonal, k)
+    index, on = _scatter_table(k, rows, cols, np.shape(packed)[-1], _align(node))
+    return [_np(_xp(x, diagonal).where(on, _take_flat(packed, index), x))]
+
+
+def _dtype(x: Any) -> np.dtype:
+    return np.asarray(x).dtype if is_static(x) else np.dtype(x.dtype)
+
+
+def _np(v: Any) -> Any:
+    return np.asarray(v) if isinstance(v, np.generic) else v
+
+
+# -- image resizing ---------------------------------------------------------------------------
+def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
+    """TensorFlow's ``CalculateResizeScale``, in float32."""
+    if align_corners and out_size > 1:
+        return np.float32(in_size - 1) / np.float32(out_size - 1)
+    return np.float32(in_size) / np.float32(out_size)
+
+
+def _bilinear_weights(in_size: int, out_size: int, node: Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lower, upper, lerp) per output position: TensorFlow's ``compute_interpolation_weights``."""
+    scale = _scale(in_size, out_size, bool(node.attr("align_corners", False)))
+    i = np.arange(out_size, dtype=np.float32)
+    pos = (i + np.float32(0.5)) * scale - np.float32(0.5) if node.attr("half_pixel_centers", False) else i * scale
+    floor = np.floor(pos)
+    lower = np.maximum(floor, 0).astype(np.int64)
+    upper = np.minimum(np.ceil(pos), in_size - 1).astype(np.int64)
+    return lower, upper, (pos - floor).astype(np.float32)
+
+
+def _size(node: Node, size: Any) -> tuple[int, int]:
+    height, width = (int(s) for s in _static(node, size, "the size"))
+    return height, width
+
+
+def _bilinear(node: Node, images: Any, out_hw: tuple[int, int]) -> Any:
+    """``images`` (``[batch, height, width, channels]``) resized to ``out_hw``, in float32."""
+    x = jnp.asarray(images).astype(jnp.float32)
+    y_lo, y_hi, y_lerp = _bilinear_weights(x.shape[1], out_hw[0], node)
+    x_lo, x_hi, x_lerp = _bilinear_weights(x.shape[2], out_hw[1], node)
+    top, bottom = x[:, y_lo], x[:, y_hi]
+    x_lerp = x_lerp[:, None]
+    # TensorFlow's order of operations: lerp along x in the top and bottom rows, then along y
+    top = top[:, :, x_lo] + (top[:, :, x_hi] - top[:, :, x_lo]) * x_lerp
+    bottom = bottom[:, :, x_lo] + (bottom[:, :, x_hi] - bottom[:, :, x_lo]) * x_lerp
+    return top + (bottom - top) * y_lerp[:, None, None]
+
+
+@_reg("ResizeBilinear")
+def _resize_bilinear(node: Node, args: list[Any]) -> list[Any]:
+    images, size = args
+    return [_bilinear(node, images, _size(node, size))]
+
+
+@_reg("ResizeBilinearGrad")
+def _resize_bilinear_grad(node: Node, args: list[Any]) -> list[Any]:
+    """The adjoint of ``ResizeBilinear`` at ``original_image``'s shape, in its dtype."""
+    grads, original = args
+    grads = jnp.asarray(grads).astype(jnp.float32)
+    zeros = jnp.zeros(np.shape(original), jnp.float32)
+    (out,) = jax.linear_transpose(lambda x: _bilinear(node, x, (grads.shape[1], grads.shape[2])), zeros)(grads)
+    return [out.astype(_dtype(original))]
+
+
+def _nearest_index(in_size: int, out_size: int, node: Node) -> np.ndarray:
+    """The source position per output position: TensorFlow's nearest-neighbor rule (round with
+    ``align_corners``, floor otherwise; half-pixel centers without the -0.5)."""
+    scale = _scale(in_size, out_size, bool(node.attr("align_corners", False)))
+    i = np.arange(out_size, dtype=np.float32)
+    half = bool(node.attr("half_pixel_centers", False))
+    pos = (i + np.float32(0.5)) * scale if half else i * scale
+    # roundf rounds halves away from zero; positions are not negative
+    index = np.floor(pos + np.float32(0.5)) if node.attr("align_corners", False) else np.floor(pos)
+    index = np.minimum(index.astype(np.int64), in_size - 1)
+    return np.maximum(index, 0) if half else index
+
+
+@_reg("ResizeNearestNeighbor")
+def _resize_nearest(node: Node, args: list[Any]) -> list[Any]:
+    images, size = args
+    height, width = _size(node, size)
+    x = jnp.asarray(images)
+    return [x[:, _nearest_index(x.shape[1], height, node)][:, :, _nearest_index(x.shape[2], width, node)]]
+
+
+@_reg("ResizeNearestNeighborGrad")
+def _resize_nearest_grad(node: Node, args: list[Any]) -> list[Any]:
+    """Each gradient entry added to the source pixel its output position copied."""
+    grads, size = args
+    height, width = _size(node, size)
+    grads = jnp.asarray(grads)
+    rows = _nearest_index(height, grads.shape[1], node)
+    cols = _nearest_index(width, grads.shape[2], node)
+    out = jnp.zeros((grads.shape[0], height, width, grads.shape[3]), grads.dtype)
+    return [out.at[:, rows[:, None], cols[None, :]].add(grads)]
+
+
+# -- Bitcast and Where ------------------------------------------------------------------------
+def _to_bytes(x: Any) -> Any:
+    """``x``'s bytes as a trailing uint8 axis (complex: the real part's, then the imaginary part's)."""
+    if jnp.iscomplexobj(x):
+        parts = jnp.stack([jnp.real(x), jnp.imag(x)], -1)
+        return jax.lax.bitcast_convert_type(parts, jnp.uint8).reshape(x.shape + (-1,))
+    if x.dtype.itemsize == 1:
+        return jax.lax.bitcast_convert_type(x, jnp.uint8)[..., None]
+    return jax.lax.bitcast_convert_type(x, jnp.uint8)
+
+
+def _from_bytes(b: Any, dtype: np.dtype) -> Any:
+    """The inverse of :func:`_to_bytes`: a trailing axis of ``dtype.itemsize`` bytes to ``dtype``."""
+    if np.issubdtype(dtype, np.complexfloating):
+        part = np.dtype(f"float{dtype.itemsize * 4}")
+        parts = jax.lax.bitcast_convert_type(b.reshape(b.shape[:-1] + (2, -1)), part)
+        return jax.lax.complex(parts[..., 0], parts[..., 1])
+    if dtype.itemsize == 1:
+        return jax.lax.bitcast_convert_type(b[..., 0], dtype)
+    return jax.lax.bitcast_convert_type(b, dtype)
+
+
+@_reg("Bitcast")
+def _bitcast(node: Node, args: list[Any]) -> list[Any]:
+    """The input's bytes read as ``type``: a wider input gains a trailing axis of ``in/out`` elements,
+    a narrower one loses its trailing axis, which must have ``out/in`` elements (TensorFlow's rule)."""
+    (x,) = args
+    dtype = np.dtype(node.attr("type"))
+    if is_static(x):
+        x = np.ascontiguousarray(x)
+        if x.dtype.itemsize > dtype.itemsize:
+            return [x.view(dtype).reshape(x.shape + (x.dtype.itemsize // dtype.itemsize,))]
+        return [x.view(dtype).reshape(x.shape[:-1]) if x.dtype.itemsize < dtype.itemsize else x.view(dtype)]
+    for t in (x.dtype, dtype):
+        if jax.dtypes.canonicalize_dtype(t) != t:  # JAX holds it narrower: its bytes are not TensorFlow's
+            Error.GRAPH_UNSUPPORTED.raise_(items=f"  - node {node.name} (Bitcast from {np.dtype(x.dtype).name} to "
+                                           f"{dtype.name}): {np.dtype(t).name} needs jax_enable_x64")
+    b = _to_bytes(x)
+    size_in, size_out = np.dtype(x.dtype).itemsize, dtype.itemsize
+    if size_in > size_out:
+        return [_from_bytes(b.reshape(x.shape + (size_in // size_out, size_out)), dtype)]
+    return [_from_bytes(b.reshape(x.shape[:-1] + (size_out,)) if size_in < size_out else b, dtype)]
+
+
+@_reg("Where")
+def _where(node: Node, args: list[Any]) -> list[Any]:
+    """The coordinates (int64, ``[true count, rank]``) of the true (non-zero) entries, in row-major
+    order. Its shape depends on the values: it runs on constants and on concrete (eager) inputs, and
+    under ``jit`` it raises ``GRAPH_NOT_STATIC``."""
+    (x,) = args
+    try:
+        value = np.asarray(x)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        _static(node, x, "its input (the number of true entries is the output's shape)")
+        raise  # unreachable: _static raised
+    return [np.argwhere(value).astype(np.int64).reshape(-1, value.ndim)]
