@@ -58,7 +58,7 @@ def _upper(tf, x):  # an upper triangle the lower-triangle ops must ignore
 def _svd(tf, x, full):
     s, u, v = tf.linalg.svd(x, full_matrices=full)
     k = min(x.shape[-2:])
-    usv = tf.matmul(u[..., :k] * s[..., None, :], v[..., :k], adjoint_b=True)
+    usv = tf.matmul(u[..., :k] * tf.cast(s, u.dtype)[..., None, :], v[..., :k], adjoint_b=True)
     return [s, usv, tf.abs(u[..., :k]), tf.abs(v[..., :k])]
 
 
@@ -122,6 +122,15 @@ def _resize(tf, x):
     return out
 
 
+def _complex(tf, x):
+    """Complex inputs: Hermitian from the lower triangle, ``e`` and ``s`` in the input's dtype."""
+    c = tf.complex(x, tf.reverse(x, [-1]))
+    h = tf.matmul(c, c, adjoint_b=True) + 3.0 * tf.eye(3, dtype=c.dtype)
+    e, v = tf.linalg.eigh(h + _upper(tf, c))
+    return [tf.linalg.cholesky(h + _upper(tf, c)), e, tf.abs(v), *_svd(tf, c, False), *tf.linalg.qr(c),
+            *tf.linalg.slogdet(c), tf.linalg.inv(c), tf.linalg.triangular_solve(h, c, adjoint=True)]
+
+
 def _eye(tf, x):
     return 4.0 * tf.eye(3, dtype=x.dtype)
 
@@ -142,6 +151,7 @@ CASES: dict[str, Case] = {
                                tf.linalg.svd(x, compute_uv=False)], (2, 4, 3)),
     "eigh": Case(lambda tf, x: [*_eigh(tf, x), tf.linalg.eigvalsh(_spd(tf, x))], (2, 3, 3)),
     "eig": Case(_eig, (2, 3, 3)),
+    "complex": Case(_complex, (2, 3, 3)),
     "diag": Case(_diag_ops, (2, 3, 4)),
     "resize": Case(_resize, (2, 24), tol64=1e-5),  # float32 arithmetic, as TensorFlow's kernels
     # TensorFlow has no gradient of a full q or u of a tall matrix (their extra columns are not unique)

@@ -110,24 +110,25 @@ def _qr(node: Node, args: list[Any]) -> list[Any]:
 
 @_reg("Svd")
 def _svd(node: Node, args: list[Any]) -> list[Any]:
-    """(s, u, v) with ``x = u diag(s) v^H``; without ``compute_uv``, ``u`` and ``v`` are empty scalars, as
-    ``Session.run`` gives them."""
+    """(s, u, v) with ``x = u diag(s) v^H``, ``s`` in the input's dtype (as the raw op gives it);
+    without ``compute_uv``, ``u`` and ``v`` are empty scalars, as ``Session.run`` gives them."""
     x = jnp.asarray(args[0])
     full = bool(node.attr("full_matrices", False))
     if not node.attr("compute_uv", True):
         s = jnp.linalg.svd(x, compute_uv=False)
-        return [s, jnp.zeros((), x.dtype), jnp.zeros((), x.dtype)]
+        return [s.astype(x.dtype), jnp.zeros((), x.dtype), jnp.zeros((), x.dtype)]
     u, s, vh = jnp.linalg.svd(x, full_matrices=full)
-    return [s, u, _adjoint(vh)]
+    return [s.astype(x.dtype), u, _adjoint(vh)]
 
 
 @_reg("SelfAdjointEigV2")
 def _eigh(node: Node, args: list[Any]) -> list[Any]:
-    """(eigenvalues ascending, eigenvectors as columns) of the Hermitian matrix of the lower triangle;
-    without ``compute_v`` the eigenvectors are an empty scalar, as ``Session.run`` gives them."""
+    """(eigenvalues ascending, in the input's dtype; eigenvectors as columns) of the Hermitian matrix
+    of the lower triangle; without ``compute_v`` the eigenvectors are an empty scalar, as
+    ``Session.run`` gives them."""
     x = _hermitian_from_lower(args[0])
     v, w = jax.lax.linalg.eigh(x, lower=True, symmetrize_input=False)
-    return [w, v if node.attr("compute_v", True) else jnp.zeros((), x.dtype)]
+    return [w.astype(x.dtype), v if node.attr("compute_v", True) else jnp.zeros((), x.dtype)]
 
 
 @_reg("Eig")
