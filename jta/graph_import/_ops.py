@@ -750,3 +750,4 @@ for _name, _fn_name in (("UnsortedSegmentMax", "segment_max"), ("UnsortedSegment
 
 
 from . import _ops_linalg  # noqa: E402,F401,I001  (registers the linear-algebra ops)
+from . import _ops_nn as _ops_nn  # noqa: E402,F401  (registers the nn ops)
