@@ -12,9 +12,18 @@ TensorFlow's kernels differ from LAPACK's conventions in a few places, followed 
   ``Cholesky``, lower-triangular for ``SelfAdjointEigV2``). A matrix that is not positive definite
   gives NaN where TensorFlow raises (a traced function cannot raise on values).
 * ``Svd`` returns ``(s, u, v)``, not ``v^H``; ``MatrixTriangularSolve`` broadcasts batch dimensions.
+* ``Eig`` gives LAPACK's order of the eigenvalues, which is not Eigen's (TensorFlow's kernel), and
+  eigenvectors of unit norm whose phases may differ from TensorFlow's; ``Svd`` and
+  ``SelfAdjointEigV2`` vectors may differ in sign (phase). Quantities that do not depend on these
+  choices (reconstructions, ``|v|``, symmetric functions of the eigenvalues) and their gradients
+  match TensorFlow's.
 * ``ResizeBilinear``/``ResizeNearestNeighbor`` compute the source positions in float32 with the
   scale rule of TensorFlow's ``CalculateResizeScale`` and its (half-pixel) scalers, so the
   interpolation weights are TensorFlow's bit for bit.
+* ``Bitcast`` rereads the bytes with ``jax.lax.bitcast_convert_type``; a 64-bit type needs
+  ``jax_enable_x64`` (JAX would hold it narrower, so its bytes would not be TensorFlow's).
+* ``Where``'s output shape is the number of true entries: it runs on constants and on concrete
+  (eager) inputs; under ``jit`` it raises ``GRAPH_NOT_STATIC`` naming the node.
 """
 
 from __future__ import annotations
@@ -27,13 +36,9 @@ import numpy as np
 
 from .._channel.catalogue import Error
 from ._nodes import Node
-from ._ops import OPS, _static, is_static, registrar
+from ._ops import OPS, _dtype, _np, _static, _xp, is_static, registrar
 
 _reg = registrar(OPS)
-
-
-def _xp(*args: Any) -> Any:
-    return np if all(is_static(a) for a in args) else jnp
 
 
 def _adjoint(x: Any) -> Any:
@@ -48,8 +53,8 @@ def _hermitian_from_lower(x: Any, hermitian_tangent: bool = False) -> Any:
     input, not the lower-triangular derivative of what the kernel reads."""
     x = jnp.asarray(x)
     lower = jnp.tril(x, -1)
-    diagonal = jnp.real(x) if jnp.iscomplexobj(x) else x
-    h = lower + _adjoint(lower) + (diagonal * jnp.eye(x.shape[-1], dtype=x.dtype)).astype(x.dtype)
+    real = jnp.real(x) if jnp.iscomplexobj(x) else x  # a Hermitian diagonal is real
+    h = lower + _adjoint(lower) + (real * jnp.eye(x.shape[-1], dtype=real.dtype)).astype(x.dtype)
     if not hermitian_tangent:
         return h
     s = (x + _adjoint(x)) / 2
@@ -214,8 +219,7 @@ def _matrix_diag(node: Node, args: list[Any]) -> list[Any]:
     k = _k(node, args[1]) if len(args) > 1 else (0, 0)
     rows, cols = ((int(_static(node, a, "num_rows and num_cols")) for a in args[2:4]) if len(args) > 2
                   else (-1, -1))
-    padding = args[4] if len(args) > 4 else np.zeros((), np.asarray(diagonal).dtype if is_static(diagonal)
-                                                      else diagonal.dtype)
+    padding = args[4] if len(args) > 4 else np.zeros((), _dtype(diagonal))
     packed = _packed(diagonal, k)
     width = np.shape(packed)[-1]
     min_rows, min_cols = width - min(k[1], 0), width + max(k[0], 0)
@@ -249,14 +253,6 @@ def _matrix_set_diag(node: Node, args: list[Any]) -> list[Any]:
     packed = _packed(diagonal, k)
     index, on = _scatter_table(k, rows, cols, np.shape(packed)[-1], _align(node))
     return [_np(_xp(x, diagonal).where(on, _take_flat(packed, index), x))]
-
-
-def _dtype(x: Any) -> np.dtype:
-    return np.asarray(x).dtype if is_static(x) else np.dtype(x.dtype)
-
-
-def _np(v: Any) -> Any:
-    return np.asarray(v) if isinstance(v, np.generic) else v
 
 
 # -- image resizing ---------------------------------------------------------------------------
