@@ -1,5 +1,6 @@
 """The vocabulary TF1 programs were written in: ``tf.compat.v1.nn``, ``tf.compat.v1.losses`` and a
-seq2seq-style ``sequence_loss``, imported and compared with TensorFlow.
+seq2seq-style ``sequence_loss`` and ``tf.compat.v1.layers`` (where tf_keras is installed),
+imported and compared with TensorFlow.
 
 One graph per family holds many functions of the API at once (the import is checked as a whole, and
 the suite stays fast); like ``tests/test_graph_ops_nn.py`` (whose harness this reuses), each holds
@@ -16,6 +17,8 @@ refused by op type, with the nodes named.
 """
 
 from __future__ import annotations
+
+import importlib.util
 
 import numpy as np
 import pytest
@@ -100,27 +103,45 @@ def _sequence_loss(tf, x, p):
     return [tf.reduce_sum(ce) / tf.reduce_sum(mask), per_step, tf.reduce_sum(ce, 1)]
 
 
+def _layers(tf, x, p):
+    """``tf.compat.v1.layers`` (they need tf_keras): their variables are differentiated, then frozen."""
+    layers = tf.compat.v1.layers
+    h = layers.conv2d(x, 4, 3, padding="same", activation=tf.nn.relu)
+    trained, inferred = layers.batch_normalization(h, training=True), layers.batch_normalization(h, training=False)
+    pooled = layers.max_pooling2d(trained + inferred, 2, 2)
+    return [layers.dense(layers.flatten(pooled), 5), layers.average_pooling2d(h, 3, 1), trained, inferred]
+
+
 CASES = {
     "images": Case(_images, (2, 6, 6, 3)),
     "activations": Case(_activations, (4, 5), tol=1e-5),
-    "losses": Case(_losses, (4, 5), eager=True),
+    "losses": Case(_losses, (4, 5)),
     "sequence_loss": Case(_sequence_loss, (8, 5), eager=True),
+    "layers": Case(_layers, (2, 6, 6, 3)),
 }
+
+
+def _needs(name: str) -> None:
+    if name == "layers":  # TF1's layers live in tf_keras (tests/conftest.py sets TF_USE_LEGACY_KERAS)
+        pytest.importorskip("tf_keras")
 
 
 @pytest.fixture(scope="module")
 def built() -> dict[str, Built]:
     pytest.importorskip("tensorflow")
-    return {name: build(case, 100 + seed) for seed, (name, case) in enumerate(CASES.items())}
+    return {name: build(case, 100 + seed) for seed, (name, case) in enumerate(CASES.items())
+            if name != "layers" or importlib.util.find_spec("tf_keras") is not None}
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_outputs_and_tf_gradients_match_session_run(built, name):
+    _needs(name)
     check_session(built[name], CASES[name])
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_jax_grad_of_the_import_matches_tf_gradients(built, name):
+    _needs(name)
     check_jax_grad(built[name], CASES[name])
 
 

@@ -91,7 +91,8 @@ def _session_config(tf) -> Any:
 
 
 def build(case: Case, seed: int) -> Built:
-    """The case's graph, its gradients and what ``Session.run`` gives for them."""
+    """The case's graph, its gradients and what ``Session.run`` gives for them. Variables (of
+    ``tf.compat.v1.layers``) are differentiated too, then frozen into constants."""
     import tensorflow as tf
 
     from tests.helpers.tfgraph import k_graph
@@ -102,20 +103,23 @@ def build(case: Case, seed: int) -> Built:
         x = tf.compat.v1.placeholder(case.dtype, (None, *case.shape[1:]), name="x")
         p = Params(tf)
         outputs = case.build(tf, x, p)
-        fetches, wrt = list(outputs), [x]
+        fetches, wrt = list(outputs), [x, *p.tensors, *tf.compat.v1.trainable_variables()]
         if case.grad:
             loss = weighted_sum(tf, [y for y in case.in_loss(outputs) if y.dtype.is_floating])
-            grads = tf.compat.v1.gradients(loss, [x, *p.tensors])
-            wrt = [t for t, d in zip([x, *p.tensors], grads, strict=True) if d is not None]
+            grads = tf.compat.v1.gradients(loss, wrt)
+            wrt = [t for t, d in zip(wrt, grads, strict=True) if d is not None]
             grads = [tf.convert_to_tensor(d) for d in grads if d is not None]
             if case.second_order:
                 loss = weighted_sum(tf, grads, "loss2")
                 grads = [tf.convert_to_tensor(d) for d in tf.compat.v1.gradients(loss, wrt)]
             fetches += [loss, *grads]
         with tf.compat.v1.Session(graph=g, config=_session_config(tf)) as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
             expected, feeds = sess.run([fetches, wrt], {x: feed})
-        op_types = {op.type for op in g.get_operations()}
-    return Built(g.as_graph_def(), feeds, [t.name for t in wrt], [t.name for t in fetches], expected, op_types)
+            graph_def = tf.compat.v1.graph_util.convert_variables_to_constants(
+                sess, g.as_graph_def(), [t.op.name for t in fetches])
+    op_types = {n.op for n in graph_def.node}  # what the fetches need
+    return Built(graph_def, feeds, [t.name for t in wrt], [t.name for t in fetches], expected, op_types)
 
 
 def _compare(got: list[Any], expected: list[np.ndarray], tol: float) -> None:
@@ -273,7 +277,7 @@ def _second_order(tf, x, p):
     return [nn.conv2d(x, p(1, (3, 3, 3, 2)), [1, 2, 2, 1], "SAME") ** 2,
             nn.conv2d_transpose(x, p(3, (3, 3, 2, 3)), [2, 11, 11, 2], [1, 2, 2, 1], "SAME") ** 2,
             nn.depthwise_conv2d(x, p(2, (2, 2, 3, 1)), [1, 1, 1, 1], "VALID") ** 2,
-            nn.fused_batch_norm(x, p(3, (3,)), p(4, (3,)))[0] ** 2, nn.lrn(x, 2) ** 2]
+            nn.fused_batch_norm(x, p(3, (3,)), p(4, (3,)))[0] ** 2]  # LRNGrad has no gradient in TF
 
 
 IMAGE = (2, 6, 6, 3)
