@@ -312,3 +312,109 @@ def test_loop_growing_an_array_in_a_run_time_branch_needs_a_capacity():
                        r"branch.*dynamic_size array grows.*tensor_array_capacity="):
         jax.jit(imported)(xv, np.bool_(True))
     _compare(graph, ["x:0", "p:0"], ["y:0"], [(xv, np.bool_(True)), (xv, np.bool_(False))], tensor_array_capacity=8)
+
+
+# -- (e) loops whose carry changes structure: run step by step eagerly, refused under jit ----------
+def _fed_length_graph():
+    """A ``dynamic_size`` array of unknown element shape that a loop grows to a fed length ``n`` (one
+    write per step), read back with stack(), gather() and size(), and the gradient of stack()."""
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+        array = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=None, clear_after_read=False)
+        _, array = tf.compat.v1.while_loop(
+            lambda i, t: i < n, lambda i, t: (i + 1, t.write(i, tf.sin(x * tf.cast(i + 1, tf.float32)))), [0, array])
+        stacked = tf.identity(array.stack(), name="stacked")
+        tf.identity(array.gather([0, 1]), name="first_two")
+        tf.identity(array.size(), name="size")
+        loss = tf.reduce_sum(stacked * stacked, name="loss")
+        (dx,) = tf.gradients(loss, [x])
+        tf.identity(dx, name="dx")
+        (dfirst,) = tf.gradients(tf.reduce_sum(array.gather([0, 1]) ** 2), [x])
+        tf.identity(dfirst, name="dfirst")
+    return graph
+
+
+def test_array_grown_to_a_fed_length():
+    """Eagerly the fed length is known (as to TensorFlow): stack(), its gradient and jax.grad of the
+    forward graph match Session.run without any option. Under jit the loop is a lax.while_loop: refused
+    without tensor_array_capacity= (naming the loop, the array and both ways out); with it, gather()
+    and size() run, and stack(), whose shape is known at run time only, is refused naming its node."""
+    graph = _fed_length_graph()
+    xv = np.array([0.5, -1.0, 2.0], np.float32)
+    inputs = ["x:0", "n:0"]
+    imported = jta.import_graph_def(graph.as_graph_def(), inputs=inputs, outputs=["stacked:0", "size:0", "dx:0"])
+    forward = jta.import_graph_def(graph.as_graph_def(), inputs=inputs, outputs=["loss:0"])
+    for n in (3, 5):
+        expected = _session(graph, ["stacked:0", "size:0", "dx:0"], {"x:0": xv, "n:0": n})
+        _close(imported(xv, np.int32(n)), expected)
+        _close([jax.grad(lambda v, n=n: forward(v, np.int32(n))[0])(xv)], expected[2:])
+    with pytest.raises(errors.UnimplementedError, match=r"While loop while/while_context: the loop body changes the "
+                       r"structure of its carry \(the array of TensorArrayV3 node TensorArray is dynamic_size and "
+                       r"needs a static capacity.*Pass tensor_array_capacity=N.*outside jax.jit"):
+        jax.jit(imported)(xv, np.int32(3))
+    options = {"tensor_array_capacity": 8, "stack_capacity": 8}
+    _compare(graph, inputs, ["first_two:0", "size:0", "dfirst:0"], [(xv, np.int32(3)), (xv, np.int32(6))], **options)
+    capped = jta.import_graph_def(graph.as_graph_def(), inputs=inputs, outputs=["stacked:0"], **options)
+    with pytest.raises(errors.UnimplementedError, match=r"Node TensorArrayStack/range \(Range\): .*the size of the "
+                       r"array of TensorArrayV3 node TensorArray, which a while loop sets at run time.*outside jax.jit"):
+        jax.jit(capped)(xv, np.int32(3))
+
+
+def test_loops_whose_carry_changes_run_step_by_step_eagerly():
+    """A data-dependent trip count growing an array, a variable that grows (shape_invariants) and
+    ragged writes (a slice bounded by the counter): eagerly each runs step by step and matches
+    Session.run; under jit each is refused naming what to do."""
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+        grown = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[3])
+        _, _, grown = tf.compat.v1.while_loop(lambda i, h, t: tf.reduce_sum(h) < 10.0,
+                                              lambda i, h, t: (i + 1, h + tf.abs(x) + 0.1, t.write(i, h)),
+                                              [0, x, grown])
+        tf.identity(grown.stack(), name="grown")
+        _, acc = tf.compat.v1.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, tf.concat([a, a[-1:] * 2.0], 0)),
+                                         [0, x], shape_invariants=[tf.TensorShape([]), tf.TensorShape([None])])
+        tf.identity(acc, name="acc")
+        ragged = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False)
+        _, ragged = tf.compat.v1.while_loop(lambda i, t: i < n, lambda i, t: (i + 1, t.write(i, x[: i + 1])),
+                                            [0, ragged])
+        tf.identity(ragged.concat(), name="ragged")
+    xv = np.array([0.5, -1.0, 2.0], np.float32)
+    outputs = ["grown:0", "acc:0", "ragged:0"]
+    imported = jta.import_graph_def(graph.as_graph_def(), inputs=["x:0", "n:0"], outputs=outputs)
+    for n in (2, 3):
+        _close(imported(xv, np.int32(n)), _session(graph, outputs, {"x:0": xv, "n:0": n}))
+    for output, message in (("grown:0", r"dynamic_size and needs a static capacity.*tensor_array_capacity="),
+                            ("acc:0", r"a loop variable changes shape from \(3,\) to \(4,\) \(shape invariants are "
+                                      r"supported only outside jax.jit"),
+                            ("ragged:0", r"Node while_2/strided_slice \(StridedSlice\): slice bounds \(here in a "
+                                         r"while loop traced as a lax loop: call the imported function outside "
+                                         r"jax.jit")):
+        one = jta.import_graph_def(graph.as_graph_def(), inputs=["x:0", "n:0"], outputs=[output])
+        with pytest.raises(errors.UnimplementedError, match=message):
+            jax.jit(one)(xv, np.int32(2))
+
+
+def test_array_sized_by_a_fed_value():
+    """``TensorArray(size=n)`` with ``n`` fed: eagerly as TensorFlow; under jit its buffer's shape would
+    depend on ``n``: refused naming the node and the ways out."""
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
+        n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+        array = tf.TensorArray(tf.float32, size=n, element_shape=[3])
+        _, array = tf.compat.v1.while_loop(lambda i, t: i < n, lambda i, t: (i + 1, t.write(i, x * tf.cast(i, tf.float32))),
+                                           [0, array])
+        tf.identity(array.stack(), name="y")
+    xv = np.array([0.5, -1.0, 2.0], np.float32)
+    imported = jta.import_graph_def(graph.as_graph_def(), inputs=["x:0", "n:0"], outputs=["y:0"])
+    _close(imported(xv, np.int32(4)), _session(graph, ["y:0"], {"x:0": xv, "n:0": 4}))
+    with pytest.raises(errors.UnimplementedError, match=r"Node TensorArray \(TensorArrayV3\): the size \(here a value "
+                       r"known at run time only: call the imported function outside jax.jit"):
+        jax.jit(imported)(xv, np.int32(4))

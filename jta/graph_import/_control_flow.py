@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import errors
 from .._channel.catalogue import Error
 from . import _resources
 from ._loops import DEAD, Dyn, Loops, select
@@ -51,7 +52,9 @@ class Runner(Loops):
         return res
 
     def node(self, node: Node, env: dict[Tensor, Any], res: Resources, probe: bool) -> Resources:
-        args = [env.get(t, DEAD) for t in node.inputs]
+        # Concrete integer scalars (an eager call's fed trip count or size) are static, as
+        # they are to TensorFlow: shapes and trip counts computed from them are known.
+        args = [_resources.known(env.get(t, DEAD)) for t in node.inputs]
         name = node.name
         dead = any(a is DEAD for a in args) or any(env.get((c, 0)) is DEAD for c in node.control)
         if node.op in ("Merge", "RefMerge"):
@@ -87,7 +90,10 @@ class Runner(Loops):
             return res
         if node.op in _resources.RESOURCE_OPS:
             return self._resource(node, args, env, res)
-        outs = OPS[node.op](node, args)
+        try:
+            outs = OPS[node.op](node, args)
+        except errors.UnimplementedError as error:
+            raise self._not_static(node, args, error) from error
         for k, v in enumerate(outs):
             env[(name, k)] = v
         if not outs:
@@ -141,6 +147,8 @@ class Runner(Loops):
         new, outs = _resources.RESOURCE_OPS[node.op](self.ctx, node, args, res)
         for k, v in enumerate(outs):
             env[(node.name, k)] = v
+        if node.op == "TensorArraySizeV3" and not is_static(outs[0]):  # named if an op needs it static
+            self.sizes[id(outs[0])] = (outs[0], self._array_node(args[0]))
         if ok is None:
             return new
         if self.ctx.recorders and jax.tree.structure(new) != jax.tree.structure(res):
@@ -149,6 +157,26 @@ class Runner(Loops):
         if selected is None:
             Error.GRAPH_GUARDED_STATE.raise_(node=node.name, op=node.op, what=change)
         return selected
+
+    def _not_static(self, node: Node, args: list[Any], error: Exception) -> Exception:
+        """``error`` (an op's :data:`Error.GRAPH_NOT_STATIC`) with the way out where the value is known
+        outside ``jax.jit``: the size of an array a while loop grows at run time (``stack()``,
+        ``concat()``), or a value computed in a loop body traced as a ``lax`` loop."""
+        head, tail = f"Node {node.name} ({node.op}): ", Error.GRAPH_NOT_STATIC.template.split("{what}")[1]
+        text = str(error)
+        if not (text.startswith(head) and text.endswith(tail)):
+            return error
+        sizes = [self.sizes[id(a)][1] for a in args if id(a) in self.sizes]
+        if sizes:
+            hint = (f" (here the size of the array of TensorArrayV3 node {sizes[0]}, which a while loop sets at "
+                    f"run time, so the result's shape is known at run time only: call the imported function "
+                    f"outside jax.jit, with concrete inputs, or read the array with gather() at static indices)")
+        elif self.ctx.depth:
+            hint = (" (here in a while loop traced as a lax loop: call the imported function outside jax.jit, "
+                    "with concrete inputs, where the loop runs step by step and its counters are known)")
+        else:
+            return error
+        return Error.GRAPH_NOT_STATIC.exception(node=node.name, op=node.op, what=text[len(head):-len(tail)] + hint)
 
     def _only_where(self, node: Node, args: list[Any], res: Resources, ok: Any
                     ) -> Optional[tuple[Resources, list[Any]]]:

@@ -20,6 +20,12 @@ them (tf2xla's trick), they are created before the loop, stacks get a ``[capacit
 buffer (capacity: trip count × pushes per step, or ``stack_capacity=``), and the body is traced
 again to check that the carry keeps its structure. When it does not (ragged elements, arrays
 that grow without a capacity), a loop with a static trip count is unrolled instead.
+
+**Eager calls.** Concrete integer scalars are static (:func:`jta.graph_import._resources.known`), so
+a trip count fed to an eager call is known as it is to TensorFlow. A loop that cannot be a ``lax``
+loop (its carry changes structure: a ``dynamic_size`` array grows, a variable changes shape, writes
+are ragged) runs step by step in Python when every input is concrete; under ``jit`` it is refused
+naming the loop, the array and the ways out (``tensor_array_capacity=``, or calling outside ``jit``).
 """
 
 from __future__ import annotations
@@ -27,20 +33,22 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
+import re
 from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
-from .. import raw_ops
+from .. import errors, raw_ops
 from .._channel.catalogue import Error
 from .._core.array import empty as empty_array
 from . import _resources
 from ._frames import Frame, Graph
 from ._nodes import Tensor
 from ._ops import is_static
-from ._resources import Context, Recorder, Resources, Stack
+from ._resources import Context, Recorder, Resources, Stack, known
 
 
 # The values of a runner's environment besides arrays and handles (the conds of
@@ -84,6 +92,7 @@ class Loops(abc.ABC):
         self.g, self.ctx, self.opt = graph, ctx, options
         self.whiles = 0  # lax.while_loops built so far (a scan whose body builds one is unrolled instead)
         self.unrolling = 0  # unrolled loops running now (a loop inside runs again, in line, in each step)
+        self.sizes: dict[int, tuple[Any, str]] = {}  # id of a run-time TensorArray size -> (it, its array's node)
 
     @abc.abstractmethod
     def run(self, frame: str, items: tuple[Any, ...], env: dict[Tensor, Any], res: Resources,
@@ -101,7 +110,7 @@ class Loops(abc.ABC):
         return env
 
     def _consts(self, f: Frame, outer: dict[Tensor, Any]) -> dict[Tensor, Any]:
-        return {(e, 0): outer.get(self.g.nodes[e].inputs[0], DEAD) for e in f.enters
+        return {(e, 0): known(outer.get(self.g.nodes[e].inputs[0], DEAD)) for e in f.enters
                 if self.g.nodes[e].attr("is_constant")}
 
     def _pred(self, f: Frame, env: dict[Tensor, Any], res: Resources, probe: bool) -> Any:
@@ -164,7 +173,11 @@ class Loops(abc.ABC):
 
     def loop(self, name: str, outer: dict[Tensor, Any], res: Resources, probe: bool) -> Resources:
         f = self.g.frames[name]
-        init = {m: outer.get(self.g.nodes[f.var_enter[m]].inputs[0], DEAD) for m in f.merges}
+        init = {m: known(outer.get(self.g.nodes[f.var_enter[m]].inputs[0], DEAD)) for m in f.merges}
+        if any(v is DEAD for v in init.values()):  # in a cond branch pruned on a static predicate
+            for e in f.exit_var:
+                outer[(e, 0)] = DEAD
+            return res
         n, traj, finals, bounded = self._probe(f, outer, init, res)
         if probe:
             for e, m in f.exit_var.items():
@@ -172,6 +185,24 @@ class Loops(abc.ABC):
                 outer[(e, 0)] = env_v
             return res
         taken = self._taken(f, outer)
+        try:
+            res, final = self._lax(f, outer, init, n, traj, finals, bounded, res, taken)
+        except (Unstable, errors.TensorArrayError, ValueError):
+            if not _concrete(init, self._consts(f, outer), res, taken):
+                raise
+            # Every input is concrete (an eager call): the loop runs step by step, as TensorFlow runs it,
+            # whatever its carry does (a dynamic_size array grows, a variable changes shape, an element
+            # shape is set by a write).
+            res, final = self._stepwise(f, outer, init, res, taken)
+        for e, m in f.exit_var.items():
+            outer[(e, 0)] = final[m]
+        return res
+
+    def _lax(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], n: Optional[int],
+             traj: dict[str, list[Any]], finals: dict[str, Any], bounded: bool, res: Resources, taken: Any
+             ) -> tuple[Resources, dict[str, Any]]:
+        """The loop as a ``lax.scan`` (static or bounded trip count), ``lax.while_loop``, or unrolled."""
+        name = f.name
         if n == 0:
             final = dict(init)
         elif bounded and n is not None:
@@ -187,14 +218,30 @@ class Loops(abc.ABC):
             except Unstable as why:
                 if n > self.opt.max_unroll:
                     Error.GRAPH_LOOP_STRUCTURE.raise_(frame=name, what=f"cannot be a lax.scan ({why}) and its "
-                                                      f"{n} steps are more than max_unroll={self.opt.max_unroll}")
+                                                      f"{n} steps are more than max_unroll={self.opt.max_unroll}; "
+                                                      f"pass max_unroll={n} or more, or call the imported function "
+                                                      f"outside jax.jit (it then runs the loop step by step)")
                 before = res
                 res, final = self._unroll(f, outer, init, n, traj, finals, res)
                 if taken is not None:
                     res = self._where_taken(f, taken, res, before, "an unrolled loop (it cannot be a lax.scan)")
-        for e, m in f.exit_var.items():
-            outer[(e, 0)] = final[m]
-        return res
+        return res, final
+
+    def _stepwise(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], res: Resources, taken: Any
+                  ) -> tuple[Resources, dict[str, Any]]:
+        """The loop run in Python on concrete values: the condition is read after each step, the body runs
+        in line (no carry to keep, no trip count to know, no max_unroll: nothing is traced)."""
+        values = dict(init)
+        if taken is not None and not bool(taken):
+            return res, values
+        self.unrolling += 1
+        try:
+            while bool(self._pred(f, self._body_env(f, outer, values), res, probe=False)):
+                res, values = self.body(f, outer, res, values, traced=False)
+                values = {m: known(v) for m, v in values.items()}
+        finally:
+            self.unrolling -= 1
+        return res, values
 
     def _taken(self, f: Frame, outer: dict[Tensor, Any]) -> Any:
         """Whether the cond branches around the frame ``f`` are taken (a traced bool), or None when the
@@ -271,7 +318,7 @@ class Loops(abc.ABC):
                 out_res, out_carry = jax.eval_shape(step, res, carry, x0)
             except Exception as e:  # noqa: BLE001 - any failure of the scan body means "unroll it"
                 if n is None:
-                    raise
+                    self._refuse(f, res, e)
                 raise Unstable(f"{type(e).__name__}: {str(e)[:200]}") from e
             finally:
                 self.ctx.recorders = outer_recs
@@ -291,8 +338,8 @@ class Loops(abc.ABC):
     def _carry_change(self, res: Resources, carry: dict[str, Any], out_res: Resources, out_carry: dict[str, Any]
                       ) -> tuple[str, str]:
         """What of the carry a step changes, and the way out, for :data:`Error.GRAPH_LOOP_CARRY`."""
-        unroll = (f"A loop whose trip count is static is unrolled instead (up to max_unroll={self.opt.max_unroll} "
-                  "steps): feed what decides the trip count as a constant.")
+        unroll = _STEPWISE + (f" A loop whose trip count is static is unrolled instead (up to max_unroll="
+                              f"{self.opt.max_unroll} steps): feed what decides the trip count as a constant.")
         for handle, after in out_res.arrays.arrays.items():
             before = res.arrays.arrays.get(handle)
             if before is not None and _structure(before) == _structure(after):
@@ -316,6 +363,29 @@ class Loops(abc.ABC):
             if _aval(value) != _aval(carry[m]):
                 return f"loop variable {m} changes from {_aval(carry[m])} to {_aval(value)}", unroll
         return "its resources change their static structure", unroll
+
+    def _refuse(self, f: Frame, res: Resources, error: Exception) -> None:
+        """Raises :data:`Error.GRAPH_LOOP_CARRY` for a body that failed while traced for a ``lax.while_loop``
+        because a TensorArray it writes cannot keep a static structure (a ``dynamic_size`` array without a
+        capacity, an element shape that is not known), naming the array and the way out; else ``error``."""
+        named = re.match(r"TensorArray (\S+): ", str(error))
+        array = res.arrays.arrays.get(named.group(1)) if named else None
+        if array is None or not isinstance(error, (errors.TensorArrayError, ValueError)):
+            raise error
+        meta = jax.tree.structure(array).node_data()[1]
+        node = self._array_node(named.group(1)) if named else "?"
+        if meta.dynamic_size and meta.capacity is None:
+            what = (f"the array of TensorArrayV3 node {node} is dynamic_size and needs a static capacity: a "
+                    f"write past its end would change its static structure")
+            way_out = "Pass tensor_array_capacity=N to jta.import_graph_def (N: the most elements it holds). "
+        elif meta.slots is not None:
+            what = (f"the element shape of the array of TensorArrayV3 node {node} is not fully defined, so a "
+                    f"write at a traced index cannot place its value")
+            way_out = ("Give it a full element_shape where the graph creates it (tf.TensorArray(..., "
+                       "element_shape=...), infer_shape=True). ")
+        else:
+            raise error
+        raise Error.GRAPH_LOOP_CARRY.exception(frame=f.name, what=what, way_out=way_out + _STEPWISE) from error
 
     def _array_node(self, handle: str) -> str:
         """The ``TensorArrayV3`` node whose array has the handle ``handle`` (``<name>_<node number>``)."""
@@ -498,6 +568,15 @@ class Loops(abc.ABC):
         return {m: init[m] for m in static}
 
 
+_STEPWISE = ("Or call the imported function outside jax.jit, with concrete inputs: the loop then runs step by "
+             "step, as in TensorFlow.")
+
+
+def _concrete(*trees: Any) -> bool:
+    """Whether no leaf of ``trees`` is traced (an eager call, outside any transformation)."""
+    return not any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(trees))
+
+
 def _unwritten(ta: Any) -> bool:
     """Whether ``ta`` is an array of unknown element shape (slots form) that nothing has written yet."""
     meta = ta.tree_flatten()[1]
@@ -537,7 +616,8 @@ def _array(v: Any) -> Any:
 def _like(v: Any, like: Any, frame: str) -> Any:
     if isinstance(v, str) or v is DEAD or np.shape(v) != np.shape(like):
         Error.GRAPH_LOOP_STRUCTURE.raise_(frame=frame, what=f"a loop variable changes shape from {np.shape(like)} "
-                                          f"to {_shape(v)} (shape invariants are not supported)")
+                                          f"to {_shape(v)} (shape invariants are supported only outside jax.jit, "
+                                          f"where the loop runs step by step)")
     return jnp.asarray(v, like.dtype)
 
 

@@ -21,6 +21,7 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from .. import raw_ops
 from .._channel.catalogue import Error
@@ -113,10 +114,24 @@ def _index(v: Any) -> Any:
     return int(v) if is_static(v) and np.ndim(v) == 0 else v
 
 
+def known(v: Any) -> Any:
+    """``v`` as a static numpy value when it is a concrete (not traced) integer scalar: a trip count or a
+    size fed to an eager call is then known, as it is to TensorFlow (the loop is a ``lax.scan`` whose
+    stacks are sized by it rather than a ``lax.while_loop``; ``stack()`` of an array that size has a
+    shape). Booleans stay as they are: a fed cond predicate runs both branches, eagerly as under jit."""
+    if isinstance(v, jax.Array) and not isinstance(v, Tracer) and v.ndim == 0 and jnp.issubdtype(v.dtype, jnp.integer):
+        return np.asarray(v)
+    return v
+
+
 # -- TensorArrays -----------------------------------------------------------------------------
 @_reg("TensorArrayV3")
 def _ta_new(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[Resources, list[Any]]:
-    (size,) = args
+    size = known(args[0])
+    if isinstance(size, Tracer):  # the buffer's shape would depend on it
+        Error.GRAPH_NOT_STATIC.raise_(node=node.name, op=node.op, what=(
+            "the size (here a value known at run time only: call the imported function outside jax.jit, with "
+            "concrete inputs, or feed it as a constant; a dynamic_size=True array of size 0 grows instead)"))
     state = res.arrays
     counter = state.counter
     # The handle is <name>_<node number>: the same in every iteration of a loop that creates it.
