@@ -185,7 +185,12 @@ def _depthwise(tf, x, p):
             nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME", rate=[2, 2]),  # SpaceToBatchND
             nn.separable_conv2d(x, w, p(8, (1, 1, 6, 4)), [1, 1, 1, 1], "VALID"),
             tf.raw_ops.DepthwiseConv2dNative(input=x, filter=w, strides=[1, 1, 1, 1], padding="EXPLICIT",
-                                             explicit_paddings=[0, 0, 1, 0, 2, 1, 0, 0])]
+                                             explicit_paddings=[0, 0, 1, 0, 2, 1, 0, 0]),
+            tf.raw_ops.DepthwiseConv2dNativeBackpropInput(input_sizes=[2, 12, 13, 1], filter=p(10, (2, 3, 1, 3)),
+                                                          out_backprop=x, strides=[1, 2, 2, 1], padding="VALID"),
+            # input_sizes may give the spatial sizes only
+            tf.raw_ops.Conv2DBackpropInput(input_sizes=[6, 6], filter=p(9, (3, 3, 2, 3)), out_backprop=x,
+                                           strides=[1, 1, 1, 1], padding="SAME")]
 
 
 def _explicit_forward(tf, x, p):

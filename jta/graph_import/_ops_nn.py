@@ -145,6 +145,8 @@ def _conv_backprop_input(node: Node, args: list[Any]) -> list[Any]:
     """``(input_sizes, filter, out_backprop)``: the adjoint of the convolution in its input."""
     shape = _shape_arg(node, args[0], "input_sizes")
     w, dy = jnp.asarray(args[1]), jnp.asarray(args[2])
+    if len(shape) == dy.ndim - 2:  # the spatial sizes only: the batch from dy, the channels from the filter
+        shape = (dy.shape[0], w.shape[-2], *shape) if _channels_first(node) else (dy.shape[0], *shape, w.shape[-2])
     return [_conv_input_grad(_conv_params(node, shape, w.shape), shape, w, dy)]
 
 
