@@ -44,7 +44,9 @@ def _images(tf, x, p):
             nn.pool(x, [3, 3], "MAX", "SAME", strides=[2, 2]),
             nn.conv3d_transpose(tf.reshape(x, [-1, 2, 3, 6, 3]), p(5, (2, 2, 2, 4, 3)), [2, 4, 6, 12, 4],
                                 [1, 2, 2, 2, 1], "SAME"),
-            tf.nn.max_pool1d(x[:, 0], 2, 2, "SAME"), tf.nn.avg_pool1d(x[:, 1], 3, 1, "VALID")]
+            tf.nn.max_pool1d(x[:, 0], 2, 2, "SAME"), tf.nn.avg_pool1d(x[:, 1], 3, 1, "VALID"),
+            nn.space_to_depth(x, 2), nn.depth_to_space(tf.concat([x, x * x, 2.0 * x, x + 1.0], 3), 2),
+            *nn.max_pool_with_argmax(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")]
 
 
 def _activations(tf, x, p):
@@ -162,8 +164,15 @@ def test_random_functions_are_refused_by_op_type_naming_the_nodes():
         assert f"op type {op} (1 node: {node})" in text, text
 
 
+# the op types of jta.graph_import._ops_nn this file runs (tests/test_graph_ops_nn.py runs the others)
+ADDED = {"DepthToSpace", "DivNoNan", "DynamicPartition", "InTopKV2", "LeakyRelu", "LeakyReluGrad", "Selu", "SeluGrad",
+         "Softsign", "SoftsignGrad", "SpaceToDepth"}
+
+
 def test_the_deterministic_functions_are_all_supported(built):
     from jta.graph_import import supported_ops
 
     for name, b in built.items():
         assert b.op_types <= set(supported_ops()), f"{name}: {sorted(b.op_types - set(supported_ops()))}"
+    seen = set().union(*(b.op_types for b in built.values()))
+    assert ADDED <= seen, sorted(ADDED - seen)

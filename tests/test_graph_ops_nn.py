@@ -188,6 +188,8 @@ def _depthwise(tf, x, p):
                                              explicit_paddings=[0, 0, 1, 0, 2, 1, 0, 0]),
             tf.raw_ops.DepthwiseConv2dNativeBackpropInput(input_sizes=[2, 12, 13, 1], filter=p(10, (2, 3, 1, 3)),
                                                           out_backprop=x, strides=[1, 2, 2, 1], padding="VALID"),
+            tf.raw_ops.BatchToSpace(input=tf.raw_ops.SpaceToBatch(input=x, paddings=[[1, 1], [0, 2]], block_size=2),
+                                    crops=[[0, 1], [1, 0]], block_size=2),
             # input_sizes may give the spatial sizes only
             tf.raw_ops.Conv2DBackpropInput(input_sizes=[6, 6], filter=p(9, (3, 3, 2, 3)), out_backprop=x,
                                            strides=[1, 1, 1, 1], padding="SAME")]
@@ -226,7 +228,9 @@ def _pool2d(tf, x, p):
 
 def _max_pool_ties(tf, x, p):
     x5 = tf.reshape(x, [-1, 1, 6, 6, 3])
-    return [*(pools := _pool2d(tf, x, p))[:2], pools[6], tf.nn.max_pool3d(x5, [1, 2, 2], 1, "VALID")]
+    return [*(pools := _pool2d(tf, x, p))[:2], pools[6], tf.nn.max_pool3d(x5, [1, 2, 2], 1, "VALID"),
+            *tf.nn.max_pool_with_argmax(x, [2, 3], [1, 2], "SAME", include_batch_in_index=True),
+            *tf.nn.max_pool_with_argmax(x, 2, 2, "VALID")]
 
 
 def _batch_norm(tf, x, p):
@@ -319,12 +323,13 @@ def test_jax_grad_of_the_import_matches_tf_gradient(built, name):
     check_jax_grad(built[name], CASES[name])
 
 
-ADDED = {"AvgPool", "AvgPool3D", "AvgPool3DGrad", "AvgPoolGrad", "BatchToSpaceND", "Conv2D", "Conv2DBackpropFilter",
-         "Conv2DBackpropInput", "Conv3D", "Conv3DBackpropFilterV2", "Conv3DBackpropInputV2", "DepthwiseConv2dNative",
-         "DepthwiseConv2dNativeBackpropFilter", "DepthwiseConv2dNativeBackpropInput", "FusedBatchNorm",
-         "FusedBatchNormGrad", "FusedBatchNormGradV3", "FusedBatchNormV2", "FusedBatchNormV3", "LRN", "LRNGrad",
-         "MaxPool", "MaxPool3D", "MaxPool3DGrad", "MaxPool3DGradGrad", "MaxPoolGrad", "MaxPoolGradGrad", "MaxPoolGradV2", "MaxPoolV2",
-         "SpaceToBatchND"}
+# the op types of _ops_nn this file runs (tests/test_graph_nn_vocabulary.py runs the others)
+ADDED = {"AvgPool", "AvgPool3D", "AvgPool3DGrad", "AvgPoolGrad", "BatchToSpace", "BatchToSpaceND", "Conv2D",
+         "Conv2DBackpropFilter", "Conv2DBackpropInput", "Conv3D", "Conv3DBackpropFilterV2", "Conv3DBackpropInputV2",
+         "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
+         "FusedBatchNorm", "FusedBatchNormGrad", "FusedBatchNormGradV3", "FusedBatchNormV2", "FusedBatchNormV3", "LRN",
+         "LRNGrad", "MaxPool", "MaxPool3D", "MaxPool3DGrad", "MaxPool3DGradGrad", "MaxPoolGrad", "MaxPoolGradGrad",
+         "MaxPoolGradV2", "MaxPoolGradWithArgmax", "MaxPoolV2", "MaxPoolWithArgmax", "SpaceToBatch", "SpaceToBatchND"}
 
 
 def test_every_graph_is_supported_and_every_added_op_is_exercised(built):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import jax
@@ -206,29 +206,60 @@ def _avg_pool(p: _Pool, x: Any) -> Any:
     return total / _window_counts(x.shape, p).astype(x.dtype)
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _max_pool_grad(p: _Pool, x: Any, dy: Any) -> Any:
-    """The gradient of a max pool: each window's ``dy`` goes to the first maximum of the window in
-    row-major order, as TF's ``MaxPoolGrad`` and oneDNN's ``MaxPool3DGrad`` (TF's default on x86
-    CPUs) do; TF's own ``MaxPool3DGrad`` kernel (``TF_ENABLE_ONEDNN_OPTS=0``) gives it to every
-    maximum instead.
-
-    One pass per position in the window: the strided slice of the padded input at that offset is
-    compared with the window maxima, and the matching ``dy`` is put back with an interior pad."""
+def _first_maxima(p: _Pool, x: Any) -> Iterator[tuple[tuple[int, ...], list[int], Any]]:
+    """For each position in the window (row-major): its offset, the end of its strided slice of the
+    padded input, and where that position holds the window's first maximum (boolean, the output's
+    shape). TF's CPU kernels (``MaxPoolGrad``, ``MaxPoolWithArgmax``, oneDNN's ``MaxPool3DGrad``,
+    TF's default on x86) route to the first maximum; TF's own ``MaxPool3DGrad`` kernel
+    (``TF_ENABLE_ONEDNN_OPTS=0``) to every maximum instead."""
     padded = jnp.pad(x, p.pads, constant_values=_lowest(x.dtype))
     valid = np.pad(np.ones(x.shape, bool), p.pads)  # padding is never a maximum
     y = jax.lax.reduce_window(padded, _lowest(x.dtype), jax.lax.max, p.ksize, p.strides, "VALID")
-    grad = jnp.zeros(padded.shape, dy.dtype)
     taken = np.zeros(y.shape, bool)
-    zero = np.zeros((), dy.dtype)
     for offset in itertools.product(*(range(k) for k in p.ksize)):
         limit = [o + (n - 1) * s + 1 for o, n, s in zip(offset, y.shape, p.strides, strict=True)]
         window = tuple(slice(o, m, s) for o, m, s in zip(offset, limit, p.strides, strict=True))
         hit = (jax.lax.slice(padded, offset, limit, p.strides) == y) & valid[window] & ~taken
         taken = taken | hit
-        config = [(o, n - m, s - 1) for o, m, s, n in zip(offset, limit, p.strides, padded.shape, strict=True)]
+        yield offset, limit, hit
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _max_pool_grad(p: _Pool, x: Any, dy: Any) -> Any:
+    """The gradient of a max pool: each window's ``dy`` goes to its first maximum, put back with an
+    interior pad at each position of the window."""
+    shape = [n + b + a for n, (b, a) in zip(x.shape, p.pads, strict=True)]
+    grad = jnp.zeros(shape, dy.dtype)
+    zero = np.zeros((), dy.dtype)
+    for offset, limit, hit in _first_maxima(p, x):
+        config = [(o, n - m, s - 1) for o, m, s, n in zip(offset, limit, p.strides, shape, strict=True)]
         grad = grad + jax.lax.pad(jnp.where(hit, dy, zero), zero, config)
     return grad[tuple(slice(b, b + n) for (b, _), n in zip(p.pads, x.shape, strict=True))]
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _argmax(p: _Pool, include_batch: bool, x: Any) -> Any:
+    """``MaxPoolWithArgmax``'s indices (NHWC): the flat index ``((b * height + h) * width + w) * channels
+    + c`` of each window's first maximum, without the ``b`` term unless ``include_batch``."""
+    n, height, width, channels = x.shape
+    out = jnp.zeros(jax.eval_shape(lambda v: _max_pool(p, v), x).shape, jnp.int32)
+    for offset, _, hit in _first_maxima(p, x):
+        coords = np.meshgrid(*(np.arange(k) * s + o - b for k, s, o, (b, _) in
+                               zip(out.shape, p.strides, offset, p.pads, strict=True)), indexing="ij")
+        flat = ((coords[0] * height * include_batch + coords[1]) * width + coords[2]) * channels + coords[3]
+        out = jnp.where(hit, flat.astype(np.int32), out)
+    return out
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _scatter_argmax(include_batch: bool, shape: tuple[int, ...], grad: Any, argmax: Any) -> Any:
+    """``grad`` added at the flat indices ``argmax`` of an input of ``shape`` (its batch added back
+    when the indices leave it out)."""
+    index = argmax.reshape(shape[0], -1).astype(jnp.int32)
+    if not include_batch:
+        index = index + np.arange(shape[0])[:, None] * int(np.prod(shape[1:]))
+    flat = jnp.zeros(int(np.prod(shape)), grad.dtype).at[index.reshape(-1)].add(grad.reshape(-1))
+    return flat.reshape(shape)
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -273,6 +304,21 @@ def _avg_pool_grad_op(node: Node, args: list[Any]) -> list[Any]:
     """``(orig_input_shape, grad)``: each window's ``grad`` spread evenly over its unpadded elements."""
     shape = tuple(int(v) for v in _static(node, args[0], "orig_input_shape"))
     return [_avg_pool_grad(_pool_params(node, args, shape), shape, jnp.asarray(args[1]))]
+
+
+@_reg("MaxPoolWithArgmax")
+def _max_pool_with_argmax(node: Node, args: list[Any]) -> list[Any]:
+    x = jnp.asarray(args[0])
+    p = _pool_params(node, args, x.shape)
+    index = _argmax(p, bool(node.attr("include_batch_in_index", False)), x)
+    return [_max_pool(p, x), index.astype(jax.dtypes.canonicalize_dtype(node.attr("Targmax", np.dtype(np.int64))))]
+
+
+@_reg("MaxPoolGradWithArgmax")
+def _max_pool_grad_with_argmax(node: Node, args: list[Any]) -> list[Any]:
+    """``(input, grad, argmax)``: ``grad`` added where ``argmax`` points."""
+    x, grad, argmax = (jnp.asarray(a) for a in args)
+    return [_scatter_argmax(bool(node.attr("include_batch_in_index", False)), x.shape, grad, argmax)]
 
 
 # -- batch norm -------------------------------------------------------------------------------
@@ -424,6 +470,29 @@ def _space_to_batch_op(node: Node, args: list[Any]) -> list[Any]:
 def _batch_to_space_op(node: Node, args: list[Any]) -> list[Any]:
     x, block, crops = (args[0], None, args[1]) if node.op == "BatchToSpace" else args
     return [_batch_to_space(jnp.asarray(x), *_block_and_pairs(node, block, crops))]
+
+
+def _space_to_depth(x: Any, block: int) -> Any:
+    n, h, w, c = x.shape
+    x = x.reshape(n, h // block, block, w // block, block, c).transpose(0, 1, 3, 2, 4, 5)
+    return x.reshape(n, h // block, w // block, block * block * c)
+
+
+def _depth_to_space(x: Any, block: int) -> Any:
+    n, h, w, c = x.shape
+    x = x.reshape(n, h, w, block, block, c // (block * block)).transpose(0, 1, 3, 2, 4, 5)
+    return x.reshape(n, h * block, w * block, c // (block * block))
+
+
+@_reg("SpaceToDepth", "DepthToSpace")
+def _space_depth(node: Node, args: list[Any]) -> list[Any]:
+    """Blocks of ``block_size``² pixels as channels (ordered row, column, channel) and back;
+    ``NCHW`` is the same on the transposed input."""
+    x, block = jnp.asarray(args[0]), int(node.attr("block_size"))
+    fn = _space_to_depth if node.op == "SpaceToDepth" else _depth_to_space
+    if _channels_first(node):
+        return [fn(x.transpose(0, 2, 3, 1), block).transpose(0, 3, 1, 2)]
+    return [fn(x, block)]
 
 
 # -- activations and the small ops of tf.compat.v1.nn and tf.compat.v1.losses -----------------
