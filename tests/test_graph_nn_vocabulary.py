@@ -61,7 +61,9 @@ def _activations(tf, x, p):
             nn.dropout(x, rate=0.0), nn.zero_fraction(nn.relu(x)), top.values, top.indices,
             nn.in_top_k(x, [0, 1, 2, 3], 2), nn.embedding_lookup(x * 2.0, [0, 3, 3, 1]),
             nn.embedding_lookup([x, 3.0 * x], [0, 5, 7, 2], partition_strategy="div"),
-            nn.log_poisson_loss(tf.constant([[1.0, 0.0, 2.0, 3.0, 1.0]]), x, compute_full_loss=True)]
+            nn.log_poisson_loss(tf.constant([[1.0, 0.0, 2.0, 3.0, 1.0]]), x, compute_full_loss=True),
+            # what older TF versions emitted for these
+            tf.raw_ops.InTopK(predictions=x, targets=[4, 1, 0, 3], k=3), tf.raw_ops.SoftplusGrad(gradients=x, features=2.0 * x)]
 
 
 def _labels() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -165,8 +167,8 @@ def test_random_functions_are_refused_by_op_type_naming_the_nodes():
 
 
 # the op types of jta.graph_import._ops_nn this file runs (tests/test_graph_ops_nn.py runs the others)
-ADDED = {"DepthToSpace", "DivNoNan", "DynamicPartition", "InTopKV2", "LeakyRelu", "LeakyReluGrad", "Selu", "SeluGrad",
-         "Softsign", "SoftsignGrad", "SpaceToDepth"}
+ADDED = {"DepthToSpace", "DivNoNan", "DynamicPartition", "InTopK", "InTopKV2", "LeakyRelu", "LeakyReluGrad", "Selu",
+         "SeluGrad", "SoftplusGrad", "Softsign", "SoftsignGrad", "SpaceToDepth"}
 
 
 def test_the_deterministic_functions_are_all_supported(built):

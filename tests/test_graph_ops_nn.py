@@ -278,7 +278,8 @@ def _batch_norm_half(tf, x, p):
 def _second_order_pools(tf, x, p):
     nn = tf.compat.v1.nn
     return [nn.max_pool(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME") ** 2, nn.avg_pool(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME") ** 2,
-            tf.nn.max_pool3d(tf.reshape(x, [-1, 2, 3, 6, 3]), 2, [1, 2, 1], "SAME") ** 2]
+            tf.nn.max_pool3d(tf.reshape(x, [-1, 2, 3, 6, 3]), 2, [1, 2, 1], "SAME") ** 2,
+            tf.raw_ops.MaxPoolV2(input=x, ksize=[1, 2, 3, 1], strides=[1, 1, 2, 1], padding="VALID") ** 2]
 
 
 def _second_order(tf, x, p):

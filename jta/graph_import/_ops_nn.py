@@ -123,13 +123,7 @@ def _conv_filter_grad(p: _Conv, shape: tuple[int, ...], x: Any, dy: Any) -> Any:
     return jax.vjp(lambda w: p(x, w), jnp.zeros(shape, dy.dtype))[1](dy)[0]
 
 
-# The backprop ops given the input (filter) itself rather than its shape.
-_GIVEN_TENSOR = {"Conv2DBackpropInputV2", "Conv3DBackpropInput", "Conv2DBackpropFilterV2", "Conv3DBackpropFilter"}
-
-
 def _shape_arg(node: Node, v: Any, what: str) -> tuple[int, ...]:
-    if node.op in _GIVEN_TENSOR:
-        return tuple(np.shape(v))
     return tuple(int(d) for d in _static(node, v, what))
 
 
@@ -139,8 +133,7 @@ def _conv_op(node: Node, args: list[Any]) -> list[Any]:
     return [_conv(_conv_params(node, x.shape, w.shape), x, w)]
 
 
-@_reg("Conv2DBackpropInput", "Conv2DBackpropInputV2", "Conv3DBackpropInput", "Conv3DBackpropInputV2",
-      "DepthwiseConv2dNativeBackpropInput")
+@_reg("Conv2DBackpropInput", "Conv3DBackpropInputV2", "DepthwiseConv2dNativeBackpropInput")
 def _conv_backprop_input(node: Node, args: list[Any]) -> list[Any]:
     """``(input_sizes, filter, out_backprop)``: the adjoint of the convolution in its input."""
     shape = _shape_arg(node, args[0], "input_sizes")
@@ -150,8 +143,7 @@ def _conv_backprop_input(node: Node, args: list[Any]) -> list[Any]:
     return [_conv_input_grad(_conv_params(node, shape, w.shape), shape, w, dy)]
 
 
-@_reg("Conv2DBackpropFilter", "Conv2DBackpropFilterV2", "Conv3DBackpropFilter", "Conv3DBackpropFilterV2",
-      "DepthwiseConv2dNativeBackpropFilter")
+@_reg("Conv2DBackpropFilter", "Conv3DBackpropFilterV2", "DepthwiseConv2dNativeBackpropFilter")
 def _conv_backprop_filter(node: Node, args: list[Any]) -> list[Any]:
     """``(input, filter_sizes, out_backprop)``: the adjoint of the convolution in its filter."""
     shape = _shape_arg(node, args[1], "filter_sizes")
