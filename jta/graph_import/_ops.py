@@ -67,11 +67,21 @@ _reg = registrar(OPS)
 
 def _simple(names: tuple[str, ...], fn: Callable[..., Any]) -> None:
     for n in names:
-        OPS[n] = lambda node, args, fn=fn: [_np(fn(_xp(*args), *args))]
+        OPS[n] = lambda node, args, fn=fn: [_np(_quietly(fn, _xp(*args), *args))]
+
+
+def _quietly(fn: Callable[..., Any], xp: Any, *args: Any) -> Any:
+    """``fn(xp, *args)``; in numpy without its floating-point warnings (``log(0)``, ``0 * inf``), which
+    TensorFlow and JAX do not give either."""
+    if xp is not np:
+        return fn(xp, *args)
+    with np.errstate(all="ignore"):
+        return fn(xp, *args)
 
 
 def _cast(v: Any, dtype: Any) -> Any:
-    return np.asarray(v).astype(dtype) if is_static(v) else jnp.asarray(v).astype(dtype)
+    # A traced value gets the dtype JAX has (int64 is int32 without x64), without JAX's truncation warning.
+    return np.asarray(v).astype(dtype) if is_static(v) else jnp.asarray(v).astype(jax.dtypes.canonicalize_dtype(dtype))
 
 
 # -- elementwise ------------------------------------------------------------------------------
@@ -419,7 +429,7 @@ def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
         rest = np.shape(data[0])[np.ndim(indices[0]):]
         values = [_xp(d).reshape(d, (-1,) + rest) for d in data]
         xp = _xp(*data)
-        out = xp.zeros((int(flat.max()) + 1 if flat.size else 0,) + rest, np.result_type(*data))
+        out = xp.zeros((int(flat.max()) + 1 if flat.size else 0,) + rest, _dtype(*data))
         stacked = xp.concatenate(values)
         if xp is np:
             out[flat] = stacked
@@ -747,7 +757,3 @@ def _segment_reduction(name: str) -> Op:
 for _name, _fn_name in (("UnsortedSegmentMax", "segment_max"), ("UnsortedSegmentMin", "segment_min"),
                         ("UnsortedSegmentProd", "segment_prod")):
     OPS[_name] = _segment_reduction(_fn_name)
-
-
-from . import _ops_linalg  # noqa: E402,F401,I001  (registers the linear-algebra ops)
-from . import _ops_nn as _ops_nn  # noqa: E402,F401  (registers the nn ops)
