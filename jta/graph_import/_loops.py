@@ -205,6 +205,15 @@ class Loops(abc.ABC):
         name = f.name
         if n == 0:
             final = dict(init)
+        elif bounded and n is not None and self._pushes(f):
+            # The forward loop of TensorFlow's own gradient graph (it pushes its activations onto the
+            # gradient's stacks, whose buffers the bound sizes): a lax.while_loop, whose step is not a
+            # lax.cond carrying every buffer. Its gradient is the graph's; JAX's reverse mode of it is not
+            # needed (a forward-only graph, with no stacks, stays a masked lax.scan).
+            try:
+                res, final = self._while(f, outer, init, traj, res, taken, bound=n)
+            except Unstable:
+                res, final = self._masked_scan(f, outer, init, n, traj, res, taken)
         elif bounded and n is not None:
             try:
                 res, final = self._masked_scan(f, outer, init, n, traj, res, taken)
@@ -522,8 +531,15 @@ class Loops(abc.ABC):
                 r.multiplier = None if r.multiplier is None else r.multiplier // n
         return res, {**consts, **carry}
 
+    def _pushes(self, f: Frame) -> bool:
+        """Whether a step of ``f`` pushes onto a stack (and runs no loop inside)."""
+        roots = tuple(f.next_of[m] for m in f.merges)
+        items = self.g.schedule(f.name, roots, False)
+        return not any(isinstance(i, tuple) for i in items) and any(
+            self.g.nodes[i].op in ("StackPushV2", "StackPush") for i in items)
+
     def _while(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], traj: dict[str, list[Any]],
-               res: Resources, taken: Any = None) -> tuple[Resources, dict[str, Any]]:
+               res: Resources, taken: Any = None, bound: Optional[int] = None) -> tuple[Resources, dict[str, Any]]:
         """A ``lax.while_loop`` on the loop condition (and'ed with ``taken``: no step in a cond branch
         not taken, whose bound may never be reached)."""
         consts = self._invariants(f, outer, init, res)
@@ -540,7 +556,7 @@ class Loops(abc.ABC):
             return go if taken is None else jnp.logical_and(taken, go)
 
         self.whiles += 1
-        res = self._prepare(f, step, res, carry0, None, None)
+        res = self._prepare(f, step, res, carry0, None, bound)  # bound: at most that many steps (sizes stacks)
         recs, saved = self.ctx.recorders, [r.multiplier for r in self.ctx.recorders]
         for r in recs:
             r.multiplier = None
@@ -634,8 +650,10 @@ def select(ok: Any, new: Resources, old: Resources) -> tuple[Optional[Resources]
     stacks = {**{h: s for h, s in new.stacks.items() if h not in old.stacks}, **old.stacks}
     for handle, stack in new.stacks.items():
         before = stacks[handle]
-        if before.data is not None and stack.data is not None and np.shape(before.data) != np.shape(stack.data) \
-                and not stack.items and not before.items:
+        if before.data is not None and stack.data is not None and not stack.items and not before.items and (
+                np.shape(before.data) != np.shape(stack.data) or before.data is not stack.data):
+            # A push writes the slot at the top: where it did not happen, that slot lies above the selected
+            # top, free, so the new buffer serves both ways (only the top is selected, not the whole buffer).
             stacks[handle] = Stack((), stack.data, before.top)
     old = Resources(raw_ops.State(arrays, grads, old.arrays.counter), stacks)
     if jax.tree.structure(new) != jax.tree.structure(old) or any(
