@@ -21,9 +21,16 @@ Keras 3 ``tf.compat.v1.nn.rnn_cell.LSTMCell`` is not available. They build the s
 ``LSTMCell`` (no peepholes, forget bias 1) and ``GRUCell``: ``MatMul`` of ``ConcatV2([x, h])``,
 ``BiasAdd``, ``Split``, ``Sigmoid``/``Tanh``.
 
+``--dots`` also times, in a loop of T steps, each matrix product one step of the cell's forward and
+backward makes (XLA:CPU's kernel, as ``jax.jit`` compiles it, against TensorFlow's ``MatMul`` in a
+``tf.function`` while loop): at large sizes the step is bound by them, and the JSON keeps both.
+The JSON also keeps the method (interleaved medians), the thread settings of both sides (TensorFlow's
+session threads, ``--tf-threads``; ``XLA_FLAGS``) and ``--note`` (e.g. that the machine was shared).
+
     python -m benchmarks.graph_rnn            # batch 16, hidden 64, T 100
     python -m benchmarks.graph_rnn --quick    # fewer repeats
     python -m benchmarks.graph_rnn --hlo      # also the per-step HLO of each jitted function
+    python -m benchmarks.graph_rnn --batch 64 --hidden 256 --dots   # matmul-bound: the dots alone
 """
 
 from __future__ import annotations
@@ -203,8 +210,9 @@ def build(cell: str, batch: int, steps: int, n_in: int, hidden: int, seqlen: boo
     return Case(name, cell, graph_def, [p.name for p in placeholders], outputs, feeds, seqlen)
 
 
-def session_fns(case: Case) -> tuple[dict[str, Callable[..., Any]], Any]:
-    """``Session.run`` and ``Session.make_callable`` of the case's fetches (and the session, to close)."""
+def session_fns(case: Case, threads: int = 0) -> tuple[dict[str, Callable[..., Any]], Any]:
+    """``Session.run`` and ``Session.make_callable`` of the case's fetches (and the session, to close);
+    ``threads``: the session's intra- and inter-op threads (0: TensorFlow's default, every core)."""
     import tensorflow as tf
 
     was_v2 = tf.compat.v1.control_flow_v2_enabled()
@@ -216,7 +224,8 @@ def session_fns(case: Case) -> tuple[dict[str, Callable[..., Any]], Any]:
     finally:
         if was_v2:
             tf.compat.v1.enable_control_flow_v2()
-    sess = tf.compat.v1.Session(graph=graph)
+    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
+    sess = tf.compat.v1.Session(graph=graph, config=config)
     fetches = list(case.outputs)
 
     def run(*feeds: Any) -> Any:
@@ -272,6 +281,53 @@ def jax_step(case: Case) -> Callable[..., Any]:
         return [loss, *g_params, g_x]
 
     return step
+
+
+# -- the matrix products of one step ----------------------------------------------------------------
+def step_dots(cell: str, batch: int, n_in: int, hidden: int) -> dict[str, tuple[tuple[int, int], tuple[int, int],
+                                                                             bool, bool]]:
+    """The matrix products one step of the cell makes, forward and backward (TF1's ``MatMul`` gradient:
+    ``dy @ W^T`` and ``x^T @ dy``), as ``name -> (shape a, shape b, transpose_a, transpose_b)``."""
+    k = n_in + hidden
+    out = {}
+    for j, width in enumerate(_widths(cell, hidden)):
+        out[f"x@W{j} [{batch},{k}]x[{k},{width}]"] = ((batch, k), (k, width), False, False)
+        out[f"dy@W{j}^T [{batch},{width}]x[{k},{width}]^T"] = ((batch, width), (k, width), False, True)
+        out[f"x^T@dy{j} [{batch},{k}]^Tx[{batch},{width}]"] = ((batch, k), (batch, width), True, False)
+    return out
+
+
+def time_dots(cell: str, batch: int, n_in: int, hidden: int, steps: int, repeats: int) -> dict[str, Any]:
+    """Each of :func:`step_dots`, ``steps`` times in a loop (each product depending on the last), by
+    XLA:CPU (``jax.jit`` of a ``lax.scan``) and by TensorFlow (a ``tf.function`` while loop), interleaved;
+    medians in ms per loop."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    fns: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+    for name, (sa, sb, ta, tb) in step_dots(cell, batch, n_in, hidden).items():
+        a = (0.01 * rng.standard_normal(sa)).astype(np.float32)
+        b = (0.01 * rng.standard_normal(sb)).astype(np.float32)
+
+        def xla_loop(a: Any, b: Any, ta: bool = ta, tb: bool = tb) -> Any:
+            def body(c: Any, _: Any) -> tuple[Any, None]:
+                x = (a + c).T if ta else a + c
+                return c + 1e-9 * jnp.sum((x @ (b.T if tb else b))[:1, :1]), None
+            return lax.scan(body, jnp.zeros((), a.dtype), None, length=steps)[0]
+
+        def tf_loop(a: Any, b: Any, ta: bool = ta, tb: bool = tb) -> Any:
+            def body(i: Any, c: Any) -> tuple[Any, Any]:
+                x = tf.matmul(a + c, b, transpose_a=ta, transpose_b=tb)
+                return i + 1, c + 1e-9 * tf.reduce_sum(x[:1, :1])
+            return tf.while_loop(lambda i, c: i < steps, body, [0, tf.zeros((), a.dtype)])[1]
+
+        fns[f"xla {name}"] = (jax.jit(xla_loop), (jnp.asarray(a), jnp.asarray(b)))
+        tf_fn = tf.function(tf_loop)
+        fns[f"tf {name}"] = (lambda a, b, tf_fn=tf_fn: tf_fn(a, b).numpy(), (tf.constant(a), tf.constant(b)))
+    timings = time_interleaved(fns, repeats, min_sample_s=0.05)
+    ms = {k: t.median * 1e3 for k, t in timings.items()}
+    return {"steps": steps, "ms": ms, "xla_total_ms": sum(v for k, v in ms.items() if k.startswith("xla")),
+            "tf_total_ms": sum(v for k, v in ms.items() if k.startswith("tf"))}
 
 
 # -- the optimized HLO ----------------------------------------------------------------------------
@@ -381,6 +437,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="duck-typed cells (default) or tf.compat.v1.nn.rnn_cell's (needs tf_keras)")
     parser.add_argument("--hlo", action="store_true", help="print the per-step HLO of each jitted function")
     parser.add_argument("--no-compile", action="store_true", help="skip the compile-time samples")
+    parser.add_argument("--dots", action="store_true", help="also time each step's matrix products alone")
+    parser.add_argument("--tf-threads", type=int, default=0,
+                        help="TensorFlow session intra- and inter-op threads (0: every core, its default)")
+    parser.add_argument("--note", default="", help="kept in the JSON (e.g. 'shared machine')")
     parser.add_argument("--out", default=os.path.join(HERE, "results", "graph_rnn.json"))
     args = parser.parse_args(argv)
     if args.cells == "tf":
@@ -391,6 +451,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     "device": str(jax.devices()[0])},
         "config": {"batch": args.batch, "steps": args.steps, "inputs": args.inputs, "hidden": args.hidden,
                    "repeats": repeats, "weights": args.weights, "cells": args.cells},
+        "method": ("ms per call: median of interleaved samples (benchmarks.timing.time_interleaved: every round "
+                   "calls each implementation once, in rotated order; a sample is the mean of back-to-back calls "
+                   "lasting at least 0.1 s); compile and first call excluded"),
+        "threads": {"tf_session_intra_inter_op": args.tf_threads or f"default ({os.cpu_count()} cores)",
+                    "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""), "cpus": os.cpu_count()},
+        "note": args.note,
         "cases": {}}
     print(f"batch {args.batch}, T {args.steps}, inputs {args.inputs}, hidden {args.hidden}, weights {args.weights}, "
           f"{args.cells} cells; {repeats} interleaved repeats, medians (ms per call)")
@@ -400,7 +466,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         cell, _, rest = name.partition("_")
         case = build(cell, args.batch, args.steps, args.inputs, args.hidden, seqlen=rest == "seqlen",
                      weights=args.weights, cells=args.cells)
-        tf_fns, sess = session_fns(case)
+        tf_fns, sess = session_fns(case, args.tf_threads)
         start = time.perf_counter()
         imported = jta.import_graph_def(case.graph_def, case.inputs, case.outputs)
         import_s = time.perf_counter() - start
@@ -429,6 +495,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "max_rel_error": {k: _max_rel(timings[k].output, expected) for k in ms if k.startswith("j")},
             "hlo": {impl: hlo_summary(str(fn.lower(*device_args).compile().as_text()))
                     for impl, fn in (("jta", jitted), ("jax_scan", native)) if fn is not None}}
+        if args.dots and not case.seqlen:
+            entry["dots"] = time_dots(cell, args.batch, args.inputs, args.hidden, args.steps, repeats)
         results["cases"][name] = entry
         nan = float("nan")
         print(f"{name:<12}{ms['tf_session']:>12.2f}{ms['tf_callable']:>13.2f}{ms['jta']:>10.2f}"
@@ -437,6 +505,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         sess.close()
     print("jta/tf: time of the jitted import over Session.run (below 1: jta is faster); "
           "compile s: trace + lower + compile of the jitted import, from cleared caches")
+    for name, entry in results["cases"].items():
+        if "dots" in entry:
+            d = entry["dots"]
+            print(f"{name}: the step's matrix products alone, {d['steps']} steps: XLA:CPU {d['xla_total_ms']:.1f} ms, "
+                  f"TensorFlow {d['tf_total_ms']:.1f} ms")
+            for k, v in d["ms"].items():
+                print(f"    {k:<48}{v:>9.2f} ms")
     if args.hlo:
         for name, entry in results["cases"].items():
             for impl, summary in entry["hlo"].items():
