@@ -56,7 +56,7 @@ class Runner(Loops):
         # they are to TensorFlow: shapes and trip counts computed from them are known.
         args = [_resources.known(env.get(t, DEAD)) for t in node.inputs]
         name = node.name
-        dead = any(a is DEAD for a in args) or any(env.get((c, 0)) is DEAD for c in node.control)
+        dead = any(a is DEAD for a in args) or any(self._dead(c, env) for c in node.control)
         if node.op in ("Merge", "RefMerge"):
             env[(name, 0)], env[(name, 1)] = self._merge(node, args, env)
             return res
@@ -100,11 +100,34 @@ class Runner(Loops):
             env[(name, 0)] = None
         return res
 
+    def _dead(self, name: str, env: dict[Tensor, Any]) -> bool:
+        """Whether a control edge from node ``name`` is dead. As in TensorFlow's executor, that is the
+        node's deadness, not its first output's: a ``Switch`` is dead only when its input is (both its
+        outputs are), so a control edge from a loop's ``Switch`` into the body (TF's gradient of a pop
+        under a cond in a loop has one) is live while one of its outputs is dead."""
+        if self.g.nodes[name].op in ("Switch", "RefSwitch") if name in self.g.nodes else False:
+            return env.get((name, 0)) is DEAD and env.get((name, 1)) is DEAD
+        return env.get((name, 0)) is DEAD
+
+    def _check_one_branch(self, node: Node, live: int, env: dict[Tensor, Any]) -> None:
+        """A cond's ``Merge`` with one live input must have a static predicate: under a run-time one both
+        branches run, so a dead branch there is the importer's own failure, never a value to pick."""
+        if len(node.inputs) != 2:
+            return
+        ga, gb = (self.g.guards.get(t, frozenset()) for t in node.inputs)
+        pred = next((p for p, pol in ga if (p, not pol) in gb), None)
+        value = env.get(pred) if pred is not None else None
+        if value is not None and value is not DEAD and not is_static(value) and not isinstance(value, Dyn):
+            dead = node.inputs[1 - live]
+            Error.GRAPH_INTERNAL.raise_(node=node.name, op=node.op, error=f"its input {dead[0]}:{dead[1]} has no "
+                                        f"value, though the predicate {pred[0]}:{pred[1]} is only known at run time")
+
     def _merge(self, node: Node, args: list[Any], env: dict[Tensor, Any]) -> tuple[Any, Any]:
         live = [(k, a) for k, a in enumerate(args) if a is not DEAD]
         if not live:
             return DEAD, DEAD
         if len(live) == 1:
+            self._check_one_branch(node, live[0][0], env)
             return live[0][1], np.asarray(live[0][0], np.int32)
         if any(isinstance(a, Dyn) for _, a in live):
             return Dyn(), Dyn()
@@ -153,7 +176,8 @@ class Runner(Loops):
             return new
         if self.ctx.recorders and jax.tree.structure(new) != jax.tree.structure(res):
             return new  # a loop body traced for what it creates: the loop makes its buffers, then runs it
-        selected, change = select(ok, new, res)
+        runtime = frozenset((p, pol) for p, pol in guard if not is_static(env.get(p)))
+        selected, change = select(ok, new, res, self.made_under(new, runtime))
         if selected is None:
             Error.GRAPH_GUARDED_STATE.raise_(node=node.name, op=node.op, what=change)
         return selected

@@ -265,7 +265,8 @@ class Loops(abc.ABC):
 
     def _where_taken(self, f: Frame, taken: Any, after: Resources, before: Resources, kind: str) -> Resources:
         """The resources after the loop where its branch is taken, those before it elsewhere."""
-        selected, change = select(taken, after, before)
+        guard = frozenset((p, polarity) for p, polarity in self.g.frame_guards.get(f.name, ()))
+        selected, change = select(taken, after, before, self.made_under(after, guard))
         if selected is None:
             Error.GRAPH_GUARDED_LOOP.raise_(frame=f.name, kind=kind, what=change)
         return selected
@@ -395,6 +396,11 @@ class Loops(abc.ABC):
         else:
             raise error
         raise Error.GRAPH_LOOP_CARRY.exception(frame=f.name, what=what, way_out=way_out + _STEPWISE) from error
+
+    def made_under(self, res: Resources, guard: frozenset[tuple[Tensor, bool]]) -> frozenset[str]:
+        """The arrays of ``res`` whose ``TensorArrayV3`` node runs under every condition of ``guard``."""
+        return frozenset(h for h in res.arrays.arrays
+                         if guard <= self.g.guards.get((self._array_node(h), 0), frozenset()))
 
     def _array_node(self, handle: str) -> str:
         """The ``TensorArrayV3`` node whose array has the handle ``handle`` (``<name>_<node number>``)."""
@@ -637,16 +643,22 @@ def _like(v: Any, like: Any, frame: str) -> Any:
     return jnp.asarray(v, like.dtype)
 
 
-def select(ok: Any, new: Resources, old: Resources) -> tuple[Optional[Resources], str]:
+def select(ok: Any, new: Resources, old: Resources, made_here: frozenset[str] = frozenset()
+           ) -> tuple[Optional[Resources], str]:
     """``new`` where ``ok`` holds and ``old`` elsewhere (the update of a stateful op, or of a loop, under
     a run-time condition), or None and what changed when the two differ in structure.
 
     Only the leaves that changed are selected (selecting every array and stack would add whole-buffer
     work to each guarded op). An array, accumulator or stack created on the way is kept either way
-    (nothing outside the branch names it); a stack buffer that grew by a slot in line keeps the new
-    buffer, whose selected top says which slots hold values."""
-    arrays = {**{h: a for h, a in new.arrays.arrays.items() if h not in old.arrays.arrays}, **old.arrays.arrays}
-    grads = {**{k: a for k, a in new.arrays.grads.items() if k not in old.arrays.grads}, **old.arrays.grads}
+    (nothing outside the branch names it), and so are the arrays in ``made_here`` and their
+    accumulators, whatever their structure: their ``TensorArrayV3`` runs under ``ok`` too, so where
+    ``ok`` does not hold nothing reads them (``tf.map_fn`` in a branch: its arrays are the branch's own).
+    A stack buffer that grew by a slot in line keeps the new buffer, whose selected top says which
+    slots hold values."""
+    arrays = {**{h: a for h, a in new.arrays.arrays.items() if h not in old.arrays.arrays}, **old.arrays.arrays,
+              **{h: a for h, a in new.arrays.arrays.items() if h in made_here}}
+    grads = {**{k: a for k, a in new.arrays.grads.items() if k not in old.arrays.grads}, **old.arrays.grads,
+             **{k: a for k, a in new.arrays.grads.items() if k[0] in made_here}}
     stacks = {**{h: s for h, s in new.stacks.items() if h not in old.stacks}, **old.stacks}
     for handle, stack in new.stacks.items():
         before = stacks[handle]
