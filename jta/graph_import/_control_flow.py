@@ -105,7 +105,7 @@ class Runner(Loops):
         node's deadness, not its first output's: a ``Switch`` is dead only when its input is (both its
         outputs are), so a control edge from a loop's ``Switch`` into the body (TF's gradient of a pop
         under a cond in a loop has one) is live while one of its outputs is dead."""
-        if self.g.nodes[name].op in ("Switch", "RefSwitch") if name in self.g.nodes else False:
+        if name in self.g.nodes and self.g.nodes[name].op in ("Switch", "RefSwitch"):
             return env.get((name, 0)) is DEAD and env.get((name, 1)) is DEAD
         return env.get((name, 0)) is DEAD
 
@@ -116,7 +116,9 @@ class Runner(Loops):
             return
         ga, gb = (self.g.guards.get(t, frozenset()) for t in node.inputs)
         pred = next((p for p, pol in ga if (p, not pol) in gb), None)
-        value = env.get(pred) if pred is not None else None
+        if pred is None:
+            return
+        value = env.get(pred)
         if value is not None and value is not DEAD and not is_static(value) and not isinstance(value, Dyn):
             dead = node.inputs[1 - live]
             Error.GRAPH_INTERNAL.raise_(node=node.name, op=node.op, error=f"its input {dead[0]}:{dead[1]} has no "
