@@ -250,3 +250,39 @@ def test_a_recurrent_loop_over_an_array_of_unknown_element_shape_matches_session
     f = jta.import_graph_def(g.as_graph_def(), names, ["loss:0"])
     for run in (f, jax.jit(f)):
         np.testing.assert_allclose(np.asarray(run(*feeds)[0]), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_traced_tensor_array_limit_names_the_node_and_the_way_out():
+    """A gradient array of unknown element shape read at a traced index (an inner loop's array of
+    ``infer_shape=False``, read with ``concat()``, in an outer loop traced as a lax loop): eagerly it
+    runs as Session.run does; under jit the refusal names the read, the array's node and what to do."""
+    import tensorflow as tf
+
+    with k_graph() as g:
+        x = tf.compat.v1.placeholder(tf.float32, [3, 2, 2], name="x")
+
+        def inner(e):
+            rows = tf.TensorArray(tf.float32, size=2).unstack(e)
+            out = tf.TensorArray(tf.float32, size=2, infer_shape=False, name="inner")
+            _, _, out = tf.compat.v1.while_loop(
+                lambda i, h, ta: i < 2, lambda i, h, ta: (i + 1, tf.tanh(h + rows.read(i)), ta.write(i, h)),
+                (tf.constant(0), tf.zeros([2]), out))
+            return tf.reshape(out.concat(), [2, 2])
+
+        _, h = tf.compat.v1.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, h + inner(x[i])),
+                                       (tf.constant(0), tf.zeros([2, 2])))
+        (gx,) = tf.gradients(tf.reduce_sum(h * h), [x])
+        tf.identity(gx, name="gx")
+        feed = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 2, 2)
+        with tf.compat.v1.Session(graph=g) as session:
+            expected = session.run("gx:0", {"x:0": feed})
+    f = jta.import_graph_def(g.as_graph_def(), ["x:0"], ["gx:0"])
+    np.testing.assert_allclose(f(feed)[0], expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(errors.UnimplementedError) as caught:
+        jax.jit(f)(feed)
+    text = str(caught.value)
+    assert text.startswith("Node gradients/while/while/TensorArrayWrite/TensorArrayWriteV3_grad/TensorArrayReadV3 "
+                           "(TensorArrayReadV3): under jax.jit its TensorArray (the gradient array of node "
+                           "while/inner) meets a limit of traced code: reading at a traced index needs a fully "
+                           "known element shape"), text
+    assert "call the imported function outside jax.jit" in text

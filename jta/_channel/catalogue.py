@@ -14,6 +14,7 @@ TensorFlow aborts the process.
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any, NoReturn
 
 from ..errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnimplementedError
@@ -227,6 +228,10 @@ class Error(enum.Enum):
                         "({what}), so the loop is neither a lax.scan nor a lax.while_loop. {way_out}")
     GRAPH_INTERNAL = (418, _Unimplemented, "Node {node} ({op}): jta.import_graph_def failed inside with {error}. "
                       "This is a construct the importer does not handle; please report it with the graph.")
+    GRAPH_TRACED_ARRAY = (422, _Unimplemented, "Node {node} ({op}): under jax.jit its TensorArray ({array}) meets "
+                          "a limit of traced code: {error} The way out: call the imported function outside "
+                          "jax.jit (with concrete inputs its loops run step by step), or give the TensorArray a "
+                          "full element_shape= where the graph creates it.")
     GRAPH_GUARDED_LOOP = (420, _Unimplemented, "While loop {frame}: it sits in a cond branch whose predicate is "
                           "only known at run time, so it runs as {kind} in both branches and its effects must be "
                           "dropped where its branch is not taken, but {what}, so the states with and without it "
@@ -249,6 +254,12 @@ class Error(enum.Enum):
 
     def raise_(self, **fields: Any) -> NoReturn:
         raise self.exception(**fields)
+
+    def raised(self, error: BaseException) -> bool:
+        """Whether ``error`` is this member's: its class, and its text the template with any fields."""
+        parts = re.split(r"\{[a-z_]+\}", self.template)
+        pattern = "(?s)" + ".*?".join(re.escape(part) for part in parts)
+        return type(error) is self.cls and re.fullmatch(pattern, str(error)) is not None
 
     def from_record(self, name: str, values: Any, extra: dict[str, str]) -> Exception:
         """The exception for a traced record's integers ``values`` (in the order of ``fields``)."""

@@ -87,6 +87,10 @@ def _shape_text(shape: tuple[Optional[int], ...]) -> str:
     return str(tuple(shape))
 
 
+_TRACED_ARRAY_LIMITS = (Error.TRACED_INDEX_NEEDS_SHAPE, Error.SIZE_ONLY_AT_RUN_TIME, Error.TRACED_SPLIT_UNEQUAL,
+                        Error.TRACED_SPLIT_NEVER_FITS)
+
+
 class _Runner(_control_flow.Runner):
     """The graph runner, whose internal failures name the node or loop that hit them."""
 
@@ -95,6 +99,17 @@ class _Runner(_control_flow.Runner):
             return super().node(node, env, res, probe)
         except (KeyError, AttributeError, IndexError, Unstable) as error:
             raise Error.GRAPH_INTERNAL.exception(node=node.name, op=node.op, error=_error_text(error)) from error
+        except ValueError as error:
+            # jta's own limits of traced TensorArrays name the array by its internal handle: here they
+            # name the node, the array's TensorArrayV3 node and what to do instead.
+            if not any(limit.raised(error) for limit in _TRACED_ARRAY_LIMITS):
+                raise
+            handle = str(error).split(":")[0].removeprefix("TensorArray ")
+            array = self._array_node(handle.split("@")[0])
+            named = handle if array == repr(handle.split("@")[0]) else f"node {array}"
+            raise Error.GRAPH_TRACED_ARRAY.exception(
+                node=node.name, op=node.op, array=f"the gradient array of {named}" if "@" in handle else named,
+                error=str(error).split(": ", 1)[-1]) from error
 
     def loop(self, name: str, outer: dict[_nodes.Tensor, Any], res: Any, probe: bool) -> Any:
         try:
