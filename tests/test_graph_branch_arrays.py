@@ -58,3 +58,30 @@ def test_jax_grad_of_the_forward_matches_tf_gradient(case):
     for flag in (True, False):
         grad = jax.jit(jax.grad(lambda x, p: (forward(x, p)[0] ** 2).sum()))(X, np.bool_(flag))
         np.testing.assert_allclose(grad, expected[flag][1], rtol=1e-5, atol=1e-5)
+
+
+def test_tf_gradient_of_a_gather_in_a_branch_is_refused_with_jax_grad_as_the_way_out():
+    """TF's gradient of ``embedding_lookup`` in a run-time cond merges IndexedSlices of the gathered rows
+    with the other branch's dense zeros (a Merge of two shapes): refused, naming ``jax.grad`` of the
+    imported forward, which gives TF's gradient."""
+    import tensorflow as tf
+
+    from jta import errors
+
+    table = np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3)
+    with k_graph() as graph:
+        t = tf.compat.v1.placeholder(tf.float32, [5, 3], name="table")
+        flag = tf.compat.v1.placeholder(tf.bool, [], name="flag")
+        ids = tf.constant([1, 4, 1, 0], tf.int32)
+        y = tf.identity(tf.cond(flag, lambda: tf.tanh(tf.nn.embedding_lookup(t, ids)), lambda: tf.ones([4, 3])),
+                        name="y")
+        (grad,) = tf.gradients(tf.reduce_sum(y * y), [t])
+        tf.identity(tf.convert_to_tensor(grad), name="gt")
+        with tf.compat.v1.Session(graph=graph) as session:
+            expected = {f: session.run("gt:0", {"table:0": table, "flag:0": f}) for f in (True, False)}
+    with pytest.raises(errors.UnimplementedError, match="differentiate the imported forward graph with jax.grad"):
+        jta.import_graph_def(graph.as_graph_def(), ["table:0", "flag:0"], ["gt:0"])(table, np.bool_(True))
+    forward = jta.import_graph_def(graph.as_graph_def(), ["table:0", "flag:0"], ["y:0"])
+    grad = jax.jit(jax.grad(lambda t, p: (forward(t, p)[0] ** 2).sum()))
+    for flag_value in (True, False):
+        np.testing.assert_allclose(grad(table, np.bool_(flag_value)), expected[flag_value], rtol=1e-5, atol=1e-6)

@@ -206,7 +206,7 @@ class Error(enum.Enum):
     GRAPH_MERGE_HANDLES = (408, _Unimplemented, "Node {node}: a Merge of different resources ({a} and {b}) "
                            "under a condition that is only known at run time.")
     GRAPH_MERGE_SHAPES = (409, _Unimplemented, "Node {node}: a Merge of shapes {a} and {b} under a condition "
-                          "that is only known at run time (the result's shape would depend on it).")
+                          "that is only known at run time (the result's shape would depend on it). {way_out}")
     GRAPH_SOURCE = (410, TypeError, "jta.import_graph_def takes a GraphDef, a tf.Graph or the path of a binary "
                     ".pb file, not {given}.")
     GRAPH_NO_FILE = (411, FileNotFoundError, "jta.import_graph_def: there is no file {path!r} (it takes a GraphDef, "

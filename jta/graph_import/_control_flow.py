@@ -147,7 +147,7 @@ class Runner(Loops):
         t, f = (a, b) if pred[1] else (b, a)
         if np.shape(t) != np.shape(f):
             if not self.g.only_before_exit(node.name, pred[0]):
-                Error.GRAPH_MERGE_SHAPES.raise_(node=node.name, a=np.shape(a), b=np.shape(b))
+                Error.GRAPH_MERGE_SHAPES.raise_(node=node.name, a=np.shape(a), b=np.shape(b), way_out=_merge_way_out(node))
             # The False side runs only in the step after which the loop exits, and feeds only the next
             # step's variables, which nothing reads then (pfor's converted while loop returns [] there).
             return t, np.asarray(i if pred[1] else j, np.int32)
@@ -248,3 +248,16 @@ def _pushable(res: Resources, handle: Any, value: Any) -> Resources:
     if stack is None or stack.const is not None or stack.data is not None or isinstance(value, str):
         return res
     return Resources(res.arrays, {**res.stacks, handle: _resources.as_buffer(stack, len(stack.items), value)})
+
+
+def _merge_way_out(node: Node) -> str:
+    """What to do about a Merge of two shapes under a run-time condition."""
+    way_out = "Feed the cond's predicate as a constant (the branch not taken is then pruned)"
+    if node.name.startswith("gradients") and "cond_grad" in node.name:
+        # TF's gradient of a Gather (embedding_lookup) is IndexedSlices, whose rows are the gathered ones
+        # in the branch taken and the whole table in the other: their count differs.
+        return (f"This is TensorFlow's gradient of a cond whose branch gives sparse gradients (IndexedSlices, "
+                f"e.g. of tf.gather or tf.nn.embedding_lookup): {way_out[0].lower()}{way_out[1:]}, or differentiate "
+                f"the imported forward graph with jax.grad instead of importing TF's gradient graph.")
+    return way_out + "."
+
