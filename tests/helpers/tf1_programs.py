@@ -389,6 +389,26 @@ def _while_unbounded(b: _Builder, x: Any, depth: int) -> tuple[Any, list[Any]]:
     return x * tf.tanh(s), []
 
 
+def _while_grow(b: _Builder, x: Any, depth: int) -> tuple[Any, list[Any]]:
+    """A loop that grows a tensor by ``tf.concat`` each step (``shape_invariants`` with a ``None`` leading dim)."""
+    import tensorflow as tf
+
+    n = b.length(x)
+    rest = x.shape[1:].as_list()
+    swap = b.coin(0.3)
+    b.tag("while_grow", *(["swap_memory"] if swap else []))
+    b.steps.append("while[grow]")
+
+    def body(i: Any, acc: Any) -> tuple[Any, Any]:
+        return i + 1, tf.concat([acc, _inner(b, x[i], depth)[None]], 0)
+    # The empty start of unknown static length: TF's gradient checks a static [0, ...] against the grown shape.
+    start = tf.compat.v1.placeholder_with_default(tf.zeros([0, *rest]), [None, *rest])
+    _, acc = tf.compat.v1.while_loop(lambda i, acc: i < n, body, (tf.constant(0), start),
+                                     shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, *rest])),
+                                     swap_memory=swap)
+    return tf.ensure_shape(acc, [n if isinstance(n, int) else None, *rest]), []
+
+
 def _cond_around(b: _Builder, x: Any, depth: int) -> tuple[Any, list[Any]]:
     """A ``tf.cond`` or ``tf.case`` on a run-time predicate whose branches are stages (loops)."""
     import tensorflow as tf
@@ -487,8 +507,14 @@ def _rnn(b: _Builder, x: Any, depth: int) -> tuple[Any, list[Any]]:
         b.tag("sequence_length")
         lengths = b.rng.integers(1, steps + 1, size=batch).astype(np.int32)
         seqlen = (b.placeholder(tf.int32, [batch], lengths, "lengths") if b.coin() else tf.constant(lengths))
-    x_bm = x if time_major else tf.transpose(x, [1, 0, 2])
-    inputs = x if time_major else x_bm
+    inputs = x if time_major else tf.transpose(x, [1, 0, 2])
+    if kind in ("dynamic", "bidirectional") and b.coin(0.3):
+        # As fed by a placeholder of shape [None, None, n]: the RNN sees no static time or batch size.
+        b.tag("rnn_unknown_shape")
+        inputs = tf.compat.v1.placeholder_with_default(inputs, [None, None, n_in])
+    swap = b.coin(0.2)
+    if swap:
+        b.tag("swap_memory")
     with tf.compat.v1.variable_scope(scope):
         cell = _cell(b, n_in, "cell")
         state0 = _initial_state(b, cell, tf.reduce_mean(x, 0)) if b.coin(0.4) else None
@@ -497,13 +523,13 @@ def _rnn(b: _Builder, x: Any, depth: int) -> tuple[Any, list[Any]]:
         b.steps.append(f"{kind}_rnn[{type(cell).__name__}{' tm' * time_major}{' len' * (seqlen is not None)}]")
         if kind == "dynamic":
             y, state = tf.compat.v1.nn.dynamic_rnn(cell, inputs, sequence_length=seqlen, initial_state=state0,
-                                                   dtype=tf.float32, time_major=time_major)
+                                                   dtype=tf.float32, time_major=time_major, swap_memory=swap)
         elif kind == "bidirectional":
             with tf.compat.v1.variable_scope("bw"):
                 cell_bw = _cell(b, n_in, "cell_bw")
             (y_fw, y_bw), (s_fw, s_bw) = tf.compat.v1.nn.bidirectional_dynamic_rnn(
                 cell, cell_bw, inputs, sequence_length=seqlen, initial_state_fw=state0, dtype=tf.float32,
-                time_major=time_major)
+                time_major=time_major, swap_memory=swap)
             y, state = tf.concat([y_fw, y_bw], -1), (s_fw, s_bw)
         elif kind == "static":
             outs, state = tf.compat.v1.nn.static_rnn(cell, tf.unstack(x), initial_state=state0, dtype=tf.float32,
@@ -517,7 +543,8 @@ def _rnn(b: _Builder, x: Any, depth: int) -> tuple[Any, list[Any]]:
             y, state = _seq2seq(b, cell, x, state0)
             time_major = True
     y = y if time_major else tf.transpose(y, [1, 0, 2])
-    return y, list(tf.nest.flatten(state))
+    y = tf.ensure_shape(y, [steps, batch, y.shape[-1]])
+    return y, [tf.ensure_shape(t, [batch, t.shape[-1]]) for t in tf.nest.flatten(state)]
 
 
 def _raw_rnn(b: _Builder, cell: Any, x: Any, state0: Any) -> tuple[Any, Any]:
@@ -637,7 +664,7 @@ def _jacobian_step(i: Any, h: Any, ys: Any, rows_ta: Any, w: Any) -> tuple[Any, 
 
 _TOP_STAGES: list[tuple[Callable[..., tuple[Any, list[Any]]], float]] = [
     (_map_fn, 2), (_big_map_fn, 0.3), (_scan, 2), (_fold, 1), (_while, 4), (_while_unbounded, 0.4),
-    (_cond_around, 2), (_rnn, 3), (_decoder, 1),
+    (_cond_around, 2), (_rnn, 3), (_decoder, 1), (_while_grow, 0.4),
 ]
 
 
