@@ -70,6 +70,10 @@ ALLOWED: tuple[Allowed, ...] = (
             "on a run-time predicate, a TensorArray whose first write fixes its element shape is refused, even "
             "one the branch creates itself (tf.map_fn's and tf.foldl's input arrays, TensorArray(size=n).unstack): "
             "finding F1 of the fuzz sweep; remove this entry when arrays local to a branch are accepted."),
+    Allowed(("cond_around_cond", "cond_around_case"), 420, "import", r"changes the static structure",
+            "catalogue 420 (GRAPH_GUARDED_LOOP), documented in docs/graph-import.md 'Control flow': a loop in a "
+            "run-time cond branch that is unrolled (a TensorArray of unknown element shape, dynamic_size) and "
+            "changes a TensorArray's or stack's structure, even one the branch creates (finding F1, F12)."),
     Allowed(("nested+while_value", "nested+while_fed_max_iter"), 406, "import", r"whose trip count is not static",
             "catalogue 406 (GRAPH_STACK_CAPACITY): a loop bounded by a static condition and'ed into its cond (or "
             "maximum_iterations=) nested in another loop: its gradient stacks are not sized by outer count x bound "
@@ -85,6 +89,11 @@ ALLOWED: tuple[Allowed, ...] = (
             "catalogue 409 (GRAPH_MERGE_SHAPES): the gradient of a Gather (embedding_lookup) of a fed table in a "
             "cond branch on a run-time predicate merges the branch's IndexedSlices with the other branch's zeros, "
             "of another shape (finding F11)."),
+    Allowed(("nested+ta_out_unknown_shape", "nested+ta_out_dynamic"), 422, "import",
+            r"meets a limit of traced code",
+            "catalogue 422 (GRAPH_TRACED_ARRAY) under jit: the gradient array of an array of unknown element shape "
+            "written in a loop nested in a loop is read at a traced index; the way out is the forward array's "
+            "element_shape= or running outside jit (finding F6, which was a bare ValueError)."),
     Allowed(("decoder_until_eos+embedding_fed",), 407, "import", r"a loop variable changes shape",
             "catalogue 407 (GRAPH_LOOP_STRUCTURE) under jit: TF's gradient of a Gather in a loop accumulates "
             "IndexedSlices that grow each step; in a loop with a data-dependent trip count (a decoder until EOS, "
@@ -98,7 +107,7 @@ GRAD_NOT_COMPARABLE = {
                           "where tf.gradients stops (finding F2: a documentation caveat).",
 }
 
-_IMPORTER_CODES = range(401, 422)
+_IMPORTER_CODES = frozenset(m.code for m in Error if m.name.startswith("GRAPH_"))
 
 
 @dataclasses.dataclass
