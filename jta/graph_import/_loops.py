@@ -564,8 +564,8 @@ class Loops(abc.ABC):
         self.whiles += 1
         res = self._prepare(f, step, res, carry0, None, bound)  # bound: at most that many steps (sizes stacks)
         recs, saved = self.ctx.recorders, [r.multiplier for r in self.ctx.recorders]
-        for r in recs:
-            r.multiplier = None
+        for r in recs:  # a bound caps the steps: an enclosing loop sizes its stacks by it (else: unknown)
+            r.multiplier = None if r.multiplier is None or bound is None else r.multiplier * bound
         try:
             res, carry = jax.lax.while_loop(cond, lambda s: step(s[0], s[1], None), (res, carry0))
         finally:
