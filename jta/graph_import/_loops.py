@@ -484,7 +484,12 @@ class Loops(abc.ABC):
 
         x0 = {m: v[0] for m, v in xs.items()}
         whiles = self.whiles
-        res = self._prepare(f, step, res, carry0, x0, n)
+        try:
+            res = self._prepare(f, step, res, carry0, x0, n)
+        except errors.TensorArrayError as e:  # e.g. a nested loop's stacks that no static count sizes (406)
+            if self.whiles > whiles and xs:
+                raise Unstable("a nested loop's trip count depends on the step") from e
+            raise
         if self.whiles > whiles and xs:  # an inner trip count depends on the step: unrolled, it may be static
             raise Unstable("a nested loop's trip count depends on the step")
         recs = self.ctx.recorders
