@@ -65,3 +65,23 @@ def test_train_step_compiles_to_two_loops_without_whole_buffer_work(name):
     assert len(steps) == 2, summary
     for loop in steps:
         assert not _whole_buffer_ops(text, loop["body"]), (loop["body"], _whole_buffer_ops(text, loop["body"]))
+
+
+def test_sequence_length_forward_graph_keeps_reverse_mode():
+    """The train step's forward loop is a lax.while_loop (it pushes onto TF's gradient stacks); the
+    forward-only graph has no stacks and stays a masked lax.scan, so jax.grad of it matches TF's
+    gradient (under jit; eagerly the fed lengths are concrete and the count static)."""
+    case = graph_rnn.build("gru", BATCH, STEPS, INPUTS, HIDDEN, seqlen=True)
+    fns, sess = graph_rnn.session_fns(case)
+    try:
+        expected = fns["tf_session"](*case.feeds)[-1]  # the gradient with respect to x
+    finally:
+        sess.close()
+    forward = jta.import_graph_def(case.graph_def, case.inputs, case.outputs[:1])
+    k = case.inputs.index("x:0")
+
+    def loss(x):
+        return forward(*case.feeds[:k], x, *case.feeds[k + 1:])[0]
+
+    got = jax.jit(jax.grad(loss))(jnp.asarray(case.feeds[k]))
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=2e-5, atol=1e-6)
