@@ -74,16 +74,9 @@ ALLOWED: tuple[Allowed, ...] = (
             "catalogue 420 (GRAPH_GUARDED_LOOP), documented in docs/graph-import.md 'Control flow': a loop in a "
             "run-time cond branch that is unrolled (a TensorArray of unknown element shape, dynamic_size) and "
             "changes a TensorArray's or stack's structure, even one the branch creates (finding F1, F12)."),
-    Allowed(("nested+while_value", "nested+while_fed_max_iter"), 406, "import", r"whose trip count is not static",
-            "catalogue 406 (GRAPH_STACK_CAPACITY): a loop bounded by a static condition and'ed into its cond (or "
-            "maximum_iterations=) nested in another loop: its gradient stacks are not sized by outer count x bound "
-            "(finding F3; alone such a loop is a masked lax.scan, docs/graph-import.md 'Loops')."),
     Allowed(("nested+while_fed_min+ta_final_concat",), 417, "import", r"TensorArrayConcatV3_grad",
             "catalogue 417 (GRAPH_LOOP_CARRY) under jit: concat's gradient stack in a fed-count loop nested in a "
             "loop changes structure even with stack_capacity= (finding F4)."),
-    Allowed(("nested+while_triangular",), 406, "import", r"whose trip count is not static",
-            "catalogue 406 (GRAPH_STACK_CAPACITY) under jit: a loop whose inner trip count is its step, inside a "
-            "tf.scan/map_fn/loop body, is not unrolled there as it is at top level (finding F5)."),
     Allowed(("embedding_fed+cond_around_cond", "embedding_fed+cond_around_case"), 409, "import",
             r"Switch_grad/cond_grad/Merge: a Merge of shapes",
             "catalogue 409 (GRAPH_MERGE_SHAPES): the gradient of a Gather (embedding_lookup) of a fed table in a "
