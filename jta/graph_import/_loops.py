@@ -633,7 +633,9 @@ def _structure(tree: Any) -> Any:
 
 
 def _aval(x: Any) -> Any:
-    return (tuple(np.shape(x)), str(getattr(x, "dtype", type(x))))
+    # The canonical dtype: a static int64 (the lengths of a concat pushed in line) is traced as int32 without x64.
+    dtype = getattr(x, "dtype", None)
+    return (tuple(np.shape(x)), str(type(x)) if dtype is None else str(jax.dtypes.canonicalize_dtype(dtype)))
 
 
 def _array(v: Any) -> Any:

@@ -291,7 +291,7 @@ def _stack_close(ctx: Context, node: Node, args: list[Any], res: Resources) -> t
 
 def as_buffer(s: Stack, capacity: int, like: Any) -> Stack:
     """``s`` as a ``[capacity, ...]`` buffer whose elements look like ``like``, its items first."""
-    data = jnp.zeros((capacity, *np.shape(like)), like.dtype)
+    data = jnp.zeros((capacity, *np.shape(like)), jax.dtypes.canonicalize_dtype(like.dtype))  # int64 lengths: int32
     for k, item in enumerate(s.items):
         data = data.at[k].set(item)
     return Stack((), data, jnp.asarray(len(s.items), jnp.int32))
