@@ -65,7 +65,7 @@ ALLOWED: tuple[Allowed, ...] = (
             "docs/graph-import.md, 'Not yet': a loop whose trip count depends on values with no static bound the "
             "importer finds (none, or tf.minimum(fed, N), which is not an and'ed condition) is a lax.while_loop, "
             "which jax.grad cannot reverse (TF's own gradient outputs still run, with stack_capacity=)."),
-    Allowed(("cond_around_cond", "cond_around_case"), 421, "import", r"first write fixes an element shape",
+    Allowed(("cond_around_cond", "cond_around_case"), 421, "import", r"changes the static structure",
             "catalogue 421 (GRAPH_GUARDED_STATE), documented in docs/graph-import.md 'Control flow': under a cond "
             "on a run-time predicate, a TensorArray whose first write fixes its element shape is refused, even "
             "one the branch creates itself (tf.map_fn's and tf.foldl's input arrays, TensorArray(size=n).unstack): "
