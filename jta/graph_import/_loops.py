@@ -188,12 +188,14 @@ class Loops(abc.ABC):
         try:
             res, final = self._lax(f, outer, init, n, traj, finals, bounded, res, taken)
         except (Unstable, errors.TensorArrayError, ValueError):
-            if not _concrete(init, self._consts(f, outer), res, taken):
+            # Not in a branch of a run-time cond: both branches run there and their Merge needs the loop's
+            # results in the same structure as the other branch's, which a loop run step by step may not keep.
+            if taken is not None or not _concrete(init, self._consts(f, outer), res):
                 raise
             # Every input is concrete (an eager call): the loop runs step by step, as TensorFlow runs it,
             # whatever its carry does (a dynamic_size array grows, a variable changes shape, an element
             # shape is set by a write).
-            res, final = self._stepwise(f, outer, init, res, taken)
+            res, final = self._stepwise(f, outer, init, res)
         for e, m in f.exit_var.items():
             outer[(e, 0)] = final[m]
         return res
@@ -236,13 +238,11 @@ class Loops(abc.ABC):
                     res = self._where_taken(f, taken, res, before, "an unrolled loop (it cannot be a lax.scan)")
         return res, final
 
-    def _stepwise(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], res: Resources, taken: Any
+    def _stepwise(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], res: Resources
                   ) -> tuple[Resources, dict[str, Any]]:
         """The loop run in Python on concrete values: the condition is read after each step, the body runs
         in line (no carry to keep, no trip count to know, no max_unroll: nothing is traced)."""
         values = dict(init)
-        if taken is not None and not bool(taken):
-            return res, values
         self.unrolling += 1
         try:
             while bool(self._pred(f, self._body_env(f, outer, values), res, probe=False)):
