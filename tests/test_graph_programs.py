@@ -77,6 +77,11 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed(("nested+while_fed_min+ta_final_concat",), 417, "import", r"TensorArrayConcatV3_grad",
             "catalogue 417 (GRAPH_LOOP_CARRY) under jit: concat's gradient stack in a fed-count loop nested in a "
             "loop changes structure even with stack_capacity= (finding F4)."),
+    Allowed(("while_triangular+while_fed_max_iter", "while_triangular+while_fed_min"), 406, "import",
+            r"whose trip count is not static here; pass stack_capacity=",
+            "catalogue 406 (GRAPH_STACK_CAPACITY), documented in docs/graph-import.md 'Loops': a loop whose inner "
+            "trip count is its step is unrolled only when its own trip count is static; with a fed count (bounded "
+            "by maximum_iterations=) its inner loop's stacks ask for stack_capacity= (finding F15)."),
     Allowed(("embedding_fed+cond_around_cond", "embedding_fed+cond_around_case"), 409, "import",
             r"Switch_grad/cond_grad/Merge: a Merge of shapes",
             "catalogue 409 (GRAPH_MERGE_SHAPES): the gradient of a Gather (embedding_lookup) of a fed table in a "
