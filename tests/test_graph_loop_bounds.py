@@ -156,3 +156,34 @@ def test_concat_of_a_fed_count_loop_without_capacity_names_the_inner_loop():
     with pytest.raises(jta.errors.UnimplementedError, match=r"pushed inside the while loop while/while/"
                        r"while_context, .*pass stack_capacity=N"):
         jax.jit(f)(*_FED.values())
+
+
+def test_a_gather_gradient_in_a_bounded_loop_is_refused_with_a_way_out_that_works():
+    """F7: embedding_lookup of a fed table in a loop bounded by maximum_iterations (a greedy decoder until EOS):
+    TensorFlow's gradient loop grows the IndexedSlices each step, which a lax loop cannot carry, so the import
+    of its gradient graph under jit is refused (407) naming the gradient loop and its variable; the way out it
+    gives, jax.grad of the imported forward graph, matches TensorFlow's gradient under jit."""
+    import tensorflow as tf
+
+    with k_graph() as g:
+        table = tf.compat.v1.placeholder(tf.float32, [5, 3], name="table")
+        tokens = tf.constant([[1, 4], [0, 2], [3, 3]], tf.int32)
+
+        def body(i: Any, h: Any) -> tuple[Any, Any]:
+            return i + 1, tf.tanh(h + tf.nn.embedding_lookup(table, tokens[i]))
+
+        h = tf.compat.v1.while_loop(lambda i, h: tf.reduce_sum(h) > -1.0, body, (tf.constant(0), tf.zeros([2, 3])),
+                                    maximum_iterations=3)[1]
+        loss = tf.reduce_sum(h * h, name="loss")
+        tf.identity(tf.convert_to_tensor(tf.gradients(loss, [table])[0]), name="gt")
+    tv = np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3)
+    with tf.compat.v1.Session(graph=g) as session:
+        expected = session.run("gt:0", {"table:0": tv})
+    f = jta.import_graph_def(g.as_graph_def(), ["table:0"], ["gt:0"])
+    with pytest.raises(jta.errors.UnimplementedError, match=r"While loop gradients/while/while_context: a loop "
+                       r"variable changes shape .*Merge node: gradients/while/embedding_lookup/Enter_grad/b_acc_\d\)\. "
+                       r"It is TensorFlow's gradient loop .*jax.grad of the imported forward graph"):
+        jax.jit(f)(tv)
+    forward = jta.import_graph_def(g.as_graph_def(), ["table:0"], ["loss:0"])
+    got = jax.jit(jax.grad(lambda t: forward(t)[0]))(tv)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-5)

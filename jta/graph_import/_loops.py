@@ -257,7 +257,7 @@ class Loops(abc.ABC):
         frame is under no run-time condition. Both branches of such a cond run, so a loop in the branch
         not taken must do nothing: its bound may be garbage there (and never reached)."""
         conds = [(outer[p], polarity) for p, polarity in sorted(self.g.frame_guards.get(f.name, ()))
-                 if p in outer and outer[p] is not DEAD and not is_static(outer[p]) and not isinstance(outer[p], Dyn)]
+                 if p in outer and outer[p] is not DEAD and not is_static(known(outer[p])) and not isinstance(outer[p], Dyn)]
         if not conds:
             return None
         taken = [jnp.asarray(p, bool) if polarity else jnp.logical_not(p) for p, polarity in conds]
@@ -480,7 +480,7 @@ class Loops(abc.ABC):
 
         def step(r: Resources, c: dict[str, Any], x: dict[str, Any]) -> tuple[Resources, dict[str, Any]]:
             r, nxt = self.body(f, outer, r, {**consts, **x, **c})
-            return r, {m: _like(nxt[m], c[m], f.name) for m in carried}
+            return r, {m: _like(nxt[m], c[m], f, m) for m in carried}
 
         x0 = {m: v[0] for m, v in xs.items()}
         whiles = self.whiles
@@ -521,7 +521,7 @@ class Loops(abc.ABC):
 
         def step(r: Resources, c: dict[str, Any], x: Any) -> tuple[Resources, dict[str, Any]]:
             r, nxt = self.body(f, outer, r, {**consts, **c})
-            return r, {m: _like(nxt[m], c[m], f.name) for m in carried}
+            return r, {m: _like(nxt[m], c[m], f, m) for m in carried}
 
         def masked(state: tuple[Resources, dict[str, Any], Any], x: Any) -> tuple[Any, None]:
             r, c, active = state
@@ -559,7 +559,7 @@ class Loops(abc.ABC):
 
         def step(r: Resources, c: dict[str, Any], x: Any) -> tuple[Resources, dict[str, Any]]:
             r, nxt = self.body(f, outer, r, {**consts, **c})
-            return r, {m: _like(nxt[m], c[m], f.name) for m in carried}
+            return r, {m: _like(nxt[m], c[m], f, m) for m in carried}
 
         def cond(state: tuple[Resources, dict[str, Any]]) -> Any:
             env = self._body_env(f, outer, {**consts, **state[1]})
@@ -642,11 +642,19 @@ def _array(v: Any) -> Any:
     return jnp.asarray(v)
 
 
-def _like(v: Any, like: Any, frame: str) -> Any:
+def _like(v: Any, like: Any, f: Frame, var: str) -> Any:
+    """``v``, the next value of the loop variable ``var`` of ``f``, with the dtype of ``like`` (its value now),
+    or a refusal when the shapes differ (a lax loop's carry keeps its shape)."""
     if isinstance(v, str) or v is DEAD or np.shape(v) != np.shape(like):
-        Error.GRAPH_LOOP_STRUCTURE.raise_(frame=frame, what=f"a loop variable changes shape from {np.shape(like)} "
+        # TensorFlow's gradient loop (it pops the forward loop's stacks) grows the IndexedSlices of a gather's
+        # gradient (embedding_lookup) each step: JAX's reverse mode of the imported forward keeps shapes static.
+        grad = (" It is TensorFlow's gradient loop (it pops the forward loop's stacks), where the gradient of a "
+                "gather (embedding_lookup) grows its IndexedSlices each step: jax.grad of the imported forward graph "
+                "gives TensorFlow's gradient under jax.jit (where the forward loops have a static trip count or "
+                "bound, e.g. maximum_iterations=)." if f.pops else "")
+        Error.GRAPH_LOOP_STRUCTURE.raise_(frame=f.name, what=f"a loop variable changes shape from {np.shape(like)} "
                                           f"to {_shape(v)} (shape invariants are supported only outside jax.jit, "
-                                          f"where the loop runs step by step)")
+                                          f"where the loop runs step by step; the variable's Merge node: {var}).{grad}")
     return jnp.asarray(v, like.dtype)
 
 
