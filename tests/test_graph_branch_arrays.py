@@ -80,7 +80,7 @@ def test_tf_gradient_of_a_gather_in_a_branch_is_refused_with_jax_grad_as_the_way
         with tf.compat.v1.Session(graph=graph) as session:
             expected = {f: session.run("gt:0", {"table:0": table, "flag:0": f}) for f in (True, False)}
     with pytest.raises(errors.UnimplementedError, match="differentiate the imported forward graph with jax.grad"):
-        jta.import_graph_def(graph.as_graph_def(), ["table:0", "flag:0"], ["gt:0"])(table, np.bool_(True))
+        jax.jit(jta.import_graph_def(graph.as_graph_def(), ["table:0", "flag:0"], ["gt:0"]))(table, np.bool_(True))
     forward = jta.import_graph_def(graph.as_graph_def(), ["table:0", "flag:0"], ["y:0"])
     grad = jax.jit(jax.grad(lambda t, p: (forward(t, p)[0] ** 2).sum()))
     for flag_value in (True, False):

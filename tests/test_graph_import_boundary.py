@@ -213,7 +213,8 @@ def growing_loop():
 
 def test_a_loop_growing_an_array_of_unknown_element_shape_matches_session_run(growing_loop):
     """The array is made dense with the shape of its first write, so the loop runs (eagerly: the stack's
-    size is the run-time trip count); without a capacity the dynamic_size array is refused publicly."""
+    size is the run-time trip count, capacity or not); under jit, without a capacity the dynamic_size
+    array is refused publicly."""
     import tensorflow as tf
 
     feeds = (np.arange(12, dtype=np.float32).reshape(4, 3), np.int32(3))
@@ -222,8 +223,9 @@ def test_a_loop_growing_an_array_of_unknown_element_shape_matches_session_run(gr
     f = jta.import_graph_def(growing_loop.as_graph_def(), ["x:0", "n:0"], ["out:0"], tensor_array_capacity=8)
     np.testing.assert_allclose(np.asarray(f(*feeds)[0]), expected)
     f = jta.import_graph_def(growing_loop.as_graph_def(), ["x:0", "n:0"], ["out:0"])
+    np.testing.assert_allclose(np.asarray(f(*feeds)[0]), expected)
     with pytest.raises(errors.UnimplementedError, match="needs a static capacity") as info:
-        f(*feeds)
+        jax.jit(f)(*feeds)
     assert type(info.value).__module__ == "jta.errors"
 
 

@@ -118,7 +118,7 @@ class Runner(Loops):
         pred = next((p for p, pol in ga if (p, not pol) in gb), None)
         if pred is None:
             return
-        value = env.get(pred)
+        value = _resources.known(env.get(pred))
         if value is not None and value is not DEAD and not is_static(value) and not isinstance(value, Dyn):
             dead = node.inputs[1 - live]
             Error.GRAPH_INTERNAL.raise_(node=node.name, op=node.op, error=f"its input {dead[0]}:{dead[1]} has no "
@@ -139,7 +139,7 @@ class Runner(Loops):
         if pred is None or len(live) > 2:
             Error.GRAPH_LOOP_STRUCTURE.raise_(frame=node.name, what=f"a Merge whose inputs are not two branches "
                                               f"({len(live)} live, guards {sorted(ga)} and {sorted(gb)})")
-        p = env[pred[0]]
+        p = _resources.known(env[pred[0]])
         if isinstance(a, str) or isinstance(b, str):
             if a != b:
                 Error.GRAPH_MERGE_HANDLES.raise_(node=node.name, a=a, b=b)
@@ -155,7 +155,7 @@ class Runner(Loops):
 
     def _resource(self, node: Node, args: list[Any], env: dict[Tensor, Any], res: Resources) -> Resources:
         guard = self.g.guards.get((node.name, 0), frozenset())
-        conds = [(env[p], pol) for p, pol in guard if not is_static(env.get(p))]
+        conds = [(env[p], pol) for p, pol in guard if not is_static(_resources.known(env.get(p)))]
         if conds and node.op in ("StackPopV2", "StackPop"):
             res = _resources.buffered(res, args[0])  # a pop that may not happen: the top becomes a traced index
         if conds and node.op in ("StackPushV2", "StackPush") and not self.ctx.recorders:
@@ -178,7 +178,7 @@ class Runner(Loops):
             return new
         if self.ctx.recorders and jax.tree.structure(new) != jax.tree.structure(res):
             return new  # a loop body traced for what it creates: the loop makes its buffers, then runs it
-        runtime = frozenset((p, pol) for p, pol in guard if not is_static(env.get(p)))
+        runtime = frozenset((p, pol) for p, pol in guard if not is_static(_resources.known(env.get(p))))
         selected, change = select(ok, new, res, self.made_under(new, runtime))
         if selected is None:
             Error.GRAPH_GUARDED_STATE.raise_(node=node.name, op=node.op, what=change)

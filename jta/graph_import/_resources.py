@@ -115,11 +115,13 @@ def _index(v: Any) -> Any:
 
 
 def known(v: Any) -> Any:
-    """``v`` as a static numpy value when it is a concrete (not traced) integer scalar: a trip count or a
-    size fed to an eager call is then known, as it is to TensorFlow (the loop is a ``lax.scan`` whose
-    stacks are sized by it rather than a ``lax.while_loop``; ``stack()`` of an array that size has a
-    shape). Booleans stay as they are: a fed cond predicate runs both branches, eagerly as under jit."""
-    if isinstance(v, jax.Array) and not isinstance(v, Tracer) and v.ndim == 0 and jnp.issubdtype(v.dtype, jnp.integer):
+    """``v`` as a static numpy value when it is a concrete (not traced) integer or boolean scalar: a trip
+    count or a size fed to an eager call is then known, as it is to TensorFlow (the loop is a ``lax.scan``
+    whose stacks are sized by it rather than a ``lax.while_loop``; ``stack()`` of an array that size has a
+    shape), and a fed cond predicate prunes the branch not taken, which TensorFlow never runs (under
+    ``jit`` both branches run and are selected between)."""
+    if isinstance(v, jax.Array) and not isinstance(v, Tracer) and v.ndim == 0 and (
+            jnp.issubdtype(v.dtype, jnp.integer) or v.dtype == jnp.bool_):
         return np.asarray(v)
     return v
 
