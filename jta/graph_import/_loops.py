@@ -487,7 +487,7 @@ class Loops(abc.ABC):
         try:
             res = self._prepare(f, step, res, carry0, x0, n)
         except errors.TensorArrayError as e:  # e.g. a nested loop's stacks that no static count sizes (406)
-            if self.whiles > whiles and xs:
+            if self.whiles > whiles and xs and n <= self.opt.max_unroll:  # else: the error's way out (stack_capacity=)
                 raise Unstable("a nested loop's trip count depends on the step") from e
             raise
         if self.whiles > whiles and xs:  # an inner trip count depends on the step: unrolled, it may be static
