@@ -6,13 +6,17 @@ against TensorFlow, the same programs under ``jax.jit``, the hypothesis state ma
 (under 7 minutes on a quiet 2-core machine). ``pytest --long`` runs them with the large
 counts; every assertion is the same, only the number of generated programs/examples grows.
 Tests whose size depends on ``--long`` carry the marker ``long`` (``pytest --long -m long`` runs
-just those). The counts, default / ``--long``:
+just those); tests that run under ``--long`` only carry ``long_only`` and are deselected without it
+(``tests/test_graph_legacy_cells.py``'s eager run of the whole corpus). The counts, default / ``--long``:
 
 * ``tests/oracle/test_random_programs.py``: programs against TF 60 / 1500, under jit 20 / 300
   (the environment knobs ``JTA_ORACLE_PROGRAMS`` / ``JTA_ORACLE_JIT_PROGRAMS`` override both;
   it was 300 / 100 before ``--long`` existed);
 * ``tests/oracle/test_model_based.py``: hypothesis ``max_examples`` 15 / 200 (20 / 30 steps each;
-  it was 60 of 20 before ``--long`` existed).
+  it was 60 of 20 before ``--long`` existed);
+* ``tests/test_structural_fuzz.py``: 17 / 280 programs per family;
+* ``tests/test_graph_programs.py``: generated TF1 programs 1 / 300 (about 5 s each: each is built,
+  frozen and run by TensorFlow, then imported eagerly, under ``jit`` and differentiated).
 """
 
 from __future__ import annotations
@@ -41,7 +45,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "long: a statistical test whose size grows under --long")
+    config.addinivalue_line("markers", "long_only: a test that runs under --long only (deselected otherwise)")
     budget.LONG = bool(config.getoption("--long"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without ``--long``, the ``long_only`` tests are deselected (reported as such), not skipped."""
+    if budget.LONG:
+        return
+    deselected = [item for item in items if item.get_closest_marker("long_only")]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not item.get_closest_marker("long_only")]
 
 
 def pytest_report_header(config: pytest.Config) -> str:

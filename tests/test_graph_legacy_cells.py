@@ -169,12 +169,10 @@ def test_cell_family_matches_session(family: str, corpus: Corpus, results: dict[
     assert np.any(np.asarray(p.grads[k]) != 0)
 
 
-@pytest.mark.long
+@pytest.mark.long_only
 def test_cell_families_eagerly(corpus: Corpus) -> None:
     """Every family's outputs and TF's gradients, run without jit (each loop's scan compiled on its own, so
     this takes several times the jitted run: under ``--long`` only)."""
-    if not budget.long_run():
-        pytest.skip("eager run of the whole corpus: pytest --long")
     p = corpus.program
     f = jta.import_graph_def(p.graph_def, inputs=p.inputs, outputs=p.outputs)
     for name, got, expected in zip(p.outputs, f(*p.feeds), p.expected, strict=True):

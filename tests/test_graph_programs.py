@@ -65,15 +65,10 @@ ALLOWED: tuple[Allowed, ...] = (
             "docs/graph-import.md, 'Not yet': a loop whose trip count depends on values with no static bound the "
             "importer finds (none, or tf.minimum(fed, N), which is not an and'ed condition) is a lax.while_loop, "
             "which jax.grad cannot reverse (TF's own gradient outputs still run, with stack_capacity=)."),
-    Allowed(("cond_around_cond", "cond_around_case"), 421, "import", r"changes the static structure",
-            "catalogue 421 (GRAPH_GUARDED_STATE), documented in docs/graph-import.md 'Control flow': under a cond "
-            "on a run-time predicate, a TensorArray whose first write fixes its element shape is refused, even "
-            "one the branch creates itself (tf.map_fn's and tf.foldl's input arrays, TensorArray(size=n).unstack): "
-            "finding F1 of the fuzz sweep; remove this entry when arrays local to a branch are accepted."),
     Allowed(("cond_around_cond", "cond_around_case"), 420, "import", r"changes the static structure",
             "catalogue 420 (GRAPH_GUARDED_LOOP), documented in docs/graph-import.md 'Control flow': a loop in a "
             "run-time cond branch that is unrolled (a TensorArray of unknown element shape, dynamic_size) and "
-            "changes a TensorArray's or stack's structure, even one the branch creates (finding F1, F12)."),
+            "changes a TensorArray's or stack's structure that exists outside the branch (finding F12)."),
     Allowed(("nested+while_fed_min+ta_final_concat",), 417, "import", r"TensorArrayConcatV3_grad",
             "catalogue 417 (GRAPH_LOOP_CARRY) under jit: concat's gradient stack in a fed-count loop nested in a "
             "loop changes structure even with stack_capacity= (finding F4)."),
