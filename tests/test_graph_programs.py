@@ -69,9 +69,6 @@ ALLOWED: tuple[Allowed, ...] = (
             "catalogue 420 (GRAPH_GUARDED_LOOP), documented in docs/graph-import.md 'Control flow': a loop in a "
             "run-time cond branch that is unrolled (a TensorArray of unknown element shape, dynamic_size) and "
             "changes a TensorArray's or stack's structure that exists outside the branch (finding F12)."),
-    Allowed(("nested+while_fed_min+ta_final_concat",), 417, "import", r"TensorArrayConcatV3_grad",
-            "catalogue 417 (GRAPH_LOOP_CARRY) under jit: concat's gradient stack in a fed-count loop nested in a "
-            "loop changes structure even with stack_capacity= (finding F4)."),
     Allowed(("while_triangular+while_fed_max_iter", "while_triangular+while_fed_min"), 406, "import",
             r"whose trip count is not static here; pass stack_capacity=",
             "catalogue 406 (GRAPH_STACK_CAPACITY), documented in docs/graph-import.md 'Loops': a loop whose inner "
