@@ -56,6 +56,11 @@ class Runner(Loops):
         # they are to TensorFlow: shapes and trip counts computed from them are known.
         args = [_resources.known(env.get(t, DEAD)) for t in node.inputs]
         name = node.name
+        if node.op == "ControlTrigger":
+            # Never dead, as in TensorFlow's executor: the forward count of a gradient loop waits on one
+            # (f_sync) that collects the pushes of both branches of a cond in the loop, one of them dead.
+            env[(name, 0)] = None
+            return res
         dead = any(a is DEAD for a in args) or any(self._dead(c, env) for c in node.control)
         if node.op in ("Merge", "RefMerge"):
             env[(name, 0)], env[(name, 1)] = self._merge(node, args, env)

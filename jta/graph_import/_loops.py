@@ -284,12 +284,22 @@ class Loops(abc.ABC):
               ) -> tuple[Resources, dict[str, Any]]:
         env = self._body_env(f, outer, values)
         for p in f.pops:  # a handle popped in this loop names a new forward array each step
-            h = env.get(self.g.nodes[p].inputs[0])
+            h = env.get(self._before_switches(self.g.nodes[p].inputs[0]))
             if isinstance(h, str) and h in res.stacks and isinstance(res.stacks[h].const, str):
                 res = _resources.renew_accumulators(res, res.stacks[h].const)
         roots = tuple(f.next_of[m] for m in f.merges)
         res = self.run(f.name, self.g.schedule(f.name, roots, False), env, res)
         return res, {m: env[(f.next_of[m], 0)] for m in f.merges}
+
+    def _before_switches(self, t: Tensor) -> Tensor:
+        """The tensor that ``t`` forwards through ``Switch`` and ``Identity`` nodes: the stack handle of a pop
+        in a gradient loop under a cond (TensorFlow guards the pop with a ``Switch`` of the handle's ``Enter``),
+        known when a step starts, before the body has computed the ``Switch``."""
+        node = self.g.nodes.get(t[0])
+        while node is not None and node.op in ("Switch", "RefSwitch", "Identity", "RefIdentity") and node.inputs:
+            t = node.inputs[0]
+            node = self.g.nodes.get(t[0])
+        return t
 
     def _unroll(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], n: int,
                 traj: dict[str, list[Any]], finals: dict[str, Any], res: Resources
