@@ -215,7 +215,10 @@ class Loops(abc.ABC):
             try:
                 res, final = self._while(f, outer, init, traj, res, taken, bound=n)
             except Unstable:
-                res, final = self._masked_scan(f, outer, init, n, traj, res, taken)
+                try:
+                    res, final = self._masked_scan(f, outer, init, n, traj, res, taken)
+                except Unstable:  # the unbounded lax.while_loop refuses, naming what changes and the way out
+                    res, final = self._while(f, outer, init, traj, res, taken)
         elif bounded and n is not None:
             try:
                 res, final = self._masked_scan(f, outer, init, n, traj, res, taken)
