@@ -26,6 +26,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import jta  # noqa: E402
+from jta import errors  # noqa: E402
 from tests.helpers.tfgraph import k_graph  # noqa: E402
 
 
@@ -102,3 +103,9 @@ def test_loop_run_step_by_step_with_a_cond_on_its_counter():
     f = jta.import_graph_def(g.as_graph_def(), ["x:0"], ["y:0", "gx:0"])
     for got, want in zip(f(xv), expected, strict=True):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+    # F10: under jit, neither a bounded lax.while_loop nor a masked scan keeps the growing array's structure:
+    # the refusal names the array and the way out (it escaped as 418, "failed inside with Unstable").
+    with pytest.raises(errors.UnimplementedError, match="TensorArrayV3 node TensorArray is dynamic_size and needs "
+                       "a static capacity") as caught:
+        jax.jit(f)(xv)
+    assert "failed inside" not in str(caught.value)
