@@ -110,15 +110,9 @@ class Outcome:
 
 def catalogue_code(error: BaseException) -> int | None:
     """The importer's catalogue code whose class and template ``error`` is, else ``None``."""
-    text = str(error)
-    matches = [m for m in Error if m.code in _IMPORTER_CODES and type(error) is m.cls and _template(m).fullmatch(text)]
+    matches = [m for m in Error if m.code in _IMPORTER_CODES and m.raised(error)]
     # The most specific template wins: 407's "While loop {frame}: {what}" also matches 420's text.
     return max(matches, key=lambda m: len(re.sub(r"\{[^}]*\}", "", m.template))).code if matches else None
-
-
-def _template(member: Error) -> re.Pattern[str]:
-    parts = re.split(r"\{[a-z_]+(?:![rs])?\}", member.template)
-    return re.compile(".*".join(re.escape(p) for p in parts), re.DOTALL)
 
 
 def _names(program: tf1_programs.Program) -> set[str]:

@@ -257,7 +257,7 @@ class Error(enum.Enum):
 
     def raised(self, error: BaseException) -> bool:
         """Whether ``error`` is this member's: its class, and its text the template with any fields."""
-        parts = re.split(r"\{[a-z_]+\}", self.template)
+        parts = re.split(r"\{[a-z_]+(?:![rs])?\}", self.template)
         pattern = "(?s)" + ".*?".join(re.escape(part) for part in parts)
         return type(error) is self.cls and re.fullmatch(pattern, str(error)) is not None
 

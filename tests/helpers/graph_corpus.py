@@ -178,6 +178,23 @@ def _session_run(graph_def: Any, outputs: list[str], feed_dict: dict[str, np.nda
     return [np.asarray(r) for r in result], statistics.median(times)
 
 
+def freeze_and_run(graph: Any, named: list[Any], placeholders: list[Any], feeds: list[np.ndarray], repeats: int = 5
+                   ) -> tuple[Any, list[str], list[str], list[np.ndarray], float]:
+    """Freeze ``graph`` (variables become constants) for the ``named`` tensors and run it in a fresh
+    Session: the frozen GraphDef, the output and input tensor names, Session.run's results and its median
+    time over ``repeats`` runs after the first."""
+    import tensorflow as tf
+
+    with tf.compat.v1.Session(graph=graph) as sess:
+        sess.run(tf.compat.v1.global_variables_initializer())
+        frozen = tf.compat.v1.graph_util.convert_variables_to_constants(
+            sess, graph.as_graph_def(), [t.op.name for t in named])
+    outputs = [t.name for t in named]
+    inputs = [p.name for p in placeholders]
+    expected, seconds = _session_run(frozen, outputs, dict(zip(inputs, feeds, strict=True)), repeats)
+    return frozen, outputs, inputs, expected, seconds
+
+
 def _finish(name: str, graph: Any, placeholders: list[Any], feeds: list[np.ndarray], forward: list[Any],
             grad_inputs: list[int], claims: Sequence[str], rtol: float) -> GraphCase:
     """Add the loss, the gradients and named Identity outputs; freeze; run in a Session."""
@@ -191,13 +208,7 @@ def _finish(name: str, graph: Any, placeholders: list[Any], feeds: list[np.ndarr
         if g is None:
             raise AssertionError(f"{name}: no gradient for {placeholders[k].name}")
         named.append(tf.identity(tf.convert_to_tensor(g), name=f"grad_{placeholders[k].op.name}"))
-    with tf.compat.v1.Session(graph=graph) as sess:
-        sess.run(tf.compat.v1.global_variables_initializer())
-        frozen = tf.compat.v1.graph_util.convert_variables_to_constants(
-            sess, graph.as_graph_def(), [t.op.name for t in named])
-    outputs = [t.name for t in named]
-    inputs = [p.name for p in placeholders]
-    expected, seconds = _session_run(frozen, outputs, dict(zip(inputs, feeds, strict=True)))
+    frozen, outputs, inputs, expected, seconds = freeze_and_run(graph, named, placeholders, feeds)
     return GraphCase(
         name=name, graph_def=frozen, inputs=inputs, outputs=outputs, n_forward=1 + len(forward), feeds=feeds,
         expected=expected, session_seconds=seconds, rtol=rtol, grad_inputs=list(grad_inputs),

@@ -733,13 +733,7 @@ def _finish(b: _Builder, graph: Any, forward: list[Any]) -> Program:
     for k, g in zip(floats, grads, strict=True):
         if g is not None:
             named.append(tf.identity(tf.convert_to_tensor(g), name=f"grad_{b.placeholders[k].op.name}"))
-    with tf.compat.v1.Session(graph=graph) as sess:
-        sess.run(tf.compat.v1.global_variables_initializer())
-        frozen = tf.compat.v1.graph_util.convert_variables_to_constants(
-            sess, graph.as_graph_def(), [t.op.name for t in named])
-    outputs = [t.name for t in named]
-    inputs = [p.name for p in b.placeholders]
-    expected, _ = graph_corpus._session_run(frozen, outputs, dict(zip(inputs, b.feeds, strict=True)), repeats=1)
+    frozen, outputs, inputs, expected, _ = graph_corpus.freeze_and_run(graph, named, b.placeholders, b.feeds, 1)
     description = " > ".join(b.steps)
     for a, c in (("( > ", "("), (" > )", ")"), (" > {", " {"), ("{ > ", "{"), (" > }", "}")):
         description = description.replace(a, c)
