@@ -190,7 +190,10 @@ class Loops(abc.ABC):
         except (Unstable, errors.TensorArrayError, ValueError):
             # Not in a branch of a run-time cond: both branches run there and their Merge needs the loop's
             # results in the same structure as the other branch's, which a loop run step by step may not keep.
-            if taken is not None or not _concrete(init, self._consts(f, outer), res):
+            # Nor a loop of TensorFlow's gradient graph (it pops the forward loop's values), nor one whose step
+            # runs a loop or creates arrays: their gradients' accumulators are renewed per forward array in a
+            # lax loop's step, which running the step in line does not reproduce.
+            if taken is not None or f.pops or not self._flat(f) or not _concrete(init, self._consts(f, outer), res):
                 raise
             # Every input is concrete (an eager call): the loop runs step by step, as TensorFlow runs it,
             # whatever its carry does (a dynamic_size array grows, a variable changes shape, an element
@@ -240,6 +243,11 @@ class Loops(abc.ABC):
                 if taken is not None:
                     res = self._where_taken(f, taken, res, before, "an unrolled loop (it cannot be a lax.scan)")
         return res, final
+
+    def _flat(self, f: Frame) -> bool:
+        """Whether a step of ``f`` runs no loop and creates no TensorArray or accumulator."""
+        items = self.g.schedule(f.name, tuple(f.next_of[m] for m in f.merges), False)
+        return not any(isinstance(i, tuple) or self.g.nodes[i].op in _CREATES for i in items)
 
     def _stepwise(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], res: Resources
                   ) -> tuple[Resources, dict[str, Any]]:
@@ -608,6 +616,7 @@ class Loops(abc.ABC):
         return {m: init[m] for m in static}
 
 
+_CREATES = ("TensorArrayV3", "TensorArrayGradV3", "TensorArrayGradWithShape")
 _STEPWISE = ("Or call the imported function outside jax.jit, with concrete inputs: the loop then runs step by "
              "step, as in TensorFlow.")
 
