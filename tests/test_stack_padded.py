@@ -105,3 +105,20 @@ def test_closed_array_raises():
     ta = jta.TensorArray(jnp.float32, size=1, element_shape=()).close()
     with pytest.raises(jta.errors.InvalidArgumentError, match="has already been closed"):
         ta.stack_padded()
+
+
+def test_a_capacity_without_an_element_shape():
+    """The capacity's slots are one buffer of the element shape. With infer_shape the first write fixes
+    that shape and the buffer (the first write was refused as past a capacity of 0); with infer_shape=False
+    the first write is refused with what to pass. Eagerly, under jit and checked."""
+    def writes(x, infer_shape):
+        ta = jta.TensorArray(jnp.float32, size=0, dynamic_size=True, capacity=4, infer_shape=infer_shape)
+        return ta.write(0, x).write(1, 2 * x).stack_padded()
+
+    for run in (writes, jax.jit(writes, static_argnums=1), jta.checked(writes, static_argnums=1)):
+        values, size = run(jnp.ones(3), True)
+        np.testing.assert_array_equal(values, [[1, 1, 1], [2, 2, 2], [0, 0, 0], [0, 0, 0]])
+        assert int(size) == 2
+        with pytest.raises(ValueError, match=r"a dynamic_size array with a capacity keeps its capacity slots in "
+                                             r"one buffer, so its element shape must be known .* Pass element_shape="):
+            run(jnp.ones(3), False)

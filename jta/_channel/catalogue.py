@@ -185,6 +185,10 @@ class Error(enum.Enum):
                                "so the split fails whatever its lengths, and with traced lengths which error "
                                "TensorFlow reports depends on their values. Pass concrete lengths to get it, "
                                "or a value whose trailing dimensions match.")  # jta
+    CAPACITY_NEEDS_SHAPE = (213, ValueError, "TensorArray {name}: a dynamic_size array with a capacity keeps "
+                            "its capacity slots in one buffer, so its element shape must be known before its "
+                            "first write, but it is {element_shape}. Pass element_shape= when creating the array "
+                            "(or, outside jit, leave out capacity=).")  # jta
     NO_GRADIENT_SOURCE = (208, ValueError, "Expected op/tensor name to start with gradients (excluding "
                           "scope), got: {name}. This means that a tf.gradients op with this op in its "
                           "dependency path has a custom name that does not start with 'gradients'. Please "

@@ -54,6 +54,10 @@ def check_value_shape(ta: Any, index: Any, shape: tuple[int, ...]) -> None:
                                  element_shape=shapes.debug_str(ta._meta.element_shape))
 
 
+def _capacity_needs_shape(ta: Any) -> NoReturn:
+    Error.CAPACITY_NEEDS_SHAPE.raise_(name=ta.name, element_shape=shapes.debug_str(ta._meta.element_shape))
+
+
 def _traced_needs_shape(ta: Any, what: str) -> NoReturn:
     Error.TRACED_INDEX_NEEDS_SHAPE.raise_(name=ta.name, what=what, element_shape=shapes.debug_str(ta._meta.element_shape))
 
@@ -87,6 +91,8 @@ def write(ta: Any, index: Index, value: jax.Array) -> Any:
     ta = storage.pin_shape(ta, value.shape)
     if ta.is_dense:
         return storage.dense_write(ta, index if i is None else i, value)
+    if ta._meta.capacity is not None:
+        _capacity_needs_shape(ta)
     if i is None:
         _traced_needs_shape(ta, "writing at a traced index")
     return storage.slots_write(ta, i, value)
@@ -182,9 +188,11 @@ def _check_gathered_shapes(gathered: list[tuple[int, ...]], attr: shapes.Shape) 
 
 def _grow_within_capacity(ta: Any, n: int) -> Any:
     """Grow an array whose size is traced (``dynamic_size`` with a static ``capacity``) to at
-    least ``n`` slots: the buffer cannot grow inside compiled code, so ``n`` must fit."""
-    if n > ta.capacity:
-        Error.WRITE_BEYOND_CAPACITY.raise_(name=ta.name, index=n - 1, capacity=ta.capacity)
+    least ``n`` slots: the buffer cannot grow inside compiled code, so ``n`` must fit. The limit is the
+    ``capacity`` asked for: before the first write fixes the element shape no slot is allocated."""
+    limit = ta.capacity if ta.is_dense or ta._meta.capacity is None else ta._meta.capacity
+    if n > limit:
+        Error.WRITE_BEYOND_CAPACITY.raise_(name=ta.name, index=n - 1, capacity=limit)
     return storage.grow(ta, n)
 
 

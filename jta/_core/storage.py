@@ -80,10 +80,13 @@ def to_dense(ta: Any) -> Any:
     # Only the written slots are stacked: one operand per slot made the first write into a large
     # array (whose element shape it fixes) compile a stack of thousands of zeros.
     written = [k for k, v in enumerate(ta._data) if v is not None]
-    data = jnp.zeros((len(m.slots), *shape), m.dtype)
+    # An array with a capacity gets its whole buffer now, as it would have had with its element shape.
+    rows = len(m.slots) if m.capacity is None else max(m.capacity, len(m.slots))
+    data = jnp.zeros((rows, *shape), m.dtype)
     if written:
         data = data.at[np.asarray(written, np.int32)].set(jnp.stack([ta._data[k] for k in written]))
-    flags = jnp.asarray(np.asarray([bits for bits, _ in m.slots], np.int32)) if m.checks else None
+    bits = [bits for bits, _ in m.slots] + [0] * (rows - len(m.slots))
+    flags = jnp.asarray(np.asarray(bits, np.int32)) if m.checks else None
     return ta.replace(data=data, flags=flags, slots=None)
 
 
