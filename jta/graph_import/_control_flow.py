@@ -52,8 +52,9 @@ class Runner(Loops):
         return res
 
     def node(self, node: Node, env: dict[Tensor, Any], res: Resources, probe: bool) -> Resources:
-        # Concrete integer scalars (an eager call's fed trip count or size) are static, as
-        # they are to TensorFlow: shapes and trip counts computed from them are known.
+        # Concrete integer and boolean scalars (an eager call's fed trip count, size or predicate) are
+        # static, as they are to TensorFlow: shapes and trip counts computed from them are known, and a
+        # cond on them prunes the branch not taken.
         args = [_resources.known(env.get(t, DEAD)) for t in node.inputs]
         name = node.name
         if node.op == "ControlTrigger":
