@@ -115,15 +115,21 @@ class Runner(Loops):
             return env.get((name, 0)) is DEAD and env.get((name, 1)) is DEAD
         return env.get((name, 0)) is DEAD
 
+    def _branch_predicate(self, a: Tensor, b: Tensor) -> Optional[tuple[Tensor, bool]]:
+        """The predicate and polarity under which ``a`` is computed and ``b`` under the other polarity:
+        the cond whose two branches a ``Merge`` of ``a`` and ``b`` joins, or None."""
+        ga, gb = self.g.guards.get(a, frozenset()), self.g.guards.get(b, frozenset())
+        return next(((p, pol) for p, pol in ga if (p, not pol) in gb), None)
+
     def _check_one_branch(self, node: Node, live: int, env: dict[Tensor, Any]) -> None:
         """A cond's ``Merge`` with one live input must have a static predicate: under a run-time one both
         branches run, so a dead branch there is the importer's own failure, never a value to pick."""
         if len(node.inputs) != 2:
             return
-        ga, gb = (self.g.guards.get(t, frozenset()) for t in node.inputs)
-        pred = next((p for p, pol in ga if (p, not pol) in gb), None)
-        if pred is None:
+        separating = self._branch_predicate(*node.inputs)
+        if separating is None:
             return
+        pred = separating[0]
         value = _resources.known(env.get(pred))
         if value is not None and value is not DEAD and not is_static(value) and not isinstance(value, Dyn):
             dead = node.inputs[1 - live]
@@ -140,9 +146,9 @@ class Runner(Loops):
         if any(isinstance(a, Dyn) for _, a in live):
             return Dyn(), Dyn()
         (i, a), (j, b) = live[0], live[1]
-        ga, gb = self.g.guards.get(node.inputs[i], frozenset()), self.g.guards.get(node.inputs[j], frozenset())
-        pred = next(((p, pol) for p, pol in ga if (p, not pol) in gb), None)
+        pred = self._branch_predicate(node.inputs[i], node.inputs[j])
         if pred is None or len(live) > 2:
+            ga, gb = self.g.guards.get(node.inputs[i], frozenset()), self.g.guards.get(node.inputs[j], frozenset())
             Error.GRAPH_LOOP_STRUCTURE.raise_(frame=node.name, what=f"a Merge whose inputs are not two branches "
                                               f"({len(live)} live, guards {sorted(ga)} and {sorted(gb)})")
         p = _resources.known(env[pred[0]])

@@ -423,13 +423,15 @@ class Loops(abc.ABC):
         return frozenset(h for h in res.arrays.arrays
                          if guard <= self.g.guards.get((self._array_node(h), 0), frozenset()))
 
+    @functools.cached_property
+    def _array_nodes(self) -> dict[str, str]:
+        """Each array handle (``<name>_<node number>``) -> its ``TensorArrayV3`` node."""
+        return {f"{self.g.nodes[name].attr('tensor_array_name', '') or name}_{number}": name
+                for name, number in self.ctx.array_ids.items() if name in self.g.nodes}
+
     def _array_node(self, handle: str) -> str:
-        """The ``TensorArrayV3`` node whose array has the handle ``handle`` (``<name>_<node number>``)."""
-        for name, number in self.ctx.array_ids.items():
-            node = self.g.nodes.get(name)
-            if node is not None and handle == f"{node.attr('tensor_array_name', '') or name}_{number}":
-                return name
-        return repr(handle)
+        """The ``TensorArrayV3`` node whose array has the handle ``handle``, else the handle's repr."""
+        return self._array_nodes.get(handle, repr(handle))
 
     def _grow(self, f: Frame, res: Resources, rec: Recorder, n: Optional[int], given: Resources) -> Resources:
         """``res`` with room for this loop's pushes onto stacks that were buffers before it (``given``: the
