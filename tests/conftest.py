@@ -37,6 +37,13 @@ xla.use_fast_flags()  # before any test starts JAX's backend (xdist workers impo
 if importlib.util.find_spec("tf_keras") is not None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
+# TensorFlow turns its oneDNN kernels on by default only on some x86 CPUs (AVX-512 ones), and the
+# two kernel families differ in what they run (Eigen's CPU Conv2D refuses dilations and NCHW) and
+# in what they leave unspecified (scratch outputs, which maximum of a tie gets a pool's gradient).
+# The oracle is the same TensorFlow on every machine: oneDNN on, unless the caller chose
+# (``TF_ENABLE_ONEDNN_OPTS=0 python -m pytest`` runs the suite against Eigen's kernels).
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--long", action="store_true", default=False,

@@ -28,6 +28,23 @@ def max_abs_diff(a: Any, b: Any) -> float:
     return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)), initial=0.0)) for x, y in leaves)
 
 
+# TensorFlow outputs whose contents its kernels choose (``(op type, output index)``): a test compares
+# them with nothing. The fused batch norms' reserve spaces are scratch for their gradient op: the
+# batch statistics on Eigen's kernels, an inverted variance on cuDNN's, oneDNN's workspace (shape
+# ``()`` or ``(0,)`` by CPU) as ``reserve_space_3``; their gradient ops' ``reserve_space_*``
+# outputs are placeholders TF documents as unused. tests/test_graph_ops_nn.py checks this list
+# against TF's op registry: every output TF names ``reserve_space*`` is here.
+IMPLEMENTATION_DEFINED = ({(op, k) for op in ("FusedBatchNorm", "FusedBatchNormV2") for k in (3, 4)}
+                          | {("FusedBatchNormV3", k) for k in (3, 4, 5)}
+                          | {(op, k) for op in ("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3")
+                             for k in (3, 4)})
+
+
+def implementation_defined(op_type: str, index: int) -> bool:
+    """Whether output ``index`` of a TF op of type ``op_type`` is left to the kernel that runs it."""
+    return (op_type, index) in IMPLEMENTATION_DEFINED
+
+
 def assert_session_outputs(got: list[Any], expected: list[np.ndarray], tolerance: float = 1e-5) -> None:
     """An imported graph's outputs against ``Session.run``'s: the same shapes and dtypes (as JAX
     has them: 64-bit types only under x64), integers and booleans exactly, floats within ``tolerance``."""
