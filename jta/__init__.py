@@ -6,9 +6,11 @@ from . import _serialization, errors, gradients, raw_ops  # noqa: F401  (_serial
 from ._channel.api import ErrorRecord, checked, checkify, throw
 from ._describe import describe
 from .graph_import import import_graph_def
+from .loops import fori_loop, while_loop
 from .tensor_array import TensorArray
 
-__all__ = ["ErrorRecord", "TensorArray", "checked", "checkify", "describe", "errors", "gradients", "import_graph_def", "raw_ops", "throw"]
+__all__ = ["ErrorRecord", "TensorArray", "checked", "checkify", "describe", "errors", "fori_loop", "gradients", "import_graph_def", "raw_ops",
+           "throw", "while_loop"]
 try:
     __version__ = _metadata.version("jta")  # defined once, in pyproject.toml
 except _metadata.PackageNotFoundError:  # a source tree that is not installed

@@ -197,6 +197,12 @@ class Error(enum.Enum):
     NOT_AN_ACCUMULATOR = (209, ValueError, "{handle!r} is not an accumulator of this registry.")  # jta
 
     # -- jta.import_graph_def (static only, all jta's own) -----------------------------------------
+    LOOP_BOUND_NOT_STATIC = (501, TypeError, "jta.while_loop: maximum_iterations must be a static Python int "
+                             "(the number of rows of the stacks its derivative keeps), got {given}.")  # jta
+    LOOP_BOUND_NEGATIVE = (502, ValueError, "jta.while_loop: maximum_iterations must be >= 0, got {bound}.")  # jta
+    LOOP_NEEDS_BOUND = (503, _Unimplemented, "jta.while_loop: differentiating a loop whose trip count is only known "
+                        "at run time keeps each step's residuals on stacks, which need a static number of rows: "
+                        "pass maximum_iterations=N (the loop also stops after N steps, as tf.while_loop does).")  # jta
     GRAPH_UNSUPPORTED = (401, _Unimplemented, "jta.import_graph_def cannot run this graph; unsupported:\n{items}")
     GRAPH_NEEDS_TF = (402, ImportError, "jta.import_graph_def parses graphs with TensorFlow: pip install "
                       "\"jta[tf]\" ({error}).")

@@ -1,0 +1,234 @@
+"""Loops whose trip count the data decides, differentiable in both directions.
+
+``jax.lax.while_loop`` has forward-mode derivatives only: reverse mode would need the steps'
+intermediate values, and their number is known only at run time. TensorFlow's answer, which
+``TensorArrayGradV3``'s flow chaining and its stacks exist for, is to push each step's residuals
+in the forward loop and pop them in a backward loop of the same trip count. :func:`while_loop`
+does that in JAX: its primal is a plain ``lax.while_loop`` (no cost when not differentiated);
+its derivative runs the loop once, writing what the linearized step needs into stacks of
+``maximum_iterations`` rows, and hands the tangent to a linear loop primitive whose transpose
+runs the recorded number of steps backwards (:mod:`jta._loop_linear`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Optional, TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax._src import core
+
+from . import _loop_linear
+from ._channel.catalogue import Error
+from ._core.inputs import static_int
+
+__all__ = ["while_loop", "fori_loop"]
+
+Carry = TypeVar("Carry")
+
+
+def while_loop(cond_fun: Callable[[Carry], Any], body_fun: Callable[[Carry], Carry], init_val: Carry, *,
+               maximum_iterations: Optional[int] = None) -> Carry:
+    """``lax.while_loop`` that ``jax.grad`` can reverse, with ``tf.while_loop``'s ``maximum_iterations``.
+
+    **Arguments:**
+
+    - `cond_fun`, `body_fun`, `init_val`: as for ``jax.lax.while_loop``. The carry may hold any
+      pytree: arrays, ``jta.TensorArray``s, gradient registries.
+    - `maximum_iterations`: a static bound: the loop also stops after that many steps, as
+      ``tf.while_loop`` does (reaching it is not an error). Reverse mode (``jax.grad``,
+      ``jax.vjp``, ``jax.jacrev``, ``jax.linearize``) needs it: the stacks of residuals have
+      that many rows. The backward loop runs only the steps the forward loop ran.
+
+    Forward mode, ``jax.jit``, ``jax.vmap`` (each member stops at its own step, and its
+    gradient is what it would be alone), ``jax.checkpoint`` and ``jax.export`` work as for any
+    JAX function.
+
+    ```python
+    >>> import jax, jax.numpy as jnp, jta
+    >>> def steps_to_halve(x):  # runs until the data says stop
+    ...     return jta.while_loop(lambda v: v > 1.0, lambda v: v * 0.5, x, maximum_iterations=100)
+    >>> jax.grad(steps_to_halve)(10.0)  # four halvings: d(x / 16) / dx
+    Array(0.0625, dtype=float32, weak_type=True)
+
+    ```
+    """
+    bound = _bound(maximum_iterations)
+    cond, cond_consts = jax.closure_convert(cond_fun, init_val)
+    body, body_consts = jax.closure_convert(body_fun, init_val)
+    return _while(cond, body, bound, tuple(cond_consts), tuple(body_consts), init_val)
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Carry], Carry], init_val: Carry, *,
+              maximum_iterations: Optional[int] = None) -> Carry:
+    """``lax.fori_loop`` that ``jax.grad`` can reverse when its bounds are traced.
+
+    With static bounds this is ``lax.fori_loop`` (a ``lax.scan``, reversible as it is). With
+    traced ones it is :func:`while_loop` over ``i`` from ``lower`` to ``upper``, which reverse
+    mode needs ``maximum_iterations`` for.
+
+    ```python
+    >>> import jax, jax.numpy as jnp, jta
+    >>> def power(x, n):  # x ** n for a traced n
+    ...     return jta.fori_loop(0, n, lambda i, v: v * x, 1.0, maximum_iterations=16)
+    >>> jax.jit(jax.grad(power))(2.0, 3)
+    Array(12., dtype=float32, weak_type=True)
+
+    ```
+    """
+    lo, hi = static_int(lower), static_int(upper)
+    if lo is not None and hi is not None:
+        if maximum_iterations is not None:
+            hi = max(lo, min(hi, lo + _bound(maximum_iterations)))
+        return lax.fori_loop(lo, hi, body_fun, init_val)
+    dtype = jnp.result_type(lower, upper)
+    lower, upper = jnp.asarray(lower, dtype), jnp.asarray(upper, dtype)
+    _, out = while_loop(lambda s: s[0] < upper, lambda s: (s[0] + 1, body_fun(s[0], s[1])), (lower, init_val),
+                        maximum_iterations=maximum_iterations)
+    return out
+
+
+def _bound(maximum_iterations: Any) -> Optional[int]:
+    if maximum_iterations is None:
+        return None
+    bound = static_int(maximum_iterations)
+    if bound is None or isinstance(maximum_iterations, bool):
+        Error.LOOP_BOUND_NOT_STATIC.raise_(given=repr(maximum_iterations))
+    if bound < 0:
+        Error.LOOP_BOUND_NEGATIVE.raise_(bound=bound)
+    return bound
+
+
+# -- the primal: a plain while loop -------------------------------------------------------------
+def _run(cond: Callable[..., Any], body: Callable[..., Any], bound: Optional[int], cond_consts: tuple[Any, ...],
+         body_consts: tuple[Any, ...], init: Any) -> tuple[Any, Any]:
+    """``(trip count, final carry)``."""
+    def go_on(state: tuple[Any, Any]) -> Any:
+        i, x = state
+        more = cond(x, *cond_consts)
+        return more if bound is None else jnp.logical_and(more, i < bound)
+
+    def step(state: tuple[Any, Any]) -> tuple[Any, Any]:
+        i, x = state
+        return i + 1, body(x, *body_consts)
+
+    return lax.while_loop(go_on, step, (jnp.zeros((), jnp.int32), init))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
+def _loop(cond: Any, body: Any, bound: Any, cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...],
+          init: Any) -> Any:
+    if bound is None:  # no counter: exactly lax.while_loop
+        return lax.while_loop(lambda x: cond(x, *cond_consts), lambda x: body(x, *body_consts), init)
+    return _run(cond, body, bound, cond_consts, body_consts, init)[1]
+
+
+def _while(cond: Any, body: Any, bound: Optional[int], cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...],
+           init: Any) -> Any:
+    return _loop(cond, body, bound, cond_consts, body_consts, init)
+
+
+# -- the derivative: residuals pushed forward, a linear loop for the tangent -------------------
+def _inexact(x: Any) -> bool:
+    return jnp.issubdtype(jnp.result_type(x), jnp.inexact)
+
+
+@_loop.defjvp
+def _loop_jvp(cond: Any, body: Any, bound: Optional[int], primals: tuple[Any, ...], tangents: tuple[Any, ...]
+              ) -> tuple[Any, Any]:
+    cond_consts, body_consts, init = primals
+    _, t_body_consts, t_init = tangents
+    if bound is None:
+        Error.LOOP_NEEDS_BOUND.raise_()
+    x_leaves, x_tree = jax.tree_util.tree_flatten(init)
+    k_leaves = list(body_consts)
+    x_diff = [_inexact(x) for x in x_leaves]
+    k_diff = [_inexact(k) for k in k_leaves]
+
+    def linearized(x: list[Any]) -> tuple[list[Any], Any]:
+        """The step at carry ``x``: its output leaves, and the linear map of the differentiable
+        leaves (carry, then consts) as a ``Partial`` whose leaves are the residuals."""
+        def f(xd: list[Any], kd: list[Any]) -> tuple[list[Any], list[Any]]:
+            xs, ks = _merge(x, xd, x_diff), _merge(k_leaves, kd, k_diff)
+            out = jax.tree_util.tree_leaves(body(jax.tree_util.tree_unflatten(x_tree, xs), *ks))
+            return _pick(out, x_diff), _pick(out, [not d for d in x_diff])
+        out_d, lin, out_rest = jax.linearize(f, _pick(x, x_diff), _pick(k_leaves, k_diff), has_aux=True)
+        return _merge(out_rest, out_d, x_diff, fill_rest=True), lin
+
+    # Trace one step abstractly to learn the residuals' shapes, and which are loop invariant
+    # (a const of the body, or a constant): only the others are stacked.
+    plan: dict[str, Any] = {}
+
+    def probe(x: list[Any]) -> list[Any]:
+        _, lin = linearized(x)
+        res, plan["tree"] = jax.tree_util.tree_flatten(lin)
+        plan["invariant"] = [_invariant(r, k_leaves) for r in res]
+        return [r for r, inv in zip(res, plan["invariant"]) if not inv]
+
+    stacked_avals = jax.eval_shape(probe, x_leaves)
+    invariant_flags = plan["invariant"]
+    stacks0 = [jnp.zeros((bound, *a.shape), a.dtype) for a in stacked_avals]
+
+    def go_on(state: tuple[Any, list[Any], list[Any]]) -> Any:
+        i, x, _ = state
+        return jnp.logical_and(cond(jax.tree_util.tree_unflatten(x_tree, x), *cond_consts), i < bound)
+
+    invariants: list[Any] = []
+
+    def step(state: tuple[Any, list[Any], list[Any]]) -> tuple[Any, list[Any], list[Any]]:
+        i, x, stacks = state
+        out, lin = linearized(x)
+        res = jax.tree_util.tree_leaves(lin)
+        invariants[:] = [r for r, inv in zip(res, invariant_flags) if inv]
+        rows = [r for r, inv in zip(res, invariant_flags) if not inv]
+        stacks = [lax.dynamic_update_index_in_dim(s, r.astype(s.dtype), i, 0) for s, r in zip(stacks, rows)]
+        return i + 1, out, stacks
+
+    n, x_out, stacks = lax.while_loop(go_on, step, (jnp.zeros((), jnp.int32), x_leaves, stacks0))
+    tree = plan["tree"]
+
+    def lin_step(i: Any, n: Any, *args: Any) -> list[Any]:
+        stk, inv = args[:len(stacks)], args[len(stacks):len(stacks) + len(invariants)]
+        rest = args[len(stacks) + len(invariants):]
+        n_kd = sum(k_diff)
+        kd, xd = list(rest[:n_kd]), list(rest[n_kd:])
+        rows = iter(lax.dynamic_index_in_dim(s, i, 0, keepdims=False) for s in stk)
+        invs = iter(inv)
+        res = [next(invs) if flag else next(rows) for flag in invariant_flags]
+        return list(jax.tree_util.tree_unflatten(tree, res)(xd, kd))
+
+    t_x = _pick(jax.tree_util.tree_leaves(t_init), x_diff)
+    t_k = _pick(list(t_body_consts), k_diff)
+    consts = [*stacks, *invariants]
+    step_jaxpr = jax.make_jaxpr(lin_step)(n, n, *consts, *t_k, *t_x)
+    t_out = _loop_linear.bind(step_jaxpr, n, consts, t_k, t_x)
+    x_out_tree = jax.tree_util.tree_unflatten(x_tree, x_out)
+    t_full = _merge([_zero_tangent(x) for x in x_out], t_out, x_diff)
+    return x_out_tree, jax.tree_util.tree_unflatten(x_tree, t_full)
+
+
+def _invariant(r: Any, consts: list[Any]) -> bool:
+    return not isinstance(r, core.Tracer) or any(r is k for k in consts)
+
+
+def _pick(xs: list[Any], mask: list[bool]) -> list[Any]:
+    return [x for x, m in zip(xs, mask) if m]
+
+
+def _merge(base: list[Any], picked: list[Any], mask: list[bool], fill_rest: bool = False) -> list[Any]:
+    """``base`` with the masked positions taken from ``picked`` in order; with ``fill_rest``,
+    ``base`` holds only the unmasked positions."""
+    it, rest = iter(picked), iter(base)
+    if fill_rest:
+        return [next(it) if m else next(rest) for m in mask]
+    return [next(it) if m else b for b, m in zip(base, mask)]
+
+
+def _zero_tangent(x: Any) -> Any:
+    if _inexact(x):
+        return jnp.zeros(jnp.shape(x), jnp.result_type(x))
+    return np.zeros(np.shape(x), jax.dtypes.float0)
