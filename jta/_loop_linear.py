@@ -51,7 +51,7 @@ def _apply(step: core.ClosedJaxpr, masked: bool, i: Any, n: Any, consts: list[An
     if not masked:
         return new
     live = i < n  # one flag per member; a member past its trip count keeps its carry
-    return [jnp.where(live.reshape(live.shape + (1,) * (c.ndim - live.ndim)), a, c) for a, c in zip(new, carry)]
+    return [jnp.where(live.reshape(live.shape + (1,) * (c.ndim - live.ndim)), a, c) for a, c in zip(new, carry, strict=True)]
 
 
 def _impl(*args: Any, step: core.ClosedJaxpr, num_consts: int, num_tangent_consts: int, masked: bool) -> list[Any]:
@@ -78,25 +78,31 @@ mlir.register_lowering(loop_linear_p, mlir.lower_fun(_impl, multiple_results=Tru
 
 def _transpose(cts: list[Any], *args: Any, step: core.ClosedJaxpr, num_consts: int, num_tangent_consts: int,
                masked: bool) -> list[Any]:
-    """The steps last to first, each the transpose of ``step`` in its linear operands."""
+    """The steps last to first, each the transpose of ``step`` in its undefined linear operands
+    (a tangent const given as a value is a constant of the transposed step)."""
     n, consts, tc, carry = _split(args, num_consts, num_tangent_consts)
     assert not any(ad.is_undefined_primal(x) for x in (n, *consts)), "the stacks are not linear"
-    tc_avals = [x.aval if ad.is_undefined_primal(x) else core.get_aval(x) for x in tc]
+    unknown = [ad.is_undefined_primal(x) for x in tc]
+    tc_avals = [x.aval for x in tc if ad.is_undefined_primal(x)]
     carry_avals = [x.aval for x in carry]
-    ct_carry = [ad.instantiate_zeros(ct) if type(ct) is not ad.Zero else jnp.zeros(a.shape, a.dtype)
-                for ct, a in zip(cts, carry_avals)]
-    ct_tc = [jnp.zeros(a.shape, a.dtype) for a in tc_avals]
+    ct_carry = [jnp.zeros(a.shape, a.dtype) if type(ct) is ad.Zero else ct for ct, a in zip(cts, carry_avals, strict=True)]
+    zeros = lambda avals: [jnp.zeros(a.shape, a.dtype) for a in avals]  # noqa: E731
 
     def body(state: tuple[Any, list[Any], list[Any]]) -> tuple[Any, list[Any], list[Any]]:
         i, ct_c, acc = state
-        lin = lambda tc_, c_: _apply(step, masked, i, n, consts, tc_, c_)  # noqa: E731
-        primals = ([jnp.zeros(a.shape, a.dtype) for a in tc_avals], [jnp.zeros(a.shape, a.dtype) for a in carry_avals])
-        g_tc, g_c = jax.linear_transpose(lin, *primals)(ct_c)
-        return i - 1, list(g_c), [a + g for a, g in zip(acc, g_tc)]
+
+        def lin(tc_unknown: list[Any], c: list[Any]) -> list[Any]:
+            it = iter(tc_unknown)
+            full = [next(it) if u else x for x, u in zip(tc, unknown, strict=True)]
+            return _apply(step, masked, i, n, consts, full, c)
+
+        g_tc, g_c = jax.linear_transpose(lin, zeros(tc_avals), zeros(carry_avals))(ct_c)
+        return i - 1, list(g_c), [a + g for a, g in zip(acc, g_tc, strict=True)]
 
     last = jnp.max(n)
-    _, ct_c, ct_k = lax.while_loop(lambda s: s[0] >= 0, body, (last - 1, ct_carry, ct_tc))
-    return [None] * (1 + num_consts) + [g if ad.is_undefined_primal(x) else None for x, g in zip(tc, ct_k)] + ct_c
+    _, ct_c, ct_k = lax.while_loop(lambda s: s[0] >= 0, body, (last - 1, ct_carry, zeros(tc_avals)))
+    it = iter(ct_k)
+    return [None] * (1 + num_consts) + [next(it) if u else None for u in unknown] + list(ct_c)
 
 
 ad.primitive_transposes[loop_linear_p] = _transpose
@@ -116,16 +122,16 @@ def _batch(args: list[Any], dims: list[Any], *, step: core.ClosedJaxpr, num_cons
            masked: bool) -> tuple[list[Any], list[Any]]:
     """Members run their own trip counts: the step is batched and masked (``masked=True``); the
     carry is batched whenever anything is, since a batched step makes it so."""
-    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    size = next(a.shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
     n, consts, tc, carry = _split(list(args), num_consts, num_tangent_consts)
     n_d, consts_d, tc_d, carry_d = _split(list(dims), num_consts, num_tangent_consts)
     moved = lambda x, d: x if d is None else jnp.moveaxis(x, d, 0)  # noqa: E731
     axis = lambda d: None if d is None else 0  # noqa: E731
     carry = [jnp.broadcast_to(x, (size, *x.shape)) if d is None else moved(x, d)
-             for x, d in zip(carry, carry_d)]
+             for x, d in zip(carry, carry_d, strict=True)]
     n = jnp.broadcast_to(n, (size, *n.shape)) if n_d is None else moved(n, n_d)
-    consts = [moved(x, d) for x, d in zip(consts, consts_d)]
-    tc = [moved(x, d) for x, d in zip(tc, tc_d)]
+    consts = [moved(x, d) for x, d in zip(consts, consts_d, strict=True)]
+    tc = [moved(x, d) for x, d in zip(tc, tc_d, strict=True)]
     in_axes = (None, 0, *(axis(d) for d in consts_d), *(axis(d) for d in tc_d), *([0] * len(carry)))
     batched = jax.make_jaxpr(jax.vmap(core.jaxpr_as_fun(step), in_axes=in_axes))(
         jnp.zeros((), n.dtype), n, *consts, *tc, *carry)

@@ -5,9 +5,10 @@ intermediate values, and their number is known only at run time. TensorFlow's an
 ``TensorArrayGradV3``'s flow chaining and its stacks exist for, is to push each step's residuals
 in the forward loop and pop them in a backward loop of the same trip count. :func:`while_loop`
 does that in JAX: its primal is a plain ``lax.while_loop`` (no cost when not differentiated);
-its derivative runs the loop once, writing what the linearized step needs into stacks of
-``maximum_iterations`` rows, and hands the tangent to a linear loop primitive whose transpose
-runs the recorded number of steps backwards (:mod:`jta._loop_linear`).
+its derivative runs the loop once, writing what the linearized step needs into stacks (of
+``maximum_iterations`` rows, or as many as ``jta.checked`` learned: :mod:`jta._core.capacities`),
+and hands the tangent to a linear loop primitive whose transpose runs the recorded number of
+steps backwards (:mod:`jta._loop_linear`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax._src import core
+from jax.custom_derivatives import SymbolicZero
 
 from . import _loop_linear
+from ._channel import records
 from ._channel.catalogue import Error
+from ._channel.primitives import emit
+from ._core import capacities
 from ._core.inputs import static_int
 
 __all__ = ["while_loop", "fori_loop"]
@@ -41,8 +46,10 @@ def while_loop(cond_fun: Callable[[Carry], Any], body_fun: Callable[[Carry], Car
       pytree: arrays, ``jta.TensorArray``s, gradient registries.
     - `maximum_iterations`: a static bound: the loop also stops after that many steps, as
       ``tf.while_loop`` does (reaching it is not an error). Reverse mode (``jax.grad``,
-      ``jax.vjp``, ``jax.jacrev``, ``jax.linearize``) needs it: the stacks of residuals have
-      that many rows. The backward loop runs only the steps the forward loop ran.
+      ``jax.vjp``, ``jax.jacrev``, ``jax.linearize``) keeps each step's residuals on stacks:
+      they have that many rows, or, under ``jta.checked``, as many as it has learned the loop
+      runs (it compiles again when they run out), so there the bound is optional. The
+      backward loop runs only the steps the forward loop ran.
 
     Forward mode, ``jax.jit``, ``jax.vmap`` (each member stops at its own step, and its
     gradient is what it would be alone), ``jax.checkpoint`` and ``jax.export`` work as for any
@@ -68,8 +75,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Carry], Carry], i
     """``lax.fori_loop`` that ``jax.grad`` can reverse when its bounds are traced.
 
     With static bounds this is ``lax.fori_loop`` (a ``lax.scan``, reversible as it is). With
-    traced ones it is :func:`while_loop` over ``i`` from ``lower`` to ``upper``, which reverse
-    mode needs ``maximum_iterations`` for.
+    traced ones it is :func:`while_loop` over ``i`` from ``lower`` to ``upper`` (whose reverse
+    mode needs ``maximum_iterations`` or ``jta.checked``).
 
     ```python
     >>> import jax, jax.numpy as jnp, jta
@@ -82,8 +89,9 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Carry], Carry], i
     """
     lo, hi = static_int(lower), static_int(upper)
     if lo is not None and hi is not None:
-        if maximum_iterations is not None:
-            hi = max(lo, min(hi, lo + _bound(maximum_iterations)))
+        bound = _bound(maximum_iterations)
+        if bound is not None:
+            hi = max(lo, min(hi, lo + bound))
         return lax.fori_loop(lo, hi, body_fun, init_val)
     dtype = jnp.result_type(lower, upper)
     lower, upper = jnp.asarray(lower, dtype), jnp.asarray(upper, dtype)
@@ -137,17 +145,19 @@ def _inexact(x: Any) -> bool:
     return jnp.issubdtype(jnp.result_type(x), jnp.inexact)
 
 
-@_loop.defjvp
+@functools.partial(_loop.defjvp, symbolic_zeros=True)
 def _loop_jvp(cond: Any, body: Any, bound: Optional[int], primals: tuple[Any, ...], tangents: tuple[Any, ...]
               ) -> tuple[Any, Any]:
     cond_consts, body_consts, init = primals
     _, t_body_consts, t_init = tangents
-    if bound is None:
-        Error.LOOP_NEEDS_BOUND.raise_()
+    rows, loop = capacities.rows_for(bound)
     x_leaves, x_tree = jax.tree_util.tree_flatten(init)
     k_leaves = list(body_consts)
+    # Every inexact leaf of the carry has a tangent (a step may make a zero one nonzero); of the
+    # consts, only those with a tangent that is not a symbolic zero (the others are constants
+    # of the step, which keeps the linear step and its residuals small).
     x_diff = [_inexact(x) for x in x_leaves]
-    k_diff = [_inexact(k) for k in k_leaves]
+    k_diff = [_inexact(k) and not isinstance(t, SymbolicZero) for k, t in zip(k_leaves, t_body_consts, strict=True)]
 
     def linearized(x: list[Any]) -> tuple[list[Any], Any]:
         """The step at carry ``x``: its output leaves, and the linear map of the differentiable
@@ -167,15 +177,16 @@ def _loop_jvp(cond: Any, body: Any, bound: Optional[int], primals: tuple[Any, ..
         _, lin = linearized(x)
         res, plan["tree"] = jax.tree_util.tree_flatten(lin)
         plan["invariant"] = [_invariant(r, k_leaves) for r in res]
-        return [r for r, inv in zip(res, plan["invariant"]) if not inv]
+        return [r for r, inv in zip(res, plan["invariant"], strict=True) if not inv]
 
     stacked_avals = jax.eval_shape(probe, x_leaves)
     invariant_flags = plan["invariant"]
-    stacks0 = [jnp.zeros((bound, *a.shape), a.dtype) for a in stacked_avals]
+    stacks0 = [jnp.zeros((rows, *a.shape), a.dtype) for a in stacked_avals]
 
     def go_on(state: tuple[Any, list[Any], list[Any]]) -> Any:
         i, x, _ = state
-        return jnp.logical_and(cond(jax.tree_util.tree_unflatten(x_tree, x), *cond_consts), i < bound)
+        more = cond(jax.tree_util.tree_unflatten(x_tree, x), *cond_consts)
+        return more if bound is None else jnp.logical_and(more, i < bound)
 
     invariants: list[Any] = []
 
@@ -183,12 +194,17 @@ def _loop_jvp(cond: Any, body: Any, bound: Optional[int], primals: tuple[Any, ..
         i, x, stacks = state
         out, lin = linearized(x)
         res = jax.tree_util.tree_leaves(lin)
-        invariants[:] = [r for r, inv in zip(res, invariant_flags) if inv]
-        rows = [r for r, inv in zip(res, invariant_flags) if not inv]
-        stacks = [lax.dynamic_update_index_in_dim(s, r.astype(s.dtype), i, 0) for s, r in zip(stacks, rows)]
+        invariants[:] = [r for r, inv in zip(res, invariant_flags, strict=True) if inv]
+        rows = [r for r, inv in zip(res, invariant_flags, strict=True) if not inv]
+        # Past the stacks' rows (a plan's guess that ran out) the index clamps to the last row;
+        # the loop runs on to count its steps, and the record below makes jta.checked rerun.
+        stacks = [lax.dynamic_update_slice_in_dim(s, r.astype(s.dtype)[None], i, 0) for s, r in zip(stacks, rows, strict=True)]
         return i + 1, out, stacks
 
     n, x_out, stacks = lax.while_loop(go_on, step, (jnp.zeros((), jnp.int32), x_leaves, stacks0))
+    if loop is not None:
+        full = records.record(records.no_error(), n > rows, Error.LOOP_STACK_FULL, loop, n, rows)
+        emit(full, "jta.while_loop", None, deferred=False)
     tree = plan["tree"]
 
     def lin_step(i: Any, n: Any, *args: Any) -> list[Any]:
@@ -201,7 +217,8 @@ def _loop_jvp(cond: Any, body: Any, bound: Optional[int], primals: tuple[Any, ..
         res = [next(invs) if flag else next(rows) for flag in invariant_flags]
         return list(jax.tree_util.tree_unflatten(tree, res)(xd, kd))
 
-    t_x = _pick(jax.tree_util.tree_leaves(t_init), x_diff)
+    t_x = [_instantiate(t, x) for t, x in zip(_pick(jax.tree_util.tree_leaves(t_init), x_diff), _pick(x_leaves, x_diff),
+                                              strict=True)]
     t_k = _pick(list(t_body_consts), k_diff)
     consts = [*stacks, *invariants]
     step_jaxpr = jax.make_jaxpr(lin_step)(n, n, *consts, *t_k, *t_x)
@@ -216,7 +233,7 @@ def _invariant(r: Any, consts: list[Any]) -> bool:
 
 
 def _pick(xs: list[Any], mask: list[bool]) -> list[Any]:
-    return [x for x, m in zip(xs, mask) if m]
+    return [x for x, m in zip(xs, mask, strict=True) if m]
 
 
 def _merge(base: list[Any], picked: list[Any], mask: list[bool], fill_rest: bool = False) -> list[Any]:
@@ -225,7 +242,11 @@ def _merge(base: list[Any], picked: list[Any], mask: list[bool], fill_rest: bool
     it, rest = iter(picked), iter(base)
     if fill_rest:
         return [next(it) if m else next(rest) for m in mask]
-    return [next(it) if m else b for b, m in zip(base, mask)]
+    return [next(it) if m else b for b, m in zip(base, mask, strict=True)]
+
+
+def _instantiate(t: Any, x: Any) -> Any:
+    return jnp.zeros(jnp.shape(x), jnp.result_type(x)) if isinstance(t, SymbolicZero) else t
 
 
 def _zero_tangent(x: Any) -> Any:

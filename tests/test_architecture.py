@@ -35,7 +35,7 @@ LAYERS = [
     ("channel delivery", {"_channel.delivery", "_channel.functionalize", "_channel.hoisting", "_channel.eager",
                           "_channel.vmap_masking",
                           "_channel.api"}),
-    ("public", {"tensor_array", "raw_ops", "gradients", "_describe", "_serialization"}),
+    ("public", {"tensor_array", "raw_ops", "gradients", "loops", "_loop_linear", "_describe", "_serialization"}),
     ("graph import", {name for name in MODULES if name.split(".")[0] == "graph_import"}),
     ("package", {"__init__", "__main__"}),
 ]

@@ -8,9 +8,12 @@ from collections.abc import Callable
 from typing import Any, Optional, TypeVar, cast
 
 import jax
+import numpy as np
 
+from .._core import capacities
 from .._core.array import ArrayData
 from . import eager, primitives, vmap_masking  # noqa: F401  (registers eager and vmap rules)
+from .catalogue import Error
 from .delivery import throw_array
 from .functionalize import functionalize, is_traceable, static_arguments
 from .primitives import Site, take_raised
@@ -198,29 +201,51 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
     if donate_argnums is None and donate_argnames is None and info is not None:
         donate_argnums, donate_argnames = info.donate_argnums, info.donate_argnames
     checkified = checkify(f, static_argnums=nums, static_argnames=names)
+    donates = bool(donate_argnums or donate_argnames)
+    learned: dict[int, int] = {}  # loop number -> rows of its stacks (jta._core.capacities)
+    compiled: dict[tuple[tuple[int, int], ...], Callable[..., Any]] = {}
 
-    @functools.wraps(f)
-    def traced(*args: Any, **kwargs: Any) -> tuple[ErrorRecord, Any]:
-        errors, out = checkified(*args, **kwargs)
-        return errors, jax.tree_util.tree_map(_StaticLeaf.wrap, out)
+    def compiled_for(rows: dict[int, int]) -> Callable[..., Any]:
+        key = tuple(sorted(rows.items()))
+        if key not in compiled:
+            @functools.wraps(f)
+            def traced(*args: Any, **kwargs: Any) -> tuple[ErrorRecord, Any]:
+                with capacities.planned(rows):
+                    errors, out = checkified(*args, **kwargs)
+                return errors, jax.tree_util.tree_map(_StaticLeaf.wrap, out)
 
-    compiled = jax.jit(traced, static_argnums=nums, static_argnames=names, donate_argnums=donate_argnums,
-                       donate_argnames=donate_argnames)
+            compiled[key] = jax.jit(traced, static_argnums=nums, static_argnames=names, donate_argnums=donate_argnums,
+                                    donate_argnames=donate_argnames)
+        return compiled[key]
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        take_raised()  # forget an error that an earlier, unchecked call left behind
-        try:
-            errors, out = compiled(*args, **kwargs)
-        except jax.errors.JaxRuntimeError as failure:
-            exc = take_raised(failure)  # a check reported outside the threaded program (a custom rule)
-            if exc is None:
-                raise
-            raise exc from None
+        nonlocal learned
+        while True:
+            take_raised()  # forget an error that an earlier, unchecked call left behind
+            try:
+                errors, out = compiled_for(learned)(*args, **kwargs)
+            except jax.errors.JaxRuntimeError as failure:
+                exc = take_raised(failure)  # a check reported outside the threaded program (a custom rule)
+                if exc is None:
+                    raise
+                raise exc from None
+            full = _stack_full(errors)
+            if full is None or donates:  # donated arguments are gone: the error says so
+                break
+            learned = capacities.grown(learned, *full)
         errors.throw()
         return out
 
     return cast(F, wrapper)
+
+
+def _stack_full(errors: ErrorRecord) -> Optional[tuple[int, int]]:
+    """``(loop, steps)`` when the record says a loop outran its stacks (``jta.checked`` grows them)."""
+    record = np.asarray(errors.record)
+    if record.ndim != 1 or int(record[0]) != Error.LOOP_STACK_FULL.code:
+        return None
+    return int(record[1]), int(record[2])
 
 
 class _StaticLeaf:

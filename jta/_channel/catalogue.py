@@ -202,7 +202,14 @@ class Error(enum.Enum):
     LOOP_BOUND_NEGATIVE = (502, ValueError, "jta.while_loop: maximum_iterations must be >= 0, got {bound}.")  # jta
     LOOP_NEEDS_BOUND = (503, _Unimplemented, "jta.while_loop: differentiating a loop whose trip count is only known "
                         "at run time keeps each step's residuals on stacks, which need a static number of rows: "
-                        "pass maximum_iterations=N (the loop also stops after N steps, as tf.while_loop does).")  # jta
+                        "call the function through jta.checked (which learns the rows at run time and compiles "
+                        "again when they run out), or pass maximum_iterations=N (the loop also stops after N "
+                        "steps, as tf.while_loop does).")  # jta
+    LOOP_STACK_FULL = (504, _Unimplemented, "jta.while_loop: loop {loop} of the differentiated program ran {steps} "
+                       "steps, more than the {capacity} rows its stacks had in this compilation. jta.checked grows "
+                       "them and runs the function again; here it cannot (the function was called through "
+                       "jta.checkify, or with donated arguments): pass maximum_iterations=N, or call it once "
+                       "through jta.checked without donation.", ("loop", "steps", "capacity"))  # jta
     GRAPH_UNSUPPORTED = (401, _Unimplemented, "jta.import_graph_def cannot run this graph; unsupported:\n{items}")
     GRAPH_NEEDS_TF = (402, ImportError, "jta.import_graph_def parses graphs with TensorFlow: pip install "
                       "\"jta[tf]\" ({error}).")
