@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
-from .. import errors, raw_ops
+from .. import errors, loops, raw_ops
 from .._channel.catalogue import Error
 from .._core.array import empty as empty_array
 from . import _resources
@@ -595,7 +595,9 @@ class Loops(abc.ABC):
         for r in recs:  # a bound caps the steps: an enclosing loop sizes its stacks by it (else: unknown)
             r.multiplier = None if r.multiplier is None or bound is None else r.multiplier * bound
         try:
-            res, carry = jax.lax.while_loop(cond, lambda s: step(s[0], s[1], None), (res, carry0))
+            # jta's while_loop: a lax.while_loop that jax.grad of the imported function reverses
+            res, carry = loops.while_loop(cond, lambda s: step(s[0], s[1], None), (res, carry0),
+                                          maximum_iterations=bound)
         finally:
             for r, m in zip(recs, saved, strict=True):
                 r.multiplier = m
