@@ -136,6 +136,39 @@ def test_data_dependent_trip_count_and_stacks():
         jax.jit(unsized)(x0)
     f = jta.import_graph_def(graph_def, inputs=["x:0"], outputs=["y:0", gx.name], stack_capacity=64)
     _close(jax.jit(f)(x0), expected, 1e-5)
+    _close(jta.checked(unsized)(x0), expected, 1e-5)  # the other way out the refusal names
+
+
+def test_jta_checked_learns_the_stacks_of_a_fed_trip_count():
+    """Without stack_capacity=, jta.checked sizes the gradient stacks of a loop whose trip count is fed from
+    what runs need: a first guess of 256 rows, doubled (one recompilation) when a run of 300 steps outgrows
+    it; TF's gradient graph and jax.grad of the forward both match Session.run."""
+    import tensorflow as tf
+
+    with k_graph() as g:
+        x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+        n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+        _, y = tf.compat.v1.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, tf.sin(y) * 1.01 + 0.01),
+                                       [tf.constant(0), x])
+        loss = tf.reduce_sum(y * y, name="loss")
+        (gx,) = tf.gradients(loss, [x])
+    feeds = [(np.array([0.3, -0.2], np.float32), np.int32(n)) for n in (5, 300, 280)]
+    expected = [_session(g, ["loss:0", gx.name], {"x:0": a, "n:0": b}) for a, b in feeds]
+    f = jta.import_graph_def(g.as_graph_def(), inputs=["x:0", "n:0"], outputs=["loss:0", gx.name])
+    traces = []
+
+    def counted(*args):
+        traces.append(1)
+        return f(*args)
+
+    checked = jta.checked(counted)
+    for feed, want in zip(feeds, expected, strict=True):
+        _close(checked(*feed), want, 1e-4)
+    assert len(traces) == 2  # 5 steps: the first guess; 300: doubled once; 280: nothing new
+    forward = jta.import_graph_def(g.as_graph_def(), inputs=["x:0", "n:0"], outputs=["loss:0"])
+    grad = jta.checked(jax.grad(lambda a, b: forward(a, b)[0]))
+    for feed, want in zip(feeds, expected, strict=True):
+        _close([grad(*feed)], want[1:], 1e-4)
 
 
 def test_v1_cond_static_and_runtime_predicates():

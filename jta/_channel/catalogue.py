@@ -218,7 +218,8 @@ class Error(enum.Enum):
     GRAPH_NOT_STATIC = (405, _Unimplemented, "Node {node} ({op}): {what} must be static (computable from "
                         "constants and shapes while tracing), but it depends on the inputs' values.")
     GRAPH_STACK_CAPACITY = (406, _Unimplemented, "Stack {stack}: pushed inside the while loop {frame}, whose "
-                            "trip count is not static here; pass stack_capacity=N to jta.import_graph_def.")
+                            "trip count is not static here; pass stack_capacity=N to jta.import_graph_def, or call the "
+                            "imported function through jta.checked, which learns it.")
     GRAPH_LOOP_STRUCTURE = (407, _Unimplemented, "While loop {frame}: {what}")
     GRAPH_MERGE_HANDLES = (408, _Unimplemented, "Node {node}: a Merge of different resources ({a} and {b}) "
                            "under a condition that is only known at run time.")

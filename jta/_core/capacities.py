@@ -19,7 +19,7 @@ from typing import Optional
 
 from .._channel.catalogue import Error
 
-__all__ = ["Plan", "planned", "rows_for", "grown"]
+__all__ = ["Plan", "planned", "planned_rows", "rows_for", "grown"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 
@@ -45,16 +45,27 @@ def planned(rows: dict[int, int]) -> Iterator[None]:
         _PLAN.reset(token)
 
 
-def rows_for(bound: Optional[int]) -> tuple[int, Optional[int]]:
-    """``(rows, loop)`` for the next loop's stacks: ``loop`` is its number in the plan, or
-    ``None`` when its rows cannot run out (no plan, or the bound fits)."""
+def planned_rows() -> Optional[tuple[int, int]]:
+    """``(rows, loop)`` for the next loop of a plan (``loop``: its number), or ``None`` outside
+    ``jta.checked``. Whoever asks must report :data:`Error.LOOP_STACK_FULL` when the loop
+    outruns the rows."""
     plan = _PLAN.get()
     if plan is None:
+        return None
+    loop, plan.seen = plan.seen, plan.seen + 1
+    return plan.rows.get(loop, INITIAL_ROWS), loop
+
+
+def rows_for(bound: Optional[int]) -> tuple[int, Optional[int]]:
+    """``(rows, loop)`` for the stacks of a loop bounded by ``bound`` (``None``: unbounded):
+    ``loop`` is its number in the plan, or ``None`` when its rows cannot run out (no plan, or
+    the bound fits)."""
+    planned = planned_rows()
+    if planned is None:
         if bound is None:
             Error.LOOP_NEEDS_BOUND.raise_()
         return bound, None
-    loop, plan.seen = plan.seen, plan.seen + 1
-    rows = plan.rows.get(loop, INITIAL_ROWS)
+    rows, loop = planned
     if bound is not None and bound <= rows:
         return bound, None
     return rows, loop

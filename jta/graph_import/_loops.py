@@ -42,7 +42,10 @@ import numpy as np
 from jax.core import Tracer
 
 from .. import errors, loops, raw_ops
+from .._channel import records
 from .._channel.catalogue import Error
+from .._channel.primitives import emit
+from .._core import capacities
 from .._core.array import empty as empty_array
 from . import _resources
 from ._frames import Frame, Graph
@@ -93,6 +96,9 @@ class Loops(abc.ABC):
         self.whiles = 0  # lax.while_loops built so far (a scan whose body builds one is unrolled instead)
         self.unrolling = 0  # unrolled loops running now (a loop inside runs again, in line, in each step)
         self.sizes: dict[int, tuple[Any, str]] = {}  # id of a run-time TensorArray size -> (it, its array's node)
+        # stacks sized by jta.checked's plan (jta._core.capacities): handle -> (loop number, rows)
+        self.planned: dict[str, tuple[int, int]] = {}
+        self.frame_rows: dict[str, tuple[int, int]] = {}  # while frame -> (rows, loop number) of its plan
 
     @abc.abstractmethod
     def run(self, frame: str, items: tuple[Any, ...], env: dict[Tensor, Any], res: Resources,
@@ -450,10 +456,32 @@ class Loops(abc.ABC):
             elif self.opt.stack_capacity is not None:
                 extra = self.opt.stack_capacity
             else:
-                Error.GRAPH_STACK_CAPACITY.raise_(stack=h, frame=f.name)
+                extra = self._planned(h, f, s.data.shape[0])
             room = jnp.zeros((extra, *s.data.shape[1:]), s.data.dtype)
             stacks[h] = _resources.Stack((), jnp.concatenate([s.data, room]), s.top)
         return Resources(res.arrays, stacks)
+
+    def _planned(self, handle: str, f: Frame, before: int) -> int:
+        """Rows for the pushes of a loop with no static trip count onto stack ``handle`` (which holds
+        ``before`` rows already): ``jta.checked``'s plan, which grows when the loop reports it ran out
+        (:meth:`_report_full`); outside it, the refusal naming ``stack_capacity=`` and ``jta.checked``."""
+        if f.name not in self.frame_rows:  # one number per loop: all its stacks grow together
+            planned = capacities.planned_rows()
+            if planned is None:
+                Error.GRAPH_STACK_CAPACITY.raise_(stack=handle, frame=f.name)
+            self.frame_rows[f.name] = planned
+        rows, loop = self.frame_rows[f.name]
+        self.planned[handle] = (loop, before + rows)
+        return rows
+
+    def _report_full(self, res: Resources, handles: set[str]) -> None:
+        """After a loop: each stack it planned that got more pushes than rows reports it (jta.checked reruns)."""
+        for h in sorted(handles):
+            loop, rows = self.planned[h]
+            s = res.stacks.get(h)
+            if s is not None and s.data is not None:
+                full = records.record(records.no_error(), s.top > rows, Error.LOOP_STACK_FULL, loop, s.top, rows)
+                emit(full, f"stack {h}", None, deferred=False)
 
     def _create(self, f: Frame, res: Resources, out: Resources, rec: Recorder, n: Optional[int]) -> Resources:
         state = res.arrays
@@ -487,7 +515,7 @@ class Loops(abc.ABC):
             elif self.opt.stack_capacity is not None:
                 capacity = self.opt.stack_capacity
             else:
-                Error.GRAPH_STACK_CAPACITY.raise_(stack=h, frame=f.name)
+                capacity = len(s.items) + self._planned(h, f, len(s.items))
             stacks[h] = _resources.as_buffer(s, capacity, values[0])
         for h in rec.popped:
             s = stacks[h]
@@ -590,6 +618,7 @@ class Loops(abc.ABC):
             return go if taken is None else jnp.logical_and(taken, go)
 
         self.whiles += 1
+        planned_before = set(self.planned)
         res = self._prepare(f, step, res, carry0, None, bound)  # bound: at most that many steps (sizes stacks)
         recs, saved = self.ctx.recorders, [r.multiplier for r in self.ctx.recorders]
         for r in recs:  # a bound caps the steps: an enclosing loop sizes its stacks by it (else: unknown)
@@ -601,6 +630,7 @@ class Loops(abc.ABC):
         finally:
             for r, m in zip(recs, saved, strict=True):
                 r.multiplier = m
+        self._report_full(res, set(self.planned) - planned_before)
         return res, {**consts, **carry}
 
     def _invariants(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], res: Resources
