@@ -27,7 +27,7 @@ from jax import lax
 from jax._src import core
 from jax._src.interpreters import ad, batching, mlir
 
-__all__ = ["loop_linear_p", "bind"]
+__all__ = ["loop_linear_p", "bind", "forward_only"]
 
 loop_linear_p = core.Primitive("jta_loop_linear")
 loop_linear_p.multiple_results = True
@@ -140,3 +140,26 @@ def _batch(args: list[Any], dims: list[Any], *, step: core.ClosedJaxpr, num_cons
 
 
 batching.primitive_batchers[loop_linear_p] = _batch
+
+
+# -- a tangent that reverse mode may not transpose ----------------------------------------------
+forward_only_p = core.Primitive("jta_forward_only")
+forward_only_p.multiple_results = True
+forward_only_p.def_impl(lambda *xs, refusal: list(xs))
+forward_only_p.def_abstract_eval(lambda *avals, refusal: list(avals))
+mlir.register_lowering(forward_only_p, lambda ctx, *xs, refusal: list(xs))
+batching.primitive_batchers[forward_only_p] = lambda args, dims, refusal: (forward_only_p.bind(*args, refusal=refusal),
+                                                                           list(dims))
+
+
+def forward_only(tangents: list[Any], refusal: Any) -> list[Any]:
+    """``tangents`` unchanged; transposing them (reverse mode) raises ``refusal()`` instead of
+    JAX's error about the loop that made them."""
+    return forward_only_p.bind(*tangents, refusal=refusal) if tangents else []
+
+
+def _refuse(cts: Any, *xs: Any, refusal: Any) -> Any:
+    refusal()
+
+
+ad.deflinear2(forward_only_p, _refuse)

@@ -65,9 +65,27 @@ def while_loop(cond_fun: Callable[[Carry], Any], body_fun: Callable[[Carry], Car
     ```
     """
     bound = _bound(maximum_iterations)
-    cond, cond_consts = jax.closure_convert(cond_fun, init_val)
-    body, body_consts = jax.closure_convert(body_fun, init_val)
+    cond, cond_consts = _closure_convert(cond_fun, init_val)
+    body, body_consts = _closure_convert(body_fun, init_val)
     return _while(cond, body, bound, tuple(cond_consts), tuple(body_consts), init_val)
+
+
+def _closure_convert(fun: Callable[[Any], Any], example: Any) -> tuple[Callable[..., Any], list[Any]]:
+    """``(converted, consts)`` with ``converted(x, *consts) == fun(x)``: every value of an enclosing
+    trace that ``fun`` closes over becomes an argument. (``jax.closure_convert`` hoists only
+    inexact ones; an integer left inside would be used in another trace by the derivative.)"""
+    closed, out_shape = jax.make_jaxpr(fun, return_shape=True)(example)
+    out_tree = jax.tree_util.tree_structure(out_shape)
+    hoist = [isinstance(c, core.Tracer) for c in closed.consts]
+    kept = [None if h else c for c, h in zip(closed.consts, hoist, strict=True)]
+
+    def converted(x: Any, *hoisted: Any) -> Any:
+        it = iter(hoisted)
+        consts = [next(it) if h else c for c, h in zip(kept, hoist, strict=True)]
+        out = core.eval_jaxpr(closed.jaxpr, consts, *jax.tree_util.tree_leaves(x))
+        return jax.tree_util.tree_unflatten(out_tree, out)
+
+    return converted, [c for c, h in zip(closed.consts, hoist, strict=True) if h]
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Carry], Carry], init_val: Carry, *,
@@ -150,6 +168,8 @@ def _loop_jvp(cond: Any, body: Any, bound: Optional[int], primals: tuple[Any, ..
               ) -> tuple[Any, Any]:
     cond_consts, body_consts, init = primals
     _, t_body_consts, t_init = tangents
+    if bound is None and not capacities.active():
+        return _forward_mode(cond, body, cond_consts, body_consts, init, t_body_consts, t_init)
     rows, loop = capacities.rows_for(bound)
     x_leaves, x_tree = jax.tree_util.tree_flatten(init)
     k_leaves = list(body_consts)
@@ -230,6 +250,28 @@ def _loop_jvp(cond: Any, body: Any, bound: Optional[int], primals: tuple[Any, ..
     x_out_tree = jax.tree_util.tree_unflatten(x_tree, x_out)
     t_full = _merge([_zero_tangent(x) for x in x_out], t_out, x_diff)
     return x_out_tree, jax.tree_util.tree_unflatten(x_tree, t_full)
+
+
+def _forward_mode(cond: Any, body: Any, cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...], init: Any,
+                  t_body_consts: tuple[Any, ...], t_init: Any) -> tuple[Any, Any]:
+    """An unbounded loop outside ``jta.checked``: the tangent rides along in the loop (JAX's own
+    ``while_loop`` JVP), which is all forward mode needs and stores nothing; transposing it, for
+    reverse mode, raises :data:`Error.LOOP_NEEDS_BOUND`."""
+    def loop(k: tuple[Any, ...], x: Any) -> Any:
+        return lax.while_loop(lambda v: cond(v, *cond_consts), lambda v: body(v, *k), x)
+
+    zeros = lambda ts, xs: jax.tree_util.tree_map(  # noqa: E731
+        lambda t, x: _zero_tangent(x) if isinstance(t, SymbolicZero) else t, ts, xs,
+        is_leaf=lambda t: isinstance(t, SymbolicZero))
+    out, t_out = jax.jvp(loop, (body_consts, init), (zeros(t_body_consts, body_consts), zeros(t_init, init)))
+    leaves, tree = jax.tree_util.tree_flatten(t_out)
+    diff = [_inexact(x) for x in jax.tree_util.tree_leaves(out)]
+    guarded = iter(_loop_linear.forward_only(_pick(leaves, diff), _needs_bound))
+    return out, jax.tree_util.tree_unflatten(tree, [next(guarded) if d else t for t, d in zip(leaves, diff, strict=True)])
+
+
+def _needs_bound() -> None:
+    Error.LOOP_NEEDS_BOUND.raise_()
 
 
 def _invariant(r: Any, consts: list[Any]) -> bool:

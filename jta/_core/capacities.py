@@ -19,7 +19,7 @@ from typing import Optional
 
 from .._channel.catalogue import Error
 
-__all__ = ["Plan", "planned", "planned_rows", "rows_for", "grown"]
+__all__ = ["Plan", "active", "planned", "planned_rows", "rows_for", "grown"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 
@@ -43,6 +43,11 @@ def planned(rows: dict[int, int]) -> Iterator[None]:
         yield
     finally:
         _PLAN.reset(token)
+
+
+def active() -> bool:
+    """Whether a plan sizes the stacks (the trace runs under ``jta.checked``)."""
+    return _PLAN.get() is not None
 
 
 def planned_rows() -> Optional[tuple[int, int]]:
