@@ -13,9 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._channel import delivery
+from ._channel import delivery, records
 from ._channel.catalogue import Error
-from ._core import accumulators, display, kernels, shapes, storage
+from ._channel.primitives import emit
+from ._core import accumulators, capacities, display, kernels, shapes, storage
 from ._core.array import ArrayData, ArrayMeta, become, empty, known_size, require_static_size
 from ._core.inputs import as_indices, convert, element_dtype, static_int
 
@@ -67,11 +68,17 @@ class TensorArray(ArrayData):
         if size is None:
             Error.SIZE_REQUIRED.raise_()
         n = checked_size(size, "jta.TensorArray")
+        # Under jta.checked a dynamic_size array without capacity= is numbered, and gets a buffer of
+        # the plan's rows once a trace needed one (jta._core.capacities).
+        plan = capacities.array_plan() if dynamic_size and capacity is None else None
+        if plan is not None and plan[1] is not None:
+            capacity = max(plan[1], n)
         meta = ArrayMeta(dtype=element_dtype(dtype), element_shape=shapes.as_shape(element_shape),
                          dynamic_size=bool(dynamic_size), clear_after_read=clear_after_read in (None, True),
                          infer_shape=bool(infer_shape), name=tensor_array_name or "TensorArray",
                          static_size=None if (dynamic_size and capacity is not None) else n,
-                         capacity=checked_capacity(capacity, n), checks=checks)
+                         capacity=checked_capacity(capacity, n), checks=checks,
+                         plan=None if plan is None else plan[0])
         become(self, empty(TensorArray, meta, n, flow))
 
     # -- size and errors --------------------------------------------------------------------
@@ -138,6 +145,8 @@ class TensorArray(ArrayData):
         """All elements stacked on a new leading axis (``gather(range(size))``)."""
         del name
         self.check_open()
+        if known_size(self) is None and self._meta.plan is not None:
+            return self._stack_learned()
         return self._gather(np.arange(require_static_size(self, "stack()")))
 
     def stack_padded(self, name: Optional[str] = None) -> tuple[jax.Array, jax.Array]:
@@ -233,6 +242,19 @@ class TensorArray(ArrayData):
         if value_shape[0] != 0:
             return storage.pin_shape(ta, tuple(value_shape[1:]))
         return storage.python_shape(ta, tuple(value_shape[1:]))
+
+    def _stack_learned(self) -> jax.Array:
+        """``stack()`` of an array whose size is known at run time only, under ``jta.checked``: as
+        many rows as the size it learned (a record that differs makes it compile for the size it
+        saw and rerun), so the result has exactly ``size()`` rows, as in TensorFlow."""
+        number = self._meta.plan
+        assert number is not None
+        guess = capacities.learned_size(number)
+        guess = 0 if guess is None else guess
+        size = self.size()
+        learned = records.record(records.no_error(), size != guess, Error.ARRAY_SIZE_LEARNED, size, guess, number)
+        emit(learned, self.name, None, deferred=False)
+        return self._gather(np.arange(guess))
 
     def _gather(self, indices: ArrayLike) -> jax.Array:
         # TF's Python gather/stack pass the inferred element shape as the op's attribute.

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._core import capacities
 from .._core.array import ArrayData
+from ..errors import UnimplementedError
 from . import eager, primitives, vmap_masking  # noqa: F401  (registers eager and vmap rules)
 from .catalogue import Error
 from .delivery import throw_array
@@ -202,10 +203,10 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         donate_argnums, donate_argnames = info.donate_argnums, info.donate_argnames
     checkified = checkify(f, static_argnums=nums, static_argnames=names)
     donates = bool(donate_argnums or donate_argnames)
-    learned: dict[int, int] = {}  # loop number -> rows of its stacks (jta._core.capacities)
-    compiled: dict[tuple[tuple[int, int], ...], Callable[..., Any]] = {}
+    learned: dict[capacities.Key, int] = {}  # sizes the data decides (jta._core.capacities)
+    compiled: dict[tuple[tuple[capacities.Key, int], ...], Callable[..., Any]] = {}
 
-    def compiled_for(rows: dict[int, int]) -> Callable[..., Any]:
+    def compiled_for(rows: dict[capacities.Key, int]) -> Callable[..., Any]:
         key = tuple(sorted(rows.items()))
         if key not in compiled:
             @functools.wraps(f)
@@ -225,27 +226,43 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             take_raised()  # forget an error that an earlier, unchecked call left behind
             try:
                 errors, out = compiled_for(learned)(*args, **kwargs)
+            except UnimplementedError as needs:  # a dynamic_size array written at a traced index
+                number = getattr(needs, "plan_number", None)
+                if number is None or ("rows", number) in learned:
+                    raise
+                learned = capacities.grown(learned, number, 0)  # a first buffer of INITIAL_ROWS rows
+                continue
             except jax.errors.JaxRuntimeError as failure:
                 exc = take_raised(failure)  # a check reported outside the threaded program (a custom rule)
                 if exc is None:
                     raise
                 raise exc from None
-            full = _stack_full(errors)
-            if full is None or donates:  # donated arguments are gone: the error says so
+            update = _learned(errors, learned)
+            if update is None or donates:  # donated arguments are gone: the error says so
                 break
-            learned = capacities.grown(learned, *full)
+            learned = update
         errors.throw()
         return out
 
     return cast(F, wrapper)
 
 
-def _stack_full(errors: ErrorRecord) -> Optional[tuple[int, int]]:
-    """``(loop, steps)`` when the record says a loop outran its stacks (``jta.checked`` grows them)."""
+def _learned(errors: ErrorRecord, plan: dict[capacities.Key, int]) -> Optional[dict[capacities.Key, int]]:
+    """The plan updated with what the record says outgrew it (``jta.checked`` reruns with it):
+    a loop's stacks, a planned array's buffer (a write past it) or the size its ``stack()``
+    returns; ``None`` for any other record."""
     record = np.asarray(errors.record)
-    if record.ndim != 1 or int(record[0]) != Error.LOOP_STACK_FULL.code:
+    if record.ndim != 1 or not record[0]:
         return None
-    return int(record[1]), int(record[2])
+    code, v1, v2, v3, site = (int(v) for v in record)
+    if code == Error.LOOP_STACK_FULL.code:
+        return capacities.grown(plan, v1, v2)
+    if code == Error.ARRAY_SIZE_LEARNED.code:
+        return capacities.sized(plan, v3, v1)
+    number = dict(errors.sites[site].fields).get("plan") if site < len(errors.sites) else None
+    if code == Error.WRITE_BEYOND_CAPACITY.code and number is not None:
+        return capacities.grown(plan, int(number), v1 + (v3 << 32) + 1)
+    return None
 
 
 class _StaticLeaf:

@@ -29,7 +29,8 @@ _UNKNOWN_SHAPE_READ = (
     "and stop_gradients is not allowing the gradients to be written.  If you set the full element_shape "
     "property on the forward TensorArray, the proper all-zeros tensor will be returned instead of "
     "incurring this error.")
-_CAPACITY_HINT = "create it with TensorArray(..., dynamic_size=True, capacity=N)."
+_CAPACITY_HINT = ("create it with TensorArray(..., dynamic_size=True, capacity=N), or call the function through "
+                  "jta.checked, which learns it.")
 
 
 class Error(enum.Enum):
@@ -210,6 +211,11 @@ class Error(enum.Enum):
                        "them and runs the function again; here it cannot (the function was called through "
                        "jta.checkify, or with donated arguments): pass maximum_iterations=N, or call it once "
                        "through jta.checked without donation.", ("loop", "steps", "capacity"))  # jta
+    ARRAY_SIZE_LEARNED = (505, _Unimplemented, "TensorArray {name}: stack() of this dynamically sized array "
+                          "has {size} rows at run time, which jta.checked learns and compiles for (it returned "
+                          "{guess} rows in this compilation); here it cannot (the function was called through "
+                          "jta.checkify, or with donated arguments): use stack_padded(), or call it through "
+                          "jta.checked without donation.", ("size", "guess", "plan"))  # jta
     GRAPH_UNSUPPORTED = (401, _Unimplemented, "jta.import_graph_def cannot run this graph; unsupported:\n{items}")
     GRAPH_NEEDS_TF = (402, ImportError, "jta.import_graph_def parses graphs with TensorFlow: pip install "
                       "\"jta[tf]\" ({error}).")

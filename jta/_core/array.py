@@ -62,6 +62,8 @@ class ArrayMeta:
     # TF's Python layer merges the shape of an empty unstack/scatter into its ``element_shape``,
     # which the kernel never sees (it reads unwritten slots with its own): set only then.
     python_shape: shapes.Shape = None
+    # jta.checked's number for a dynamic_size array created without capacity= (jta._core.capacities)
+    plan: Optional[int] = None
 
     def __repr__(self) -> str:
         # JAX prints this when a loop's carry changes structure (scan, fori_loop, while_loop,
@@ -189,7 +191,10 @@ class ArrayData:
     def error_fields(self) -> dict[str, str]:
         """Template fields of traced errors that come from static metadata."""
         shape = self._meta.element_shape or ()
-        return {"rest": "".join(f",{d}" for d in shape[1:])}
+        fields = {"rest": "".join(f",{d}" for d in shape[1:])}
+        if self._meta.plan is not None and self._meta.capacity is not None:  # its buffer jta.checked grows
+            fields["plan"] = str(self._meta.plan)
+        return fields
 
     def check_open(self) -> None:
         if self._meta.closed:

@@ -2,11 +2,15 @@
 
 XLA needs every buffer's size while tracing, but a loop whose length the data decides tells
 how many rows its stacks need only when it has run. ``jta.checked`` therefore traces with a
-*plan* (loop number -> rows) and the derivative of each ``jta.while_loop`` sizes its stacks
-from it; a loop that runs past its rows reports so through the error channel
-(:data:`Error.LOOP_STACK_FULL`), and ``jta.checked`` grows the plan geometrically, compiles
-again and reruns. The plan is kept, so the next call of the same shapes compiles nothing.
-Outside ``jta.checked`` there is no plan: a loop's stacks have ``maximum_iterations`` rows.
+*plan*, and what needs a size the data decides takes it from there, numbered in the order the
+trace reaches it: the stacks of each ``jta.while_loop``'s derivative (and of an imported loop's
+gradient), and each ``dynamic_size`` ``TensorArray`` created without ``capacity=``
+(``("rows", k)``: its buffer's rows; ``("size", k)``: the size its ``stack()`` returns). Whatever
+outgrows its plan reports so through the error channel (:data:`Error.LOOP_STACK_FULL`, an
+array's :data:`Error.WRITE_BEYOND_CAPACITY`, :data:`Error.ARRAY_SIZE_LEARNED`), and
+``jta.checked`` updates the plan (rows grow geometrically), compiles again and reruns. The plan
+is kept, so the next call of the same shapes compiles nothing. Outside ``jta.checked`` there is
+no plan: a loop's stacks have ``maximum_iterations`` rows, an array needs ``capacity=``.
 """
 
 from __future__ import annotations
@@ -19,16 +23,19 @@ from typing import Optional
 
 from .._channel.catalogue import Error
 
-__all__ = ["Plan", "active", "planned", "planned_rows", "rows_for", "grown"]
+__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "learned_size", "rows_for", "grown", "sized"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 
 
+Key = tuple[str, int]  # ("rows", k) or ("size", k)
+
+
 @dataclasses.dataclass
 class Plan:
-    """Rows per loop, by the order in which a trace reaches the loops' derivatives."""
+    """Sizes by key; ``seen`` numbers what asks for one, in trace order."""
 
-    rows: dict[int, int]
+    sizes: dict[Key, int]
     seen: int = 0
 
 
@@ -36,9 +43,9 @@ _PLAN: contextvars.ContextVar[Optional[Plan]] = contextvars.ContextVar("jta_capa
 
 
 @contextlib.contextmanager
-def planned(rows: dict[int, int]) -> Iterator[None]:
-    """Trace with the learned ``rows`` (loop number -> rows); loops are numbered from 0."""
-    token = _PLAN.set(Plan(dict(rows)))
+def planned(sizes: dict[Key, int]) -> Iterator[None]:
+    """Trace with the learned ``sizes``."""
+    token = _PLAN.set(Plan(dict(sizes)))
     try:
         yield
     finally:
@@ -58,7 +65,24 @@ def planned_rows() -> Optional[tuple[int, int]]:
     if plan is None:
         return None
     loop, plan.seen = plan.seen, plan.seen + 1
-    return plan.rows.get(loop, INITIAL_ROWS), loop
+    return plan.sizes.get(("rows", loop), INITIAL_ROWS), loop
+
+
+def array_plan() -> Optional[tuple[int, Optional[int]]]:
+    """For a ``dynamic_size`` array created without ``capacity=``: ``(number, rows)``, ``rows``
+    ``None`` until a trace found that the array needs a buffer (a write at a traced index, which
+    raises :data:`Error.DYNAMIC_NEEDS_CAPACITY` naming ``number``); ``None`` outside a plan."""
+    plan = _PLAN.get()
+    if plan is None:
+        return None
+    number, plan.seen = plan.seen, plan.seen + 1
+    return number, plan.sizes.get(("rows", number))
+
+
+def learned_size(number: int) -> Optional[int]:
+    """The size ``stack()`` of planned array ``number`` returned last time (``None``: not yet known)."""
+    plan = _PLAN.get()
+    return None if plan is None else plan.sizes.get(("size", number))
 
 
 def rows_for(bound: Optional[int]) -> tuple[int, Optional[int]]:
@@ -76,10 +100,15 @@ def rows_for(bound: Optional[int]) -> tuple[int, Optional[int]]:
     return rows, loop
 
 
-def grown(rows: dict[int, int], loop: int, steps: int) -> dict[int, int]:
-    """The plan with ``loop`` given room for ``steps`` rows (doubling: a loop that grows step by
-    step recompiles a logarithmic number of times)."""
-    have = rows.get(loop, INITIAL_ROWS)
-    while have < steps:
+def grown(sizes: dict[Key, int], number: int, needed: int) -> dict[Key, int]:
+    """The plan with room for ``needed`` rows in ``number`` (doubling: something that grows
+    step by step recompiles a logarithmic number of times)."""
+    have = sizes.get(("rows", number), INITIAL_ROWS)
+    while have < needed:
         have *= 2
-    return {**rows, loop: have}
+    return {**sizes, ("rows", number): have}
+
+
+def sized(sizes: dict[Key, int], number: int, size: int) -> dict[Key, int]:
+    """The plan with ``stack()`` of array ``number`` returning ``size`` rows."""
+    return {**sizes, ("size", number): size}

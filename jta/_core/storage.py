@@ -99,7 +99,9 @@ def as_index(i: Any) -> jax.Array:
 
 def _needs_capacity(ta: ArrayData, what: str) -> None:
     if ta._meta.capacity is None:
-        Error.DYNAMIC_NEEDS_CAPACITY.raise_(name=ta.name, what=what)
+        exc = Error.DYNAMIC_NEEDS_CAPACITY.exception(name=ta.name, what=what)
+        exc.plan_number = ta._meta.plan  # type: ignore[attr-defined]  # jta.checked gives it a buffer and retraces
+        raise exc
 
 
 # -- error records ----------------------------------------------------------------------------
