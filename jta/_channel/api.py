@@ -202,7 +202,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
     if donate_argnums is None and donate_argnames is None and info is not None:
         donate_argnums, donate_argnames = info.donate_argnums, info.donate_argnames
     checkified = checkify(f, static_argnums=nums, static_argnames=names)
-    donates = bool(donate_argnums or donate_argnames)
+    donates = any(d is not None and d != () for d in (donate_argnums, donate_argnames))  # donate_argnums=0 too
     learned: dict[capacities.Key, int] = {}  # sizes the data decides (jta._core.capacities)
     compiled: dict[tuple[tuple[capacities.Key, int], ...], Callable[..., Any]] = {}
 

@@ -1,0 +1,143 @@
+"""``jta.checked`` learns the sizes the data decides (``jta._core.capacities``).
+
+A ``jta.while_loop`` differentiated without ``maximum_iterations``, the gradient stacks of an
+imported loop (``tests/test_graph_import.py``) and a ``dynamic_size`` ``TensorArray`` created
+without ``capacity=`` get their sizes from a plan that ``jta.checked`` grows when a run outgrows
+it, compiling again and rerunning; later calls of the same shapes compile nothing. Each test
+counts the traces (the compilations) and checks values against a program given its sizes
+statically. A bare ``jax.jit`` refuses at trace time, naming ``jta.checked``; with donated
+arguments the call cannot be rerun, so the record is raised.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jta
+from jta import errors, gradients
+from jta._channel.catalogue import Error
+
+
+def _counted(f, traces):
+    def run(*args):
+        traces.append(1)
+        return f(*args)
+    return run
+
+
+def _doubles(n):
+    """A dynamic_size array without capacity written at traced indices ``0..n-1``."""
+    ta = jta.TensorArray(jnp.float32, size=0, dynamic_size=True, element_shape=())
+    ta = jax.lax.fori_loop(0, n, lambda i, ta: ta.write(i, 2.0 * i), ta)
+    return ta.stack(), ta.size()
+
+
+def test_a_dynamic_array_without_capacity_grows_under_checked():
+    traces = []
+    f = jta.checked(_counted(_doubles, traces))
+    for n, new_traces in ((5, 3), (5, 0), (300, 2), (7, 1), (300, 0)):
+        before = len(traces)
+        values, size = f(n)
+        np.testing.assert_array_equal(values, 2.0 * np.arange(n, dtype=np.float32))  # exactly size() rows
+        assert int(size) == n
+        # first call: the static trace that needs a buffer, the buffered one, then stack()'s size;
+        # 300 > 256 rows: doubled; each new size: stack() compiles for it
+        assert len(traces) - before == new_traces, (n, len(traces) - before)
+
+
+def test_bare_jit_refuses_naming_checked():
+    with pytest.raises(errors.UnimplementedError, match="needs a static capacity.*capacity=N.*jta.checked"):
+        jax.jit(_doubles)(5)
+
+
+def _decode(W, h0, capacity=None, bound=None):
+    ta = jta.TensorArray(jnp.float32, size=0, dynamic_size=True, element_shape=(2,), capacity=capacity)
+
+    def body(s):
+        i, h, ta = s
+        h = jnp.tanh(h @ W)
+        return i + 1, h, ta.write(i, h)
+
+    _, _, ta = jta.while_loop(lambda s: jnp.sum(s[1] ** 2) > 0.05, body, (0, h0, ta), maximum_iterations=bound)
+    values = ta.stack() if capacity is None else ta.stack_padded()[0]
+    return jnp.sum(values ** 2)
+
+
+W = np.array([[0.9, -0.3], [0.2, 0.8]], np.float32)
+
+
+@pytest.mark.parametrize("h0", [[1.0, 0.5], [0.1, 0.1], [3.0, -2.0]])
+def test_a_decoder_with_no_capacity_and_no_bound_differentiates_under_checked(h0):
+    h0 = np.float32(h0)
+    got = jta.checked(jax.value_and_grad(_decode))(W, h0)
+    want = jax.jit(jax.value_and_grad(lambda W, h: _decode(W, h, capacity=64, bound=64)))(W, h0)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+
+
+def test_a_while_loop_without_bound_learns_its_stacks():
+    traces = []
+
+    def loss(x, n):
+        return jta.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 1.001), (0, x))[1]
+
+    g = jta.checked(jax.grad(_counted(loss, traces)))
+    for n, new_traces in ((10, 1), (1000, 1), (300, 0), (1000, 0)):
+        before = len(traces)
+        np.testing.assert_allclose(g(1.0, n), np.float32(1.001) ** n, rtol=1e-4)
+        assert len(traces) - before == new_traces, (n, len(traces) - before)
+
+
+def test_donated_arguments_are_not_rerun():
+    """A call that would need a larger plan cannot rerun with donated inputs: the record says so."""
+    def loss(x, n):
+        return jta.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 1.001), (0, x))[1].sum()
+
+    g = jta.checked(jax.grad(loss), donate_argnums=0)
+    with pytest.raises(errors.UnimplementedError) as info:
+        g(jnp.ones(3), 400)
+    assert Error.LOOP_STACK_FULL.raised(info.value)
+
+
+def test_tensorflow_style_backward_loop_over_a_grown_array():
+    """TF's own machinery in these loops: a forward jta.while_loop grows an array; TensorArrayGradV3
+    (``ta.grad``) locks its size where the loop left it, and a backward loop writes each step's
+    gradient into the accumulator TF's way (``read_grad``), which then reads what jax.grad gives."""
+    h0 = np.float32([1.0, 0.5])
+
+    def forward(W, n):
+        ta = jta.TensorArray(jnp.float32, size=0, dynamic_size=True, capacity=16, element_shape=(2,),
+                             tensor_array_name="hs")
+
+        def body(s):
+            i, h, ta = s
+            h = jnp.tanh(h @ W)
+            return i + 1, h, ta.write(i, h)
+
+        return jta.while_loop(lambda s: s[0] < n, body, (0, h0, ta), maximum_iterations=16)
+
+    @jax.jit
+    def tf_style(W, n):
+        steps, _, ta = forward(W, n)
+        ta, _, grads = ta.grad("gradients", {})  # TensorArrayGradV3: the forward size is locked here
+
+        def back(s):  # d loss / d h_t = (t + 1) for loss = sum_t (t + 1) * sum(h_t), popped last to first
+            t, grads = s
+            return t - 1, gradients.read_grad(grads, ta, t, jnp.full(2, t + 1.0), source="gradients")
+
+        _, grads = jta.while_loop(lambda s: s[0] >= 0, back, (steps - 1, grads), maximum_iterations=16)
+        acc = grads[("hs", "gradients")]
+        return acc.size(), acc.stack_padded()[0]
+
+    def loss(hs):  # the same cotangent, through jax.grad of the stacked outputs
+        return jnp.sum(jnp.arange(1.0, 17.0)[:, None] * hs)
+
+    for n in (0, 5, 16):
+        size, dhs = tf_style(W, n)
+        hs = jax.jit(lambda W, n: forward(W, n)[2].stack_padded()[0])(W, n)
+        assert int(size) == n
+        want = jax.grad(loss)(hs) * (np.arange(16) < n)[:, None]
+        np.testing.assert_allclose(dhs, want)
