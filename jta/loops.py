@@ -8,14 +8,16 @@ does that in JAX: its primal is a plain ``lax.while_loop`` (no cost when not dif
 its derivative runs the loop once, writing what the linearized step needs into stacks (of
 ``maximum_iterations`` rows, or as many as ``jta.checked`` learned: :mod:`jta._core.capacities`),
 and hands the tangent to a linear loop primitive whose transpose runs the recorded number of
-steps backwards (:mod:`jta._loop_linear`).
+steps backwards (:mod:`jta._loop_linear`). The loops a derivative runs are reversible the same way
+(the stack-filling loop is a loop of this module, the linear loop's transpose and JVP are linear
+loops and loops of this module), so derivatives of any order compose.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Optional, TypeVar
+from typing import Any, NamedTuple, Optional, TypeVar, Union
 
 import jax
 import jax.numpy as jnp
@@ -53,7 +55,8 @@ def while_loop(cond_fun: Callable[[Carry], Any], body_fun: Callable[[Carry], Car
 
     Forward mode, ``jax.jit``, ``jax.vmap`` (each member stops at its own step, and its
     gradient is what it would be alone), ``jax.checkpoint`` and ``jax.export`` work as for any
-    JAX function.
+    JAX function, and so do derivatives of derivatives in either direction (``jax.hessian``,
+    ``jax.grad(jax.grad(f))``): each loop of a derivative is one of these loops in turn.
 
     ```python
     >>> import jax, jax.numpy as jnp, jta
@@ -145,17 +148,39 @@ def _run(cond: Callable[..., Any], body: Callable[..., Any], bound: Optional[int
     return lax.while_loop(go_on, step, (jnp.zeros((), jnp.int32), init))
 
 
+class _Sized(NamedTuple):
+    """The ``bound`` of a loop that a derivative runs (the forward loop that fills the stacks,
+    the tangent loop's JVP): its condition stops it within ``rows`` steps (or the loop it derives
+    from reports that its plan ran out), so its primal has no counter and its own derivative's
+    stacks have ``rows`` rows, with no plan entry."""
+
+    rows: int
+
+
+Bound = Union[int, _Sized, None]
+
+
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
-def _loop(cond: Any, body: Any, bound: Any, cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...],
+def _loop(cond: Any, body: Any, bound: Bound, cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...],
           init: Any) -> Any:
-    if bound is None:  # no counter: exactly lax.while_loop
+    if bound is None or isinstance(bound, _Sized):  # no counter: exactly lax.while_loop
         return lax.while_loop(lambda x: cond(x, *cond_consts), lambda x: body(x, *body_consts), init)
     return _run(cond, body, bound, cond_consts, body_consts, init)[1]
 
 
-def _while(cond: Any, body: Any, bound: Optional[int], cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...],
+def _while(cond: Any, body: Any, bound: Bound, cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...],
            init: Any) -> Any:
     return _loop(cond, body, bound, cond_consts, body_consts, init)
+
+
+def _sized_while(cond: Any, body: Any, init: Any, rows: int, cond_consts: tuple[Any, ...],
+                 body_consts: tuple[Any, ...]) -> Any:
+    """The loops of derivatives, reversible in turn: ``cond(state, *cond_consts)``,
+    ``body(state, *body_consts)`` (what they use of an enclosing trace comes in as consts)."""
+    return _while(cond, body, _Sized(rows), tuple(cond_consts), tuple(body_consts), init)
+
+
+_loop_linear.use_reversible_while(_sized_while)
 
 
 # -- the derivative: residuals pushed forward, a linear loop for the tangent -------------------
@@ -164,13 +189,16 @@ def _inexact(x: Any) -> bool:
 
 
 @functools.partial(_loop.defjvp, symbolic_zeros=True)
-def _loop_jvp(cond: Any, body: Any, bound: Optional[int], primals: tuple[Any, ...], tangents: tuple[Any, ...]
+def _loop_jvp(cond: Any, body: Any, bound: Bound, primals: tuple[Any, ...], tangents: tuple[Any, ...]
               ) -> tuple[Any, Any]:
     cond_consts, body_consts, init = primals
     _, t_body_consts, t_init = tangents
-    if bound is None and not capacities.active():
-        return _forward_mode(cond, body, cond_consts, body_consts, init, t_body_consts, t_init)
-    rows, loop = capacities.rows_for(bound)
+    if isinstance(bound, _Sized):  # a derivative's loop: it knows its rows
+        rows, loop, limit = bound.rows, None, None
+    else:
+        if bound is None and not capacities.active():
+            return _forward_mode(cond, body, cond_consts, body_consts, init, t_body_consts, t_init)
+        (rows, loop), limit = capacities.rows_for(bound), bound
     x_leaves, x_tree = jax.tree_util.tree_flatten(init)
     k_leaves = list(body_consts)
     # Every inexact leaf of the carry has a tangent (a step may make a zero one nonzero); of the
@@ -179,53 +207,54 @@ def _loop_jvp(cond: Any, body: Any, bound: Optional[int], primals: tuple[Any, ..
     x_diff = [_inexact(x) for x in x_leaves]
     k_diff = [_inexact(k) and not isinstance(t, SymbolicZero) for k, t in zip(k_leaves, t_body_consts, strict=True)]
 
-    def linearized(x: list[Any]) -> tuple[list[Any], Any]:
-        """The step at carry ``x``: its output leaves, and the linear map of the differentiable
-        leaves (carry, then consts) as a ``Partial`` whose leaves are the residuals."""
+    def linearized(x: list[Any], ks: list[Any]) -> tuple[list[Any], Any]:
+        """The step at carry ``x`` and consts ``ks``: its output leaves, and the linear map of the
+        differentiable leaves (carry, then consts) as a ``Partial`` whose leaves are the residuals."""
         def f(xd: list[Any], kd: list[Any]) -> tuple[list[Any], list[Any]]:
-            xs, ks = _merge(x, xd, x_diff), _merge(k_leaves, kd, k_diff)
-            out = jax.tree_util.tree_leaves(body(jax.tree_util.tree_unflatten(x_tree, xs), *ks))
+            xs, kx = _merge(x, xd, x_diff), _merge(ks, kd, k_diff)
+            out = jax.tree_util.tree_leaves(body(jax.tree_util.tree_unflatten(x_tree, xs), *kx))
             return _pick(out, x_diff), _pick(out, [not d for d in x_diff])
-        out_d, lin, out_rest = jax.linearize(f, _pick(x, x_diff), _pick(k_leaves, k_diff), has_aux=True)
+        out_d, lin, out_rest = jax.linearize(f, _pick(x, x_diff), _pick(ks, k_diff), has_aux=True)
         return _merge(out_rest, out_d, x_diff, fill_rest=True), lin
 
-    # Trace one step abstractly to learn the residuals' shapes, and which are loop invariant
-    # (a const of the body, or a constant): only the others are stacked.
+    # Trace one step abstractly to learn the residuals' shapes, and which are loop invariant (a
+    # const of the body, or a constant: values from outside the step, kept from this trace):
+    # only the others are stacked.
     plan: dict[str, Any] = {}
 
     def probe(x: list[Any]) -> list[Any]:
-        _, lin = linearized(x)
+        _, lin = linearized(x, k_leaves)
         res, plan["tree"] = jax.tree_util.tree_flatten(lin)
         plan["invariant"] = [_invariant(r, k_leaves) for r in res]
+        plan["invariants"] = [r for r, inv in zip(res, plan["invariant"], strict=True) if inv]
         return [r for r, inv in zip(res, plan["invariant"], strict=True) if not inv]
 
     stacked_avals = jax.eval_shape(probe, x_leaves)
-    invariant_flags = plan["invariant"]
+    invariant_flags, invariants = plan["invariant"], plan["invariants"]
     # One spare row: writes past ``rows`` (a plan's guess that ran out) clamp onto it, and it
     # keeps a stack's shape from matching a ``[T, ...]`` input's, which XLA:CPU would fuse with
     # the input's per-step slice into a loop that rewrites the whole stack each step (measured:
     # 1.9x the time of lax.scan's gradient with ``rows == T``, 1.03x with ``rows + 1``).
     stacks0 = [jnp.zeros((rows + 1, *a.shape), a.dtype) for a in stacked_avals]
 
-    def go_on(state: tuple[Any, list[Any], list[Any]]) -> Any:
+    def go_on(state: tuple[Any, list[Any], list[Any]], *cond_consts: Any) -> Any:
         i, x, _ = state
         more = cond(jax.tree_util.tree_unflatten(x_tree, x), *cond_consts)
-        return more if bound is None else jnp.logical_and(more, i < bound)
+        return more if limit is None else jnp.logical_and(more, i < limit)
 
-    invariants: list[Any] = []
-
-    def step(state: tuple[Any, list[Any], list[Any]]) -> tuple[Any, list[Any], list[Any]]:
+    def step(state: tuple[Any, list[Any], list[Any]], *ks: Any) -> tuple[Any, list[Any], list[Any]]:
         i, x, stacks = state
-        out, lin = linearized(x)
-        res = jax.tree_util.tree_leaves(lin)
-        invariants[:] = [r for r, inv in zip(res, invariant_flags, strict=True) if inv]
-        rows = [r for r, inv in zip(res, invariant_flags, strict=True) if not inv]
+        out, lin = linearized(x, list(ks))
+        rows = [r for r, inv in zip(jax.tree_util.tree_leaves(lin), invariant_flags, strict=True) if not inv]
         # Past the stacks' rows the loop runs on to count its steps (the record below makes
         # jta.checked rerun), writing onto the spare row.
         stacks = [lax.dynamic_update_slice_in_dim(s, r.astype(s.dtype)[None], i, 0) for s, r in zip(stacks, rows, strict=True)]
         return i + 1, out, stacks
 
-    n, x_out, stacks = lax.while_loop(go_on, step, (jnp.zeros((), jnp.int32), x_leaves, stacks0))
+    # A loop that reverse mode reverses in turn (its primal is a plain lax.while_loop), for
+    # reverse over reverse: it runs at most ``rows`` steps where its result counts.
+    n, x_out, stacks = _sized_while(go_on, step, (jnp.zeros((), jnp.int32), x_leaves, stacks0), rows,
+                                    tuple(cond_consts), tuple(k_leaves))
     if loop is not None:
         full = records.record(records.no_error(), n > rows, Error.LOOP_STACK_FULL, loop, n, rows)
         emit(full, "jta.while_loop", None, deferred=False)
@@ -246,7 +275,7 @@ def _loop_jvp(cond: Any, body: Any, bound: Optional[int], primals: tuple[Any, ..
     t_k = _pick(list(t_body_consts), k_diff)
     consts = [*stacks, *invariants]
     step_jaxpr = jax.make_jaxpr(lin_step)(n, n, *consts, *t_k, *t_x)
-    t_out = _loop_linear.bind(step_jaxpr, n, consts, t_k, t_x)
+    t_out = _loop_linear.bind(step_jaxpr, n, consts, t_k, t_x, rows=rows)
     x_out_tree = jax.tree_util.tree_unflatten(x_tree, x_out)
     t_full = _merge([_zero_tangent(x) for x in x_out], t_out, x_diff)
     return x_out_tree, jax.tree_util.tree_unflatten(x_tree, t_full)

@@ -13,9 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._channel import delivery, records
+from ._channel import delivery
 from ._channel.catalogue import Error
-from ._channel.primitives import emit
 from ._core import accumulators, capacities, display, kernels, shapes, storage
 from ._core.array import ArrayData, ArrayMeta, become, empty, known_size, require_static_size
 from ._core.inputs import as_indices, convert, element_dtype, static_int
@@ -145,9 +144,8 @@ class TensorArray(ArrayData):
         """All elements stacked on a new leading axis (``gather(range(size))``)."""
         del name
         self.check_open()
-        if known_size(self) is None and self._meta.plan is not None:
-            return self._stack_learned()
-        return self._gather(np.arange(require_static_size(self, "stack()")))
+        rows = capacities.stack_rows(self)  # a size known at run time only, under jta.checked
+        return self._gather(np.arange(require_static_size(self, "stack()") if rows is None else rows))
 
     def stack_padded(self, name: Optional[str] = None) -> tuple[jax.Array, jax.Array]:
         """Every allocated slot stacked, and the size: ``(values, size)``.
@@ -242,19 +240,6 @@ class TensorArray(ArrayData):
         if value_shape[0] != 0:
             return storage.pin_shape(ta, tuple(value_shape[1:]))
         return storage.python_shape(ta, tuple(value_shape[1:]))
-
-    def _stack_learned(self) -> jax.Array:
-        """``stack()`` of an array whose size is known at run time only, under ``jta.checked``: as
-        many rows as the size it learned (a record that differs makes it compile for the size it
-        saw and rerun), so the result has exactly ``size()`` rows, as in TensorFlow."""
-        number = self._meta.plan
-        assert number is not None
-        guess = capacities.learned_size(number)
-        guess = 0 if guess is None else guess
-        size = self.size()
-        learned = records.record(records.no_error(), size != guess, Error.ARRAY_SIZE_LEARNED, size, guess, number)
-        emit(learned, self.name, None, deferred=False)
-        return self._gather(np.arange(guess))
 
     def _gather(self, indices: ArrayLike) -> jax.Array:
         # TF's Python gather/stack pass the inferred element shape as the op's attribute.

@@ -6,9 +6,10 @@ Python for each input), or a traced step count ``n``, or ``maximum_iterations``.
 with the same cell written with ``lax.scan`` over exactly that trip count (or ``lax.fori_loop``
 with static bounds, or a Python loop), in values and in derivatives: ``jax.grad``/``vjp``/
 ``jacrev``/``linearize`` (which need ``maximum_iterations``), ``jvp``/``jacfwd``, ``hessian``,
-``jit``, ``vmap`` (members with different trip counts, each with its own gradient),
-``checkpoint``, ``disable_jit`` and ``jax.export`` (serialized, deserialized, called), in the
-initial carry and in weights the body closes over. Loops that stop by condition, at
+reverse over reverse (``grad`` of ``grad``, ``jacrev`` of ``jacrev``, also batched), ``jit``,
+``vmap`` (members with different trip counts, each with its own gradient), ``checkpoint``,
+``disable_jit`` and ``jax.export`` (serialized, deserialized, called), in the initial carry and
+in weights the body closes over. Loops that stop by condition, at
 ``maximum_iterations`` and after zero steps (gradient: identity in the carry, zero in the weights).
 
 The carry holds tuples and dicts of arrays, integer leaves, ``jta.TensorArray``s (written every
@@ -22,9 +23,8 @@ backward pass costs the steps that ran: every ``while`` of the gradient's progra
 evaluator of its jaxpr that counts iterations, runs the data's trip count, not
 ``maximum_iterations`` (no timing).
 
-What jta does not do yet is marked ``xfail(strict=True)`` with what happens instead; the
-references for those tests are the same, so a fix turns them into passes (XPASS fails until the
-marker goes).
+What jta does not do yet would be marked ``xfail(strict=True)`` with what happens instead (the
+references the same, so a fix turns it into a pass); nothing is at present.
 
 Costs (most of this module's time is XLA compiling): each jta function is jitted once, with the
 trip count a traced argument, and called for every case; the references, whose trip counts are
@@ -33,6 +33,8 @@ shared by the tests (eagerly, every op and every scan would be compiled on its o
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -172,12 +174,14 @@ def test_vjp_and_linearize_match_the_reference():
 def test_jacrev_equals_jacfwd_and_hessian_matches_the_reference():
     r0 = np.float32(R0S["condition"])
     f = lambda x: loss(W, x, r0)  # noqa: E731
-    rev, fwd, hess = jax.jit(lambda x: (jax.jacrev(f)(x), jax.jacfwd(f)(x), jax.hessian(f)(x)))(X0)
+    rev, fwd, hess, rev_rev = jax.jit(lambda x: (jax.jacrev(f)(x), jax.jacfwd(f)(x), jax.hessian(f)(x),
+                                                 jax.jacrev(jax.jacrev(f))(x)))(X0)
     ref = lambda x: loss_ref(W, x, r0, halvings(r0))  # noqa: E731
     want_grad, want_hess = jax.jit(lambda x: (jax.grad(ref)(x), jax.hessian(ref)(x)))(X0)
     assert_close(rev, fwd)
     assert_close(rev, want_grad)
     assert_close(hess, want_hess, rtol=1e-4, atol=1e-5)
+    assert_close(rev_rev, hess, rtol=1e-4, atol=1e-5)  # reverse over reverse, forward over reverse
 
 
 @pytest.mark.parametrize("how", ["grad", "vjp", "jacrev", "linearize"])
@@ -215,14 +219,41 @@ def test_jvp_and_jacfwd_need_no_maximum_iterations():
     assert_close(jax.jacfwd(f)(X0), jax.jacfwd(ref)(X0))
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "reverse-over-reverse: the transpose of jta's tangent loop is a lax.while_loop, which JAX cannot "
-    "reverse ('Reverse-mode differentiation does not work for lax.while_loop')"))
+# -- reverse over reverse -----------------------------------------------------------------------
+
+def grad_of_grad(loss_fn):
+    """The gradient in the weights and the carry of a weighted sum of ``loss_fn``'s gradient in
+    both (the backward loop differentiated in reverse, in its tangent consts and its carry)."""
+    def inner(w, x, *rest):
+        d_w, d_x = jax.grad(loss_fn, argnums=(0, 1))(w, x, *rest)
+        return jnp.sum(d_w * W) + jnp.sum(V * d_x)
+    return jax.grad(inner, argnums=(0, 1))
+
+
+ref_grad_of_grad = static_trips(grad_of_grad(loss_ref))
+
+
 def test_grad_of_grad():
     r0 = np.float32(R0S["condition"])
-    got = jax.jit(jax.grad(lambda x: jnp.sum(jax.grad(loss, argnums=1)(W, x, r0))))(X0)
-    want = jax.jit(jax.grad(lambda x: jnp.sum(jax.grad(loss_ref, argnums=1)(W, x, r0, halvings(r0)))))(X0)
-    assert_close(got, want, rtol=1e-4, atol=1e-5)
+    got = jax.jit(grad_of_grad(loss))(W, X0, r0)
+    assert_close(got, ref_grad_of_grad(W, X0, r0, halvings(r0)), rtol=1e-4, atol=1e-5)
+
+
+def test_grad_of_grad_batched_members_with_their_own_trip_counts():
+    # vmap of the second derivative (each member its own), and the second derivative of a vmapped
+    # sum (the members' backward loops masked, the shared weights summed over them): grad_of_grad
+    # of the sum is the members' summed in the weights, each member's in its carry
+    def total(w, xs, r0s):
+        return jnp.sum(jax.vmap(loss, in_axes=(None, 0, 0))(w, xs, r0s))
+
+    per_member, (d_w, d_xs) = jax.jit(lambda w, xs, r0s: (
+        jax.vmap(grad_of_grad(loss), in_axes=(None, 0, 0))(w, xs, r0s), grad_of_grad(total)(w, xs, r0s)))(
+            W, XS, R0_BATCH)
+    wants = [ref_grad_of_grad(W, XS[m], r0, halvings(r0)) for m, r0 in enumerate(R0_BATCH)]
+    for m, want in enumerate(wants):
+        assert_close([g[m] for g in per_member], want, rtol=1e-4, atol=1e-5, label=f"member {m}")
+    assert_close(d_w, sum(w for w, _ in wants), rtol=1e-4, atol=1e-5)
+    assert_close(d_xs, np.stack([x for _, x in wants]), rtol=1e-4, atol=1e-5)
 
 
 # -- maximum_iterations -------------------------------------------------------------------------
@@ -611,6 +642,11 @@ def while_trips(closed, *args) -> tuple[list[int], list]:
                 trips.append(count)
             elif eqn.primitive.name in ("jit", "pjit"):
                 out = run(eqn.params["jaxpr"].jaxpr, eqn.params["jaxpr"].consts, vals, trips)
+            elif eqn.primitive.name == "custom_jvp_call":  # the forward loop
+                out = run(eqn.params["call_jaxpr"].jaxpr, eqn.params["call_jaxpr"].consts, vals, trips)
+            elif eqn.primitive.name == "jta_loop_linear":  # lowered as its implementation, a while loop
+                impl = jax.make_jaxpr(functools.partial(eqn.primitive.impl, **eqn.params))(*vals)
+                out = run(impl.jaxpr, impl.consts, vals, trips)
             else:
                 out = eqn.primitive.bind(*vals, **eqn.params)
                 out = out if eqn.primitive.multiple_results else [out]

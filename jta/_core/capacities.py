@@ -21,9 +21,12 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Optional
 
+from .._channel import records
 from .._channel.catalogue import Error
+from .._channel.primitives import emit
+from .array import ArrayData, known_size
 
-__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "learned_size", "rows_for", "grown", "sized"]
+__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 
@@ -77,6 +80,21 @@ def array_plan() -> Optional[tuple[int, Optional[int]]]:
         return None
     number, plan.seen = plan.seen, plan.seen + 1
     return number, plan.sizes.get(("rows", number))
+
+
+def stack_rows(ta: ArrayData) -> Optional[int]:
+    """The rows ``stack()`` returns for a planned array whose size is known at run time only:
+    the size learned (0 at first), with a record that makes ``jta.checked`` compile for the size
+    the run saw and rerun when they differ, so the result has exactly ``size()`` rows, as in
+    TensorFlow. ``None`` for any other array."""
+    number = ta._meta.plan
+    if number is None or known_size(ta) is not None:
+        return None
+    guess = learned_size(number) or 0
+    size = ta._traced_size
+    emit(records.record(records.no_error(), size != guess, Error.ARRAY_SIZE_LEARNED, size, guess, number),
+         ta.name, None, deferred=False)
+    return guess
 
 
 def learned_size(number: int) -> Optional[int]:
