@@ -51,8 +51,7 @@ import numpy as np
 import pytest
 
 import jta
-from tests.helpers import budget
-from tests.helpers import while_programs
+from tests.helpers import budget, while_programs
 
 tf = pytest.importorskip("tensorflow")
 
