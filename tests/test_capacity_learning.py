@@ -69,7 +69,7 @@ def _decode(W, h0, capacity=None, bound=None):
 W = np.array([[0.9, -0.3], [0.2, 0.8]], np.float32)
 
 
-@pytest.mark.parametrize("h0", [[1.0, 0.5], [0.1, 0.1], [3.0, -2.0]])
+@pytest.mark.parametrize("h0", [[1.0, 0.5], [3.0, -2.0]])
 def test_a_decoder_with_no_capacity_and_no_bound_differentiates_under_checked(h0):
     h0 = np.float32(h0)
     got = jta.checked(jax.value_and_grad(_decode))(W, h0)
