@@ -27,9 +27,7 @@ from jax._src import core
 from jax.custom_derivatives import SymbolicZero
 
 from . import _loop_linear
-from ._channel import records
 from ._channel.catalogue import Error
-from ._channel.primitives import emit
 from ._core import capacities
 from ._core.inputs import static_int
 
@@ -70,7 +68,7 @@ def while_loop(cond_fun: Callable[[Carry], Any], body_fun: Callable[[Carry], Car
     bound = _bound(maximum_iterations)
     cond, cond_consts = _closure_convert(cond_fun, init_val)
     body, body_consts = _closure_convert(body_fun, init_val)
-    return _while(cond, body, bound, tuple(cond_consts), tuple(body_consts), init_val)
+    return _loop(cond, body, bound, tuple(cond_consts), tuple(body_consts), init_val)
 
 
 def _closure_convert(fun: Callable[[Any], Any], example: Any) -> tuple[Callable[..., Any], list[Any]]:
@@ -168,16 +166,11 @@ def _loop(cond: Any, body: Any, bound: Bound, cond_consts: tuple[Any, ...], body
     return _run(cond, body, bound, cond_consts, body_consts, init)[1]
 
 
-def _while(cond: Any, body: Any, bound: Bound, cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...],
-           init: Any) -> Any:
-    return _loop(cond, body, bound, cond_consts, body_consts, init)
-
-
 def _sized_while(cond: Any, body: Any, init: Any, rows: int, cond_consts: tuple[Any, ...],
                  body_consts: tuple[Any, ...]) -> Any:
     """The loops of derivatives, reversible in turn: ``cond(state, *cond_consts)``,
     ``body(state, *body_consts)`` (what they use of an enclosing trace comes in as consts)."""
-    return _while(cond, body, _Sized(rows), tuple(cond_consts), tuple(body_consts), init)
+    return _loop(cond, body, _Sized(rows), tuple(cond_consts), tuple(body_consts), init)
 
 
 _loop_linear.use_reversible_while(_sized_while)
@@ -245,10 +238,11 @@ def _loop_jvp(cond: Any, body: Any, bound: Bound, primals: tuple[Any, ...], tang
     def step(state: tuple[Any, list[Any], list[Any]], *ks: Any) -> tuple[Any, list[Any], list[Any]]:
         i, x, stacks = state
         out, lin = linearized(x, list(ks))
-        rows = [r for r, inv in zip(jax.tree_util.tree_leaves(lin), invariant_flags, strict=True) if not inv]
+        pushed = [r for r, inv in zip(jax.tree_util.tree_leaves(lin), invariant_flags, strict=True) if not inv]
         # Past the stacks' rows the loop runs on to count its steps (the record below makes
         # jta.checked rerun), writing onto the spare row.
-        stacks = [lax.dynamic_update_slice_in_dim(s, r.astype(s.dtype)[None], i, 0) for s, r in zip(stacks, rows, strict=True)]
+        stacks = [lax.dynamic_update_slice_in_dim(s, r.astype(s.dtype)[None], i, 0)
+                  for s, r in zip(stacks, pushed, strict=True)]
         return i + 1, out, stacks
 
     # A loop that reverse mode reverses in turn (its primal is a plain lax.while_loop), for
@@ -256,8 +250,7 @@ def _loop_jvp(cond: Any, body: Any, bound: Bound, primals: tuple[Any, ...], tang
     n, x_out, stacks = _sized_while(go_on, step, (jnp.zeros((), jnp.int32), x_leaves, stacks0), rows,
                                     tuple(cond_consts), tuple(k_leaves))
     if loop is not None:
-        full = records.record(records.no_error(), n > rows, Error.LOOP_STACK_FULL, loop, n, rows)
-        emit(full, "jta.while_loop", None, deferred=False)
+        capacities.report_full(loop, n, rows, "jta.while_loop")
     tree = plan["tree"]
 
     def lin_step(i: Any, n: Any, *args: Any) -> list[Any]:
@@ -265,9 +258,9 @@ def _loop_jvp(cond: Any, body: Any, bound: Bound, primals: tuple[Any, ...], tang
         rest = args[len(stacks) + len(invariants):]
         n_kd = sum(k_diff)
         kd, xd = list(rest[:n_kd]), list(rest[n_kd:])
-        rows = iter(lax.dynamic_index_in_dim(s, i, 0, keepdims=False) for s in stk)
+        popped = iter(lax.dynamic_index_in_dim(s, i, 0, keepdims=False) for s in stk)
         invs = iter(inv)
-        res = [next(invs) if flag else next(rows) for flag in invariant_flags]
+        res = [next(invs) if flag else next(popped) for flag in invariant_flags]
         return list(jax.tree_util.tree_unflatten(tree, res)(xd, kd))
 
     t_x = [_instantiate(t, x) for t, x in zip(_pick(jax.tree_util.tree_leaves(t_init), x_diff), _pick(x_leaves, x_diff),
@@ -290,8 +283,7 @@ def _forward_mode(cond: Any, body: Any, cond_consts: tuple[Any, ...], body_const
         return lax.while_loop(lambda v: cond(v, *cond_consts), lambda v: body(v, *k), x)
 
     zeros = lambda ts, xs: jax.tree_util.tree_map(  # noqa: E731
-        lambda t, x: _zero_tangent(x) if isinstance(t, SymbolicZero) else t, ts, xs,
-        is_leaf=lambda t: isinstance(t, SymbolicZero))
+        _instantiate, ts, xs, is_leaf=lambda t: isinstance(t, SymbolicZero))
     out, t_out = jax.jvp(loop, (body_consts, init), (zeros(t_body_consts, body_consts), zeros(t_init, init)))
     leaves, tree = jax.tree_util.tree_flatten(t_out)
     diff = [_inexact(x) for x in jax.tree_util.tree_leaves(out)]
@@ -321,7 +313,8 @@ def _merge(base: list[Any], picked: list[Any], mask: list[bool], fill_rest: bool
 
 
 def _instantiate(t: Any, x: Any) -> Any:
-    return jnp.zeros(jnp.shape(x), jnp.result_type(x)) if isinstance(t, SymbolicZero) else t
+    """The tangent ``t`` of ``x``, a symbolic zero made an array (``float0`` for integers)."""
+    return _zero_tangent(x) if isinstance(t, SymbolicZero) else t
 
 
 def _zero_tangent(x: Any) -> Any:

@@ -19,14 +19,14 @@ import contextlib
 import contextvars
 import dataclasses
 from collections.abc import Iterator
-from typing import Optional
+from typing import Any, Optional
 
 from .._channel import records
 from .._channel.catalogue import Error
 from .._channel.primitives import emit
 from .array import ArrayData, known_size
 
-__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized"]
+__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_size", "rows_for", "stack_rows", "grown", "sized"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 
@@ -60,25 +60,40 @@ def active() -> bool:
     return _PLAN.get() is not None
 
 
-def planned_rows() -> Optional[tuple[int, int]]:
-    """``(rows, loop)`` for the next loop of a plan (``loop``: its number), or ``None`` outside
-    ``jta.checked``. Whoever asks must report :data:`Error.LOOP_STACK_FULL` when the loop
-    outruns the rows."""
+def _numbered() -> Optional[tuple[Plan, int]]:
+    """The plan and the next number in it (what asks for a size, in trace order), or ``None``."""
     plan = _PLAN.get()
     if plan is None:
         return None
-    loop, plan.seen = plan.seen, plan.seen + 1
+    number, plan.seen = plan.seen, plan.seen + 1
+    return plan, number
+
+
+def planned_rows() -> Optional[tuple[int, int]]:
+    """``(rows, loop)`` for the next loop of a plan (``loop``: its number), or ``None`` outside
+    ``jta.checked``. Whoever asks must :func:`report_full` when the loop outruns the rows."""
+    numbered = _numbered()
+    if numbered is None:
+        return None
+    plan, loop = numbered
     return plan.sizes.get(("rows", loop), INITIAL_ROWS), loop
+
+
+def report_full(loop: int, steps: Any, rows: int, name: str) -> None:
+    """After loop ``loop`` of a plan: record :data:`Error.LOOP_STACK_FULL` when its ``steps``
+    (traced) outran its stacks' ``rows``, which makes ``jta.checked`` grow them and rerun."""
+    full = records.record(records.no_error(), steps > rows, Error.LOOP_STACK_FULL, loop, steps, rows)
+    emit(full, name, None, deferred=False)
 
 
 def array_plan() -> Optional[tuple[int, Optional[int]]]:
     """For a ``dynamic_size`` array created without ``capacity=``: ``(number, rows)``, ``rows``
     ``None`` until a trace found that the array needs a buffer (a write at a traced index, which
     raises :data:`Error.DYNAMIC_NEEDS_CAPACITY` naming ``number``); ``None`` outside a plan."""
-    plan = _PLAN.get()
-    if plan is None:
+    numbered = _numbered()
+    if numbered is None:
         return None
-    number, plan.seen = plan.seen, plan.seen + 1
+    plan, number = numbered
     return number, plan.sizes.get(("rows", number))
 
 

@@ -42,9 +42,7 @@ import numpy as np
 from jax.core import Tracer
 
 from .. import errors, loops, raw_ops
-from .._channel import records
 from .._channel.catalogue import Error
-from .._channel.primitives import emit
 from .._core import capacities
 from .._core.array import empty as empty_array
 from . import _resources
@@ -480,8 +478,7 @@ class Loops(abc.ABC):
             loop, rows = self.planned[h]
             s = res.stacks.get(h)
             if s is not None and s.data is not None:
-                full = records.record(records.no_error(), s.top > rows, Error.LOOP_STACK_FULL, loop, s.top, rows)
-                emit(full, f"stack {h}", None, deferred=False)
+                capacities.report_full(loop, s.top, rows, f"stack {h}")
 
     def _create(self, f: Frame, res: Resources, out: Resources, rec: Recorder, n: Optional[int]) -> Resources:
         state = res.arrays
