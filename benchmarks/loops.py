@@ -18,6 +18,7 @@ Also reported: the temporary memory XLA allocates for each compiled gradient
 (``memory_analysis().temp_size_in_bytes``). Results go to ``benchmarks/results_loops_<platform>.json``
 and a Markdown table to ``docs/_generated/loops_<platform>.md`` (included by ``docs/loops.md``).
 
+    pip install -e ".[test,bench]"          # TensorFlow and equinox, the peers
     python -m benchmarks.loops              # T in {1000, 4000}
     python -m benchmarks.loops --quick      # T = 1000, fewer repeats
 """
