@@ -34,9 +34,8 @@ from ._channel import delivery
 from ._channel.api import throw
 from ._channel.catalogue import Error
 from ._core import accumulators, display, kernels, shapes
-from ._core.array import ArrayMeta, empty
-from ._core.inputs import as_indices, canonical_dtype, check_scalar_index, convert, element_dtype
-from .tensor_array import TensorArray, checked_capacity, checked_size
+from ._core.inputs import as_indices, canonical_dtype, check_scalar_index, convert
+from .tensor_array import TensorArray, created
 
 __all__ = [
     "State", "new_state", "throw",
@@ -121,15 +120,11 @@ def TensorArrayV3(state: State, size: Any, dtype: Any, element_shape: Any = None
     ``capacity`` and ``checks`` are jta's, as in :class:`jta.TensorArray`. An unnamed array is
     named ``TensorArrayV3_<n>``, unique within ``state``.
     """
-    n = checked_size(size, "jta.raw_ops.TensorArrayV3")
     # TF names an unnamed array after its node, whose default name is the op type.
     name = f"{tensor_array_name or 'TensorArrayV3'}_{state.counter}"
-    meta = ArrayMeta(dtype=element_dtype(dtype), element_shape=shapes.as_shape(element_shape),
-                     dynamic_size=bool(dynamic_size), clear_after_read=bool(clear_after_read),
-                     infer_shape=bool(identical_element_shapes), name=name,
-                     static_size=None if (dynamic_size and capacity is not None) else n,
-                     capacity=checked_capacity(capacity, n), checks=checks)
-    ta = empty(TensorArray, meta, n)
+    ta = created(dtype, size, "jta.raw_ops.TensorArrayV3", dynamic_size=bool(dynamic_size),
+                 clear_after_read=bool(clear_after_read), infer_shape=bool(identical_element_shapes), name=name,
+                 element_shape=element_shape, capacity=capacity, checks=checks)
     state = State({**state.arrays, name: ta}, state.grads, state.counter + 1)
     return state, name, jnp.zeros((), jnp.float32)
 

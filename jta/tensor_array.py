@@ -66,19 +66,10 @@ class TensorArray(ArrayData):
             Error.NO_HANDLES.raise_()
         if size is None:
             Error.SIZE_REQUIRED.raise_()
-        n = checked_size(size, "jta.TensorArray")
-        # Under jta.checked a dynamic_size array without capacity= is numbered, and gets a buffer of
-        # the plan's rows once a trace needed one (jta._core.capacities).
-        plan = capacities.array_plan() if dynamic_size and capacity is None else None
-        if plan is not None and plan[1] is not None:
-            capacity = max(plan[1], n)
-        meta = ArrayMeta(dtype=element_dtype(dtype), element_shape=shapes.as_shape(element_shape),
-                         dynamic_size=bool(dynamic_size), clear_after_read=clear_after_read in (None, True),
-                         infer_shape=bool(infer_shape), name=tensor_array_name or "TensorArray",
-                         static_size=None if (dynamic_size and capacity is not None) else n,
-                         capacity=checked_capacity(capacity, n), checks=checks,
-                         plan=None if plan is None else plan[0])
-        become(self, empty(TensorArray, meta, n, flow))
+        become(self, created(dtype, size, "jta.TensorArray", dynamic_size=bool(dynamic_size),
+                             clear_after_read=clear_after_read in (None, True), infer_shape=bool(infer_shape),
+                             element_shape=element_shape, name=tensor_array_name or "TensorArray",
+                             capacity=capacity, checks=checks, flow=flow))
 
     # -- size and errors --------------------------------------------------------------------
     def size(self, name: Optional[str] = None) -> jax.Array:
@@ -262,6 +253,23 @@ def checked_size(size: Any, what: str) -> int:
     if n >= 2**31:
         Error.SIZE_TOO_LARGE.raise_(name="TensorArray", what="size", size=n)
     return n
+
+
+def created(dtype: Any, size: Any, what: str, *, dynamic_size: bool, clear_after_read: bool, infer_shape: bool,
+            element_shape: Any, name: str, capacity: Any, checks: bool, flow: Any = None) -> TensorArray:
+    """A new array, for ``jta.TensorArray`` and ``jta.raw_ops.TensorArrayV3`` alike (``what``: the
+    caller, for errors). Under ``jta.checked`` a ``dynamic_size`` array without ``capacity=`` is
+    numbered, and gets a buffer of the plan's rows once a trace needed one
+    (:mod:`jta._core.capacities`)."""
+    n = checked_size(size, what)
+    plan = capacities.array_plan() if dynamic_size and capacity is None else None
+    if plan is not None and plan[1] is not None:
+        capacity = max(plan[1], n)
+    meta = ArrayMeta(dtype=element_dtype(dtype), element_shape=shapes.as_shape(element_shape),
+                     dynamic_size=dynamic_size, clear_after_read=clear_after_read, infer_shape=infer_shape,
+                     name=name, static_size=None if (dynamic_size and capacity is not None) else n,
+                     capacity=checked_capacity(capacity, n), checks=checks, plan=None if plan is None else plan[0])
+    return empty(TensorArray, meta, n, flow)
 
 
 def checked_capacity(capacity: Any, size: int) -> Optional[int]:

@@ -141,3 +141,42 @@ def test_tensorflow_style_backward_loop_over_a_grown_array():
         assert int(size) == n
         want = jax.grad(loss)(hs) * (np.arange(16) < n)[:, None]
         np.testing.assert_allclose(dhs, want)
+
+
+def test_raw_ops_arrays_and_given_capacities_are_planned_too():
+    """``jta.raw_ops.TensorArrayV3`` is created as ``jta.TensorArray`` is, so a ``dynamic_size`` one
+    grows under jta.checked too; an array given ``capacity=`` gets stack()'s size learned the same way."""
+    def raw(n):
+        state, h, flow = jta.raw_ops.TensorArrayV3(jta.raw_ops.new_state(), 0, jnp.float32, (), dynamic_size=True)
+        state, flow = jax.lax.fori_loop(
+            0, n, lambda i, c: jta.raw_ops.TensorArrayWriteV3(c[0], h, i, 3.0 * i, c[1]), (state, flow))
+        state, size = jta.raw_ops.TensorArraySizeV3(state, h, flow)
+        state, first = jta.raw_ops.TensorArrayGatherV3(state, h, [0, 2], flow, jnp.float32)
+        return first, size
+
+    first, size = jta.checked(raw)(300)
+    np.testing.assert_array_equal(first, [0.0, 6.0])
+    assert int(size) == 300
+
+    def given(n):
+        ta = jta.TensorArray(jnp.float32, size=0, dynamic_size=True, element_shape=(), capacity=16)
+        return jax.lax.fori_loop(0, n, lambda i, ta: ta.write(i, 1.0 * i), ta).stack()
+
+    np.testing.assert_array_equal(jta.checked(given)(9), np.arange(9, dtype=np.float32))
+
+
+def test_stack_of_a_growing_array_inside_a_loop_body_is_refused_not_rerun_forever():
+    """Its size differs from step to step, so no compiled size fits: the second relearning of one
+    size in a call raises the record, which names stack_padded()."""
+    def f(n):
+        ta = jta.TensorArray(jnp.float32, size=0, dynamic_size=True, element_shape=())
+
+        def body(i, c):
+            ta, total = c
+            ta = ta.write(i, 1.0 * i)
+            return ta, total + ta.stack().sum()
+
+        return jax.lax.fori_loop(0, n, body, (ta, 0.0))[1]
+
+    with pytest.raises(errors.UnimplementedError, match=r"size differs between the stack\(\) calls.*stack_padded"):
+        jta.checked(f)(6)

@@ -353,14 +353,40 @@ def test_array_grown_to_a_fed_length():
         _close([jax.grad(lambda v, n=n: forward(v, np.int32(n))[0])(xv)], expected[2:])
     with pytest.raises(errors.UnimplementedError, match=r"While loop while/while_context: the loop body changes the "
                        r"structure of its carry \(the array of TensorArrayV3 node TensorArray is dynamic_size and "
-                       r"needs a static capacity.*Pass tensor_array_capacity=N.*outside jax.jit"):
+                       r"needs a static capacity.*through jta.checked.*pass tensor_array_capacity=N.*outside jax.jit"):
         jax.jit(imported)(xv, np.int32(3))
     options = {"tensor_array_capacity": 8, "stack_capacity": 8}
     _compare(graph, inputs, ["first_two:0", "size:0", "dfirst:0"], [(xv, np.int32(3)), (xv, np.int32(6))], **options)
     capped = jta.import_graph_def(graph.as_graph_def(), inputs=inputs, outputs=["stacked:0"], **options)
     with pytest.raises(errors.UnimplementedError, match=r"Node TensorArrayStack/range \(Range\): .*the size of the "
-                       r"array of TensorArrayV3 node TensorArray, which a while loop sets at run time.*outside jax.jit"):
+                       r"array of TensorArrayV3 node TensorArray, which a while loop sets at run time.*through "
+                       r"jta.checked.*outside jax.jit"):
         jax.jit(capped)(xv, np.int32(3))
+
+
+def test_array_grown_to_a_fed_length_under_jta_checked():
+    """The way out both refusals above name: jta.checked learns the array's capacity (a first buffer, then
+    doubled when a run of 300 steps outgrows it) and the size stack() returns, so stack(), size(), TF's
+    gradient graph and jax.grad of the forward graph match Session.run with no option, and a size seen
+    before compiles nothing."""
+    graph = _fed_length_graph()
+    xv = np.array([0.5, -1.0, 2.0], np.float32)
+    inputs, outputs = ["x:0", "n:0"], ["stacked:0", "size:0", "dx:0"]
+    traces = []
+    imported = jta.import_graph_def(graph.as_graph_def(), inputs=inputs, outputs=outputs)
+    checked = jta.checked(lambda *a: traces.append(1) or imported(*a))
+    forward = jta.import_graph_def(graph.as_graph_def(), inputs=inputs, outputs=["loss:0"])
+    grad = jta.checked(jax.grad(lambda v, n: forward(v, n)[0]))
+    for n in (3, 5, 300, 3):
+        expected = _session(graph, outputs, {"x:0": xv, "n:0": n})
+        _close(checked(xv, np.int32(n)), expected)
+        _close([grad(xv, np.int32(n))], expected[2:])
+    # 3: a first trace finds a write at a traced index (a buffer), a second learns the size; 5: its size;
+    # 300: the buffer doubles, then the size, then the gradient loop's stacks (one record per run);
+    # 3 again: its size with the grown buffer.
+    assert len(traces) == 8
+    capped = jta.import_graph_def(graph.as_graph_def(), inputs=inputs, outputs=outputs, tensor_array_capacity=8)
+    _close(jta.checked(capped)(xv, np.int32(6)), _session(graph, outputs, {"x:0": xv, "n:0": 6}))
 
 
 def test_loops_whose_carry_changes_run_step_by_step_eagerly():
@@ -418,3 +444,49 @@ def test_array_sized_by_a_fed_value():
     with pytest.raises(errors.UnimplementedError, match=r"Node TensorArray \(TensorArrayV3\): the size \(here a value "
                        r"known at run time only: call the imported function outside jax.jit"):
         jax.jit(imported)(xv, np.int32(4))
+
+
+def test_raw_rnn_until_every_sequence_finished_under_jta_checked():
+    """``tf.compat.v1.nn.raw_rnn``: a loop that stops when every sequence of the batch has finished (fed
+    lengths), emitting into a ``dynamic_size`` array with no capacity anywhere. Through jta.checked its
+    outputs, TF's gradient graph (variables frozen to constants) and jax.grad of the forward graph
+    match Session.run."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    steps, batch, width, hidden = 6, 2, 3, 4
+    xs = rng.standard_normal((steps, batch, width)).astype(np.float32)
+    lengths = np.array([4, 6], np.int32)
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [steps, batch, width], name="x")
+        length = tf.compat.v1.placeholder(tf.int32, [batch], name="length")
+        inputs = tf.TensorArray(tf.float32, size=steps).unstack(x)
+        w = tf.constant(rng.standard_normal((width + hidden, hidden)).astype(np.float32) * 0.5, name="w")
+
+        class Cell:
+            output_size = state_size = hidden
+
+            def __call__(self, inp, state, scope=None):
+                h = tf.tanh(tf.matmul(tf.concat([inp, state], 1), w))
+                return h, h
+
+            def zero_state(self, size, dtype):
+                return tf.zeros([size, hidden], dtype)
+
+        def loop_fn(time, cell_output, cell_state, loop_state):
+            state = tf.zeros([batch, hidden]) if cell_output is None else cell_state
+            finished = time >= length
+            nxt = tf.cond(tf.reduce_all(finished), lambda: tf.zeros([batch, width]),
+                          lambda: inputs.read(tf.minimum(time, steps - 1)))
+            return finished, nxt, state, cell_output, None
+
+        emitted, _, _ = tf.compat.v1.nn.raw_rnn(Cell(), loop_fn)
+        out = tf.identity(emitted.stack(), name="out")
+        loss = tf.reduce_sum(out ** 2, name="loss")
+        grads = [tf.identity(g, name=f"d{i}") for i, g in enumerate(tf.gradients(loss, [x, w]))]
+    outputs = ["out:0", "loss:0", *(g.name for g in grads)]
+    expected = _session(graph, outputs, {"x:0": xs, "length:0": lengths})
+    imported = jta.import_graph_def(graph.as_graph_def(), inputs=["x:0", "length:0"], outputs=outputs)
+    _close(jta.checked(imported)(xs, lengths), expected)
+    forward = jta.import_graph_def(graph.as_graph_def(), inputs=["x:0", "length:0"], outputs=["loss:0"])
+    _close([jta.checked(jax.grad(lambda a, n: forward(a, n)[0]))(xs, lengths)], expected[2:3])

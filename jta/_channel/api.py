@@ -222,6 +222,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nonlocal learned
+        relearned: set[capacities.Key] = set()
         while True:
             take_raised()  # forget an error that an earlier, unchecked call left behind
             try:
@@ -240,6 +241,10 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             update = _learned(errors, learned)
             if update is None or donates:  # donated arguments are gone: the error says so
                 break
+            sizes = {k for k in update if k[0] == "size" and update[k] != learned.get(k)}
+            if sizes & relearned:
+                break  # a size learned twice in one call differs within a run (stack() in a loop body)
+            relearned |= sizes
             learned = update
         errors.throw()
         return out

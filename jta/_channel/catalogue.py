@@ -175,7 +175,8 @@ class Error(enum.Enum):
                                 "length, which must be known when tracing).")  # jta
     SIZE_ONLY_AT_RUN_TIME = (205, ValueError, "TensorArray {name}: {what} needs the array's size, which is only "
                              "known at run time here (a dynamically sized array grown at traced indices inside "
-                             "jit). Use gather() with static indices, or call it outside jit.")  # jta
+                             "jit). Call the function through jta.checked (which learns the size at run time), use "
+                             "stack_padded() or gather() with static indices, or call it outside jit.")  # jta
     TRACED_INDEX_NEEDS_SHAPE = (206, ValueError, "TensorArray {name}: {what} needs a fully known element "
                                 "shape, but it is {element_shape}. Pass element_shape= when creating the "
                                 "array (or keep infer_shape=True and write once at a Python index).")  # jta
@@ -214,8 +215,9 @@ class Error(enum.Enum):
     ARRAY_SIZE_LEARNED = (505, _Unimplemented, "TensorArray {name}: stack() of this dynamically sized array "
                           "has {size} rows at run time, which jta.checked learns and compiles for (it returned "
                           "{guess} rows in this compilation); here it cannot (the function was called through "
-                          "jta.checkify, or with donated arguments): use stack_padded(), or call it through "
-                          "jta.checked without donation.", ("size", "guess", "plan"))  # jta
+                          "jta.checkify or with donated arguments, or the size differs between the stack() calls "
+                          "of one run, as inside a loop body): use stack_padded(), or call it through "
+                          "jta.checked without donation, outside the loop.", ("size", "guess", "plan"))  # jta
     GRAPH_UNSUPPORTED = (401, _Unimplemented, "jta.import_graph_def cannot run this graph; unsupported:\n{items}")
     GRAPH_NEEDS_TF = (402, ImportError, "jta.import_graph_def parses graphs with TensorFlow: pip install "
                       "\"jta[tf]\" ({error}).")

@@ -98,13 +98,18 @@ def array_plan() -> Optional[tuple[int, Optional[int]]]:
 
 
 def stack_rows(ta: ArrayData) -> Optional[int]:
-    """The rows ``stack()`` returns for a planned array whose size is known at run time only:
+    """The rows ``stack()`` returns, under ``jta.checked``, for an array whose size is known at run time only:
     the size learned (0 at first), with a record that makes ``jta.checked`` compile for the size
     the run saw and rerun when they differ, so the result has exactly ``size()`` rows, as in
     TensorFlow. ``None`` for any other array."""
-    number = ta._meta.plan
-    if number is None or known_size(ta) is not None:
+    if known_size(ta) is not None:
         return None
+    number = ta._meta.plan
+    if number is None:  # an array given capacity=: numbered now, in trace order like the rest
+        numbered = _numbered()
+        if numbered is None:
+            return None
+        number = numbered[1]
     guess = learned_size(number) or 0
     size = ta._traced_size
     emit(records.record(records.no_error(), size != guess, Error.ARRAY_SIZE_LEARNED, size, guess, number),

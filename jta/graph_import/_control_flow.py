@@ -208,7 +208,8 @@ class Runner(Loops):
         if sizes:
             hint = (f" (here the size of the array of TensorArrayV3 node {sizes[0]}, which a while loop sets at "
                     f"run time, so the result's shape is known at run time only: call the imported function "
-                    f"outside jax.jit, with concrete inputs, or read the array with gather() at static indices)")
+                    f"through jta.checked, which learns the size at run time, or outside jax.jit, with concrete "
+                    f"inputs, or read the array with gather() at static indices)")
         elif self.ctx.depth:
             hint = (" (here in a while loop traced as a lax loop: call the imported function outside jax.jit, "
                     "with concrete inputs, where the loop runs step by step and its counters are known)")

@@ -388,7 +388,8 @@ class Loops(abc.ABC):
                         f"TensorFlow infers it). {unroll}")
             if meta.dynamic_size and meta.capacity is None:
                 return (f"TensorArray {node} is dynamic_size without a static capacity, so a write past its end "
-                        f"changes its static structure", f"Pass tensor_array_capacity=N to jta.import_graph_def. "
+                        f"changes its static structure", f"Call the imported function through jta.checked (which learns its capacity at run time), or "
+                        f"pass tensor_array_capacity=N to jta.import_graph_def. "
                         f"{unroll}")
             return f"TensorArray {node} changes its static structure", unroll
         for handle, stack in out_res.stacks.items():
@@ -403,6 +404,8 @@ class Loops(abc.ABC):
         """Raises :data:`Error.GRAPH_LOOP_CARRY` for a body that failed while traced for a ``lax.while_loop``
         because a TensorArray it writes cannot keep a static structure (a ``dynamic_size`` array without a
         capacity, an element shape that is not known), naming the array and the way out; else ``error``."""
+        if getattr(error, "plan_number", None) is not None:  # jta.checked gives it a buffer and traces again
+            raise error
         named = re.match(r"TensorArray (\S+): ", str(error))
         array = res.arrays.arrays.get(named.group(1)) if named else None
         if array is None or not isinstance(error, (errors.TensorArrayError, ValueError)):
@@ -412,7 +415,8 @@ class Loops(abc.ABC):
         if meta.dynamic_size and meta.capacity is None:
             what = (f"the array of TensorArrayV3 node {node} is dynamic_size and needs a static capacity: a "
                     f"write past its end would change its static structure")
-            way_out = "Pass tensor_array_capacity=N to jta.import_graph_def (N: the most elements it holds). "
+            way_out = ("Call the imported function through jta.checked (which learns its capacity at run time), or "
+                       "pass tensor_array_capacity=N to jta.import_graph_def (N: the most elements it holds). ")
         elif meta.slots is not None:
             what = (f"the element shape of the array of TensorArrayV3 node {node} is not fully defined, so a "
                     f"write at a traced index cannot place its value")

@@ -25,6 +25,7 @@ from jax.core import Tracer
 
 from .. import raw_ops
 from .._channel.catalogue import Error
+from .._core import capacities
 from .._core.array import known_size
 from ._nodes import Node
 from ._ops import is_static, registrar
@@ -198,6 +199,8 @@ def _ta_size(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple
     h, flow = args
     state, n = raw_ops.TensorArraySizeV3(res.arrays, h, flow)
     static = known_size(state[h])
+    if static is None and not ctx.depth:  # a grown array's size, learned by jta.checked (its stack() reads range(size))
+        static = capacities.stack_rows(state[h])
     return res, [np.asarray(static, np.int32) if static is not None else n]
 
 
