@@ -66,9 +66,22 @@ def while_loop(cond_fun: Callable[[Carry], Any], body_fun: Callable[[Carry], Car
     ```
     """
     bound = _bound(maximum_iterations)
+    if jax.config.jax_disable_jit:  # as lax.while_loop: a Python loop, which JAX differentiates op by op
+        try:
+            return _python_loop(cond_fun, body_fun, init_val, bound)
+        except core.ConcretizationTypeError:  # a traced condition (under vmap): the loop primitive
+            pass
     cond, cond_consts = _closure_convert(cond_fun, init_val)
     body, body_consts = _closure_convert(body_fun, init_val)
     return _loop(cond, body, bound, tuple(cond_consts), tuple(body_consts), init_val)
+
+
+def _python_loop(cond_fun: Callable[[Carry], Any], body_fun: Callable[[Carry], Carry], init_val: Carry,
+                 bound: Optional[int]) -> Carry:
+    val, steps = init_val, 0
+    while (bound is None or steps < bound) and cond_fun(val):
+        val, steps = body_fun(val), steps + 1
+    return val
 
 
 def _closure_convert(fun: Callable[[Any], Any], example: Any) -> tuple[Callable[..., Any], list[Any]]:
@@ -189,9 +202,13 @@ def _loop_jvp(cond: Any, body: Any, bound: Bound, primals: tuple[Any, ...], tang
     if isinstance(bound, _Sized):  # a derivative's loop: it knows its rows
         rows, loop, limit = bound.rows, None, None
     else:
-        if bound is None and not capacities.active():
+        steps = _concrete_steps(cond, body, cond_consts, body_consts, init) if bound is None else None
+        if steps is not None:  # eager code: the loop's length is known before it is differentiated
+            rows, loop, limit = steps, None, None
+        elif bound is None and not capacities.active():
             return _forward_mode(cond, body, cond_consts, body_consts, init, t_body_consts, t_init)
-        (rows, loop), limit = capacities.rows_for(bound), bound
+        else:
+            (rows, loop), limit = capacities.rows_for(bound), bound
     x_leaves, x_tree = jax.tree_util.tree_flatten(init)
     k_leaves = list(body_consts)
     # Every inexact leaf of the carry has a tangent (a step may make a zero one nonzero); of the
@@ -272,6 +289,15 @@ def _loop_jvp(cond: Any, body: Any, bound: Bound, primals: tuple[Any, ...], tang
     x_out_tree = jax.tree_util.tree_unflatten(x_tree, x_out)
     t_full = _merge([_zero_tangent(x) for x in x_out], t_out, x_diff)
     return x_out_tree, jax.tree_util.tree_unflatten(x_tree, t_full)
+
+
+def _concrete_steps(cond: Any, body: Any, cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...], init: Any
+                    ) -> Optional[int]:
+    """The trip count of a loop whose inputs are all concrete (eager code, as in TensorFlow's eager
+    ``GradientTape``: its stacks then need exactly that many rows), else ``None``."""
+    if any(isinstance(x, core.Tracer) for x in jax.tree_util.tree_leaves((cond_consts, body_consts, init))):
+        return None
+    return int(_run(cond, body, None, cond_consts, body_consts, init)[0])
 
 
 def _forward_mode(cond: Any, body: Any, cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...], init: Any,

@@ -185,16 +185,23 @@ def test_jacrev_equals_jacfwd_and_hessian_matches_the_reference():
 
 
 @pytest.mark.parametrize("how", ["grad", "vjp", "jacrev", "linearize"])
-def test_reverse_mode_without_maximum_iterations_raises_unimplemented(how):
+def test_reverse_mode_without_bound_is_refused_traced_and_runs_eagerly(how):
     def f(x):
         return jta.while_loop(lambda c: c[0] > 1.0, lambda c: step(W, c), (np.float32(10.0), x))[1]
 
-    # forward mode needs no bound (jax.linearize, jax.vjp's forward half): the transpose raises
-    run = {"grad": lambda: jax.grad(lambda x: jnp.sum(f(x)))(X0), "vjp": lambda: jax.vjp(f, X0)[1](X0),
-           "jacrev": lambda: jax.jacrev(f)(X0),
-           "linearize": lambda: jax.linear_transpose(jax.linearize(f, X0)[1], X0)(X0)}[how]
+    # Traced (under jit) the trip count is unknown; forward mode needs no bound (jax.linearize,
+    # jax.vjp's forward half): the transpose raises. Eagerly the loop's length is known first.
+    run = {"grad": lambda x: jax.grad(lambda x: jnp.sum(f(x)))(x), "vjp": lambda x: jax.vjp(f, x)[1](x),
+           "jacrev": lambda x: jax.jacrev(f)(x),
+           "linearize": lambda x: jax.linear_transpose(jax.linearize(f, x)[1], x)(x)}[how]
     with pytest.raises(UnimplementedError, match="pass maximum_iterations"):
-        run()
+        jax.jit(run)(X0)
+    bounded = jax.jit(lambda x: jta.while_loop(lambda c: c[0] > 1.0, lambda c: step(W, c), (np.float32(10.0), x),
+                                               maximum_iterations=64)[1])
+    want = {"grad": lambda: jax.grad(lambda x: jnp.sum(bounded(x)))(X0), "vjp": lambda: jax.vjp(bounded, X0)[1](X0),
+            "jacrev": lambda: jax.jacrev(bounded)(X0),
+            "linearize": lambda: jax.linear_transpose(jax.linearize(bounded, X0)[1], X0)(X0)}[how]()
+    assert_close(run(X0), want)
 
 
 # -- forward mode -------------------------------------------------------------------------------
@@ -292,6 +299,27 @@ def test_eager_and_disable_jit_gradients_match_the_reference():
     with jax.disable_jit():  # every loop runs in Python, op by op
         got = jax.grad(loss, argnums=(0, 1, 2))(W, X0, np.float32(r0))
     assert_close(got, _ref_grad(r0))
+
+
+def test_disable_jit_runs_a_python_loop_as_lax_while_loop_does():
+    """Op by op: the body runs as Python code (only the taken branch of a cond; a nested unbounded
+    loop is differentiated too), and maximum_iterations stops it."""
+    runs = []
+
+    def body(c):
+        runs.append(1)
+        inner = jta.while_loop(lambda v: v > 1.0, lambda v: v * 0.5, c[1] + 3.0)
+        return c[0] + 1, c[1] * 0.5 + inner * 0.01
+
+    def f(x, bound=None):
+        return jta.while_loop(lambda c: c[1] > 1.0, body, (0, x), maximum_iterations=bound)
+
+    with jax.disable_jit():
+        n, _ = f(10.0)
+        assert len(runs) == n == 4
+        assert f(10.0, bound=2)[0] == 2
+        got = jax.grad(lambda x: f(x)[1])(10.0)
+    assert_close(got, jta.checked(jax.grad(lambda x: f(x)[1]))(10.0))
 
 
 def test_checkpoint_gradient_matches_the_reference():

@@ -110,6 +110,7 @@ FAMILIES = (
     "fori",            # lax.fori_loop, static (a scan) and traced (a while) bounds
     "while",           # lax.while_loop exiting on a counter or a traced bound
     "while-readexit",  # lax.while_loop exiting on a value read from an array (maybe past its end)
+    "jta-while",       # jta.while_loop / jta.fori_loop (traced bounds) differentiated, bound or not
     "cond",            # lax.cond / lax.switch with arrays through the branches
     "checkpoint",      # jax.checkpoint
     "custom-vjp",      # jax.custom_vjp with TensorArray ops in primal, fwd and bwd
@@ -143,6 +144,7 @@ class Program:
     calls: list  # argument tuples (numpy values; a static ``n`` as a Python int)
     static_argnums: tuple = ()  # of ``program`` (a jax.jit with static_argnums)
     may_hang: bool = False  # a while_loop exits on a value read from an array
+    needs_plan: bool = False  # reverses a jta.while_loop without maximum_iterations: jta.checked only
     devices: int = 1  # simulated devices it needs
     features: tuple = ()  # the structures and ops it uses (for the mismatch report)
     x64: bool = False  # runs under jax.enable_x64(True) (index arguments are int64)
@@ -347,6 +349,7 @@ class Generator:
         self.count = 0
         self.features: set[str] = set()
         self.may_hang = False
+        self.needs_plan = False
         self.n_min = 3 if family == "shapes" else N_DEFAULT  # the fewest rows xs has in a call
         self.static_n = False
         self.x64 = False
@@ -782,7 +785,7 @@ class Generator:
             return False
         if s in ("while", "while-readexit") and sc.grad:
             return False
-        if sc.traced and s in ("while", "while-readexit", "cond", "switch", "shard-map"):
+        if sc.traced and s in ("while", "while-readexit", "jta-while", "cond", "switch", "shard-map"):
             return False
         return True
 
@@ -807,11 +810,12 @@ class Generator:
             return STRUCTURES + ("while-readexit",)
         base = {"scan": ("scan", "cond", "checkpoint"), "scan-swap": ("scan-swap", "cond", "scan"),
                 "fori": ("fori", "cond", "scan"), "while": ("while", "cond", "scan"),
+                "jta-while": ("jta-while", "cond", "scan"),
                 "while-readexit": ("cond", "scan"), "cond": ("cond", "switch", "scan"),
                 "checkpoint": ("checkpoint", "scan", "cond"), "custom-vjp": ("scan", "cond", "checkpoint"),
                 "jit-static": ("jit-static", "scan", "cond"), "vmap-in": ("vmap-in", "scan", "cond", "while"),
                 "vmap-out": ("scan", "cond", "while", "fori"), "grad": ("scan", "cond", "grad-in", "custom-vjp",
-                                                                        "custom-jvp", "checkpoint"),
+                                                                        "custom-jvp", "checkpoint", "jta-while"),
                 "shapes": ("scan", "fori", "cond"), "shard-map": ("scan", "cond")}
         return base[self.family]
 
@@ -882,7 +886,9 @@ class Generator:
     # -- the structures --------------------------------------------------------------------------
     def _loop(self, sc: Scope, kind: str, swap: bool = False) -> None:
         carried = self.carries(sc, swap=swap)
-        fn = self.fresh({"scan": "scan_body", "fori": "fori_body", "while": "while_body"}[kind])
+        fn = self.fresh({"scan": "scan_body", "fori": "fori_body", "while": "while_body", "jta-fori": "fori_body",
+                         "jta-while": "while_body"}[kind])
+        whiles, foris = ("while", "jta-while"), ("fori", "jta-fori")
         cnames = [self.fresh("c") for _ in carried]
         acc_in = self.fresh("cacc")
         child = Scope(sc)
@@ -896,12 +902,12 @@ class Generator:
             length = self.choice([2, 3, 4, 5]) if self.family != "shapes" or self.chance(0.5) else "N"
         if kind == "scan":
             self.emit(f"def {fn}(carry, {t}):")
-        elif kind == "fori":
+        elif kind in foris:
             self.emit(f"def {fn}({t}, carry):")
         else:
             self.emit(f"def {fn}(carry):")
         self.indent += 1
-        if kind == "while":
+        if kind in whiles:
             self.emit(f"{t}, ({', '.join(cnames + [acc_in])},) = carry")
         else:
             self.emit(f"({', '.join(cnames + [acc_in])},) = carry")
@@ -920,7 +926,7 @@ class Generator:
         outs = self.leave(child, len(carried), swap=swap)
         if kind == "scan":
             self.emit(f"return ({', '.join(outs + [child.acc])},), {child.acc} * 0.5")
-        elif kind == "fori":
+        elif kind in foris:
             self.emit(f"return ({', '.join(outs + [child.acc])},)")
         else:
             self.emit(f"return {t} + 1, ({', '.join(outs + [child.acc])},)")
@@ -936,13 +942,14 @@ class Generator:
             self.emit(f"{lhs}, {ys} = lax.scan({fn}, {init}, jnp.arange({length}){rev})")
             sc.acc = acc_out
             self.fold(sc, ys)
-        elif kind == "fori":
+        elif kind in foris:
             hi = str(length)
-            ints = [v for v in sc.of("i") if not (sc.vmapped and v.batched)]
-            if ints and not sc.grad and not sc.traced and self.chance(0.5):
+            ints = [v for v in sc.of("i") if not (sc.vmapped and v.batched) or kind == "jta-fori"]
+            if ints and (kind == "jta-fori" or not sc.grad) and not sc.traced and self.chance(0.5):
                 hi = f"jnp.minimum({self.choice(ints).name}, 5)"  # traced: a while loop
                 self.features.add("fori-traced")
-            self.emit(f"{lhs} = lax.fori_loop(0, {hi}, {fn}, {init})")
+            loop = "jta.fori_loop" if kind == "jta-fori" else "lax.fori_loop"
+            self.emit(f"{lhs} = {loop}(0, {hi}, {fn}, {init}{self.bound(sc, kind)})")
             sc.acc = acc_out
         else:
             cond = self.fresh("while_cond")
@@ -957,13 +964,31 @@ class Generator:
             self.emit(f"def {cond}(carry):")
             self.emit(f"    return carry[0] < {limit}")
             tn = self.fresh("t")
-            self.emit(f"{tn}, {lhs} = lax.while_loop({cond}, {fn}, (jnp.int32(0), {init}))")
+            loop = "jta.while_loop" if kind == "jta-while" else "lax.while_loop"
+            self.emit(f"{tn}, {lhs} = {loop}({cond}, {fn}, (jnp.int32(0), {init}){self.bound(sc, kind)})")
             sc.acc = acc_out
             self.fold(sc, tn)
         self.rebind(sc, carried, new_names)
 
+    def bound(self, sc: Scope, kind: str) -> str:
+        """``maximum_iterations=`` of a ``jta`` loop (sometimes fewer steps than the loop would run:
+        it stops there, silently), or none: reversing that needs ``jta.checked``'s plan."""
+        if not kind.startswith("jta-"):
+            return ""
+        bound = self.choice([None, 2, 3, 6])
+        if bound is None and sc.grad and sc.vmapped:  # eagerly only concrete loops know their length
+            bound = 6
+        if bound is None:
+            self.needs_plan = self.needs_plan or sc.grad
+            return ""
+        self.features.add("loop-bound")
+        return f", maximum_iterations={bound}"
+
     def s_scan(self, sc: Scope) -> None:
         self._loop(sc, "scan")
+
+    def s_jta_while(self, sc: Scope) -> None:
+        self._loop(sc, self.choice(["jta-while", "jta-while", "jta-fori"]), swap=self.chance(0.2))
 
     def s_scan_swap(self, sc: Scope) -> None:
         self._loop(sc, self.choice(["scan", "scan", "fori", "while"]) if not (sc.grad or sc.traced) else "scan",
@@ -1381,6 +1406,8 @@ class Generator:
             wrap = "vmap"
         elif fam == "grad":
             wrap = "grad"
+        elif fam == "jta-while":
+            wrap = self.choice(["grad", "grad", "vmap-grad", "plain"])
         elif fam == "mixed":
             wrap = self.choice(["plain", "plain", "vmap", "grad", "vmap-grad"])
         batched_ints = set()
@@ -1470,7 +1497,7 @@ class Generator:
             src.append("program = jax.jit(program)")
         calls = self.calls(batched_ints, static)
         return Program(family=fam, seed=self.seed, source="\n".join(src) + "\n", calls=calls,
-                       static_argnums=static, may_hang=self.may_hang,
+                       static_argnums=static, may_hang=self.may_hang, needs_plan=self.needs_plan,
                        devices=DEVICES if "shard-map" in self.features else 1,
                        features=tuple(sorted(self.features)), x64=self.x64)
 
