@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax._src import config as jax_config
 from jax._src import core
 from jax.custom_derivatives import SymbolicZero
 
@@ -66,7 +67,7 @@ def while_loop(cond_fun: Callable[[Carry], Any], body_fun: Callable[[Carry], Car
     ```
     """
     bound = _bound(maximum_iterations)
-    if jax.config.jax_disable_jit:  # as lax.while_loop: a Python loop, which JAX differentiates op by op
+    if jax_config.disable_jit.value:  # as lax.while_loop: a Python loop, which JAX differentiates op by op
         try:
             return _python_loop(cond_fun, body_fun, init_val, bound)
         except core.ConcretizationTypeError:  # a traced condition (under vmap): the loop primitive

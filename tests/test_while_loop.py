@@ -35,6 +35,7 @@ shared by the tests (eagerly, every op and every scan would be compiled on its o
 from __future__ import annotations
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -702,3 +703,27 @@ def test_backward_loop_runs_the_steps_that_ran_not_maximum_iterations():
     trips, (grads,) = while_trips(jax.make_jaxpr(vg)(XS[:2], ns), XS[:2], ns)
     assert len(trips) >= 2 and set(trips) == {4}, trips
     assert_close(grads, jax.jit(vg)(XS[:2], ns))
+
+
+def test_checkpointed_body_stacks_only_the_carry_and_recomputes():
+    """Memory for time, as with lax.scan: ``jax.checkpoint(body)`` makes the forward loop push only
+    what the checkpoint saves (here the carry: one stack instead of one per intermediate), and the
+    backward loop recompute the rest of each step; the gradient is the same."""
+    w = np.asarray(np.random.default_rng(0).standard_normal((8, 8)) * 0.3, np.float32)
+
+    def body(c):
+        i, h = c
+        a = jnp.tanh(h @ w)
+        return i + 1, jnp.tanh(jnp.tanh(a @ w) @ w + h)
+
+    def grad(b):
+        return jax.jit(jax.grad(lambda h: jnp.sum(jta.while_loop(lambda c: c[0] < 7, b, (0, h),
+                                                                 maximum_iterations=40)[1])))
+
+    def stacks(b):  # the zero-filled [41, 8] buffers the forward loop pushes into
+        text = grad(b).lower(np.ones(8, np.float32)).as_text()
+        return len(re.findall(r"broadcast_in_dim .* -> tensor<41x8xf32>", text))
+
+    h0 = np.linspace(-1, 1, 8).astype(np.float32)
+    assert_close(grad(jax.checkpoint(body))(h0), grad(body)(h0))
+    assert (stacks(jax.checkpoint(body)), stacks(body)) == (1, 6)
