@@ -180,3 +180,42 @@ def test_stack_of_a_growing_array_inside_a_loop_body_is_refused_not_rerun_foreve
 
     with pytest.raises(errors.UnimplementedError, match=r"size differs between the stack\(\) calls.*stack_padded"):
         jta.checked(f)(6)
+
+
+def test_grad_with_shape_accumulator_over_an_array_grown_without_capacity():
+    """TensorArrayGradWithShape in these loops, with nothing sized by hand: under jta.checked a raw-op
+    array grows in an unbounded jta.while_loop, the accumulator (two gradients at once: shape [2]
+    prepended) locks its size where the loop left it, a backward jta.while_loop writes each step's
+    two cotangents into it, and its stack has the forward size, with the rows TF's rule gives."""
+    ops = jta.raw_ops
+
+    def f(x, n):
+        state, h, flow = ops.TensorArrayV3(ops.new_state(), 0, jnp.float32, (3,), dynamic_size=True)
+
+        def forward(s):
+            i, state, flow = s
+            state, flow = ops.TensorArrayWriteV3(state, h, i, x * (i + 1.0), flow)
+            return i + 1, state, flow
+
+        steps, state, flow = jta.while_loop(lambda s: s[0] < n, forward, (0, state, flow))
+        state, g, gflow = ops.TensorArrayGradWithShape(state, h, flow, [2], "gradients")
+
+        def backward(s):
+            t, state, gflow = s
+            ct = jnp.stack([jnp.full(3, t + 1.0), jnp.full(3, -1.0)])
+            state, gflow = ops.TensorArrayWriteV3(state, g, t, ct, gflow)
+            return t - 1, state, gflow
+
+        _, state, gflow = jta.while_loop(lambda s: s[0] >= 0, backward, (steps - 1, state, gflow))
+        state, size = ops.TensorArraySizeV3(state, g, gflow)
+        state, rows = ops.TensorArrayGatherV3(state, g, jnp.arange(4), gflow, jnp.float32)
+        return size, rows
+
+    x = np.float32([1.0, 2.0, 3.0])
+    for n in (3, 4):
+        size, rows = jta.checked(f)(x, n)
+        assert int(size) == n
+        t = np.arange(n, dtype=np.float32)
+        want = np.stack([np.repeat(t[:, None] + 1, 3, 1), np.full((n, 3), -1.0, np.float32)], 1)
+        np.testing.assert_array_equal(rows[:n], want)
+        np.testing.assert_array_equal(rows[n:], 0.0)  # a gradient array reads past its size as zeros (TF)
