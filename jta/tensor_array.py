@@ -17,7 +17,7 @@ from ._channel import delivery
 from ._channel.catalogue import Error
 from ._core import accumulators, capacities, display, kernels, shapes, storage
 from ._core.array import ArrayData, ArrayMeta, become, empty, known_size, require_static_size
-from ._core.inputs import as_indices, convert, element_dtype, static_int
+from ._core.inputs import as_indices, convert, element_dtype, packed, static_int
 
 __all__ = ["TensorArray"]
 
@@ -94,6 +94,7 @@ class TensorArray(ArrayData):
     def write(self, index: Index, value: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write ``value`` at ``index`` (``TensorArrayWriteV3``); returns the new array."""
         del name
+        value = packed(value)
         # TF's Python layer checks the static shape before the kernel checks the dtype.
         self._python_shape_check(np.shape(value))
         return kernels.write(self, index, convert(value, self.dtype, preferred=True))
@@ -101,6 +102,7 @@ class TensorArray(ArrayData):
     def unstack(self, value: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write ``value[i]`` at each index ``i`` (``scatter(range(len(value)), value)``)."""
         del name
+        value = packed(value)
         if np.ndim(value) >= 1:  # TF's Python layer checks the static shape before the kernel's dtype
             self._python_shape_check(np.shape(value)[1:])
         value = convert(value, self.dtype, preferred=True)
@@ -111,6 +113,7 @@ class TensorArray(ArrayData):
     def scatter(self, indices: ArrayLike, value: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write ``value[k]`` at ``indices[k]`` (``TensorArrayScatterV3``)."""
         del name
+        value = packed(value)
         # TF's Python layer checks value.shape[1:] (``()`` for a scalar) before the kernel's dtype.
         self._python_shape_check(np.shape(value)[1:])
         value = convert(value, self.dtype, preferred=True)
@@ -119,6 +122,7 @@ class TensorArray(ArrayData):
     def split(self, value: ArrayLike, lengths: ArrayLike, name: Optional[str] = None) -> TensorArray:
         """Write consecutive row blocks of ``value`` of the given ``lengths`` (``TensorArraySplitV3``)."""
         del name
+        value = packed(value)
         value = convert(value, self.dtype, preferred=True)
         return kernels.split(self, value, lengths, python_layer=True)  # TF's Python checks equal lengths first
 

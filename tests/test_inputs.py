@@ -361,3 +361,47 @@ def test_cotangent_array_reads_as_the_gradient_of_each_element():
     assert "TensorArray" in repr(cot) and "TensorArray" in cot._repr_html_()
     grad = jax.grad(lambda t: (t.stack() ** 2).sum(), allow_int=True)(ta)
     np.testing.assert_array_equal(grad.gather([0, 2]), [[0.0, 2.0], [8.0, 10.0]])
+
+
+# -- one meaning per argument in every mode ------------------------------------------------------
+def _filled():
+    return jta.TensorArray(jnp.float32, size=3, element_shape=()).unstack(jnp.arange(3.0))
+
+
+def _outcome(fn, *args):
+    try:
+        return float(fn(*args))
+    except jta.errors.InvalidArgumentError as e:
+        return str(e).split("\n")[0]
+
+
+@pytest.mark.parametrize("index", [np.uint32(4294967290), np.int64(2**33), 2**33, True, np.True_, np.int64(2),
+                                   np.uint8(1)], ids=repr)
+@pytest.mark.parametrize("op", ["read", "write"])
+def test_an_index_argument_means_what_it_means_eagerly_in_jta_checked(index, op):
+    """jax.jit narrows an int64 past int32 to its low word with x64 off (2**33 would read slot 0) and
+    traces a bool as a bool (refused as an index): jta.checked passes such arguments as given, so an
+    index reads, writes or fails as it does eagerly, with the same text; a uint32 past 2**31 keeps
+    its value in compiled records."""
+    def f(i):
+        return _filled().read(i) if op == "read" else jta.TensorArray(jnp.float32, size=3).write(i, 1.0).read(1)
+
+    eager = _outcome(f, index)
+    assert _outcome(jta.checked(f), index) == eager
+    if isinstance(index, np.unsignedinteger):  # traced as it is by jax.jit too
+        errors, _ = jax.jit(jta.checkify(f))(index)
+        assert (str(errors.exception).split("\n")[0] if errors.exception else None) == (
+            eager if isinstance(eager, str) else None)
+
+
+def test_a_list_of_traced_scalars_is_one_value():
+    """TF packs a list holding tensors into one tensor: write(1, [a, b]) with traced a and b."""
+    def f(a, b):
+        ta = jta.TensorArray(jnp.float32, size=3, element_shape=(2,))
+        return ta.write(1, [a, b]).stack()
+
+    for fn in (f, jax.jit(f), jta.checked(f)):
+        np.testing.assert_array_equal(fn(np.float32(1.0), np.float32(2.0))[1], [1.0, 2.0])
+    stacked = jax.jit(lambda a, b: jta.TensorArray(jnp.float32, size=2, element_shape=(2,)).unstack(
+        [[a, b], [b, a]]).stack())(np.float32(1.0), np.float32(2.0))
+    np.testing.assert_array_equal(stacked, [[1.0, 2.0], [2.0, 1.0]])

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, Optional, TypeVar, cast
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._core import capacities
@@ -16,7 +17,7 @@ from ..errors import UnimplementedError
 from . import eager, primitives, vmap_masking  # noqa: F401  (registers eager and vmap rules)
 from .catalogue import Error
 from .delivery import throw_array
-from .functionalize import functionalize, is_traceable, static_arguments
+from .functionalize import Static, functionalize, is_traceable, static_arguments
 from .primitives import Site, take_raised
 from .records import is_concrete
 
@@ -222,6 +223,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nonlocal learned
+        args, kwargs = _as_given(args, kwargs, nums, names)
         relearned: set[capacities.Key] = set()
         while True:
             take_raised()  # forget an error that an earlier, unchecked call left behind
@@ -250,6 +252,54 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         return out
 
     return cast(F, wrapper)
+
+
+def _as_given(args: tuple[Any, ...], kwargs: dict[str, Any], nums: tuple[int, ...], names: tuple[str, ...]
+              ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments, with those ``jax.jit`` would change before ``f`` sees them passed as static
+    values instead (:class:`_Given`), so that they mean in ``jta.checked`` what they mean eagerly."""
+    positions = {n % len(args) if args and n < 0 else n for n in nums}
+    return (tuple(a if k in positions else _Given.wrap(a) for k, a in enumerate(args)),
+            {k: v if k in names else _Given.wrap(v) for k, v in kwargs.items()})
+
+
+class _Given:
+    """An argument that tracing would change, passed to ``f`` as it was given (a static value,
+    one compilation per value): a bool (an index ``True`` is slot 1 eagerly, where a traced bool
+    is refused), an integer outside the range of the dtype ``jax.jit`` gives it (with x64 off,
+    ``np.int64(2**33)`` would become 0: eagerly it is an index out of range). Flattened by
+    ``jax.jit`` into static data; unflattened as :class:`functionalize.Static`, which
+    ``jta.checkify`` hands to ``f`` as it is."""
+
+    __slots__ = ("value", "key")
+
+    def __init__(self, value: Any):
+        self.value = value
+        if isinstance(value, (bool, int)):
+            self.key: tuple[Any, ...] = (type(value), value)
+        else:
+            self.key = (type(value), value.dtype.str, np.shape(value), np.asarray(value).tobytes())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Given) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    @staticmethod
+    def wrap(value: Any) -> Any:
+        if isinstance(value, (bool, np.bool_)):
+            return _Given(value)
+        if isinstance(value, int) or (isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "iu"):
+            array = np.asarray(value)
+            kept = jax.dtypes.canonicalize_dtype(jnp.int64 if isinstance(value, int) else array.dtype)
+            info = np.iinfo(kept)
+            if array.size and (array.min() < info.min or array.max() > info.max):
+                return _Given(value)
+        return value
+
+
+jax.tree_util.register_pytree_node(_Given, lambda given: ((), given), lambda given, _: Static(given.value))
 
 
 def _learned(errors: ErrorRecord, plan: dict[capacities.Key, int]) -> Optional[dict[capacities.Key, int]]:

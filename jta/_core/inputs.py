@@ -117,6 +117,14 @@ def check_dtype(array_dtype: np.dtype, value_dtype: Any) -> None:
         Error.WRITE_DTYPE.raise_(dtype=shapes.kernel_dtype_name(array_dtype), given=shapes.kernel_dtype_name(value_dtype))
 
 
+def packed(value: Any) -> Any:
+    """A list or tuple holding tensors as one tensor (TF's auto-packing; traced ones too), else
+    ``value``: what a value argument's shape is read from."""
+    if isinstance(value, (list, tuple)) and any(isinstance(v, jax.Array) for v in jax.tree_util.tree_leaves(value)):
+        return jnp.array(value)
+    return value
+
+
 def convert(value: Any, dtype: np.dtype, preferred: bool) -> jax.Array:
     """Convert like ``tf.convert_to_tensor``; Python values take ``dtype`` as TF's graph mode converts.
 
@@ -127,6 +135,7 @@ def convert(value: Any, dtype: np.dtype, preferred: bool) -> jax.Array:
     target = "f" if dtype == jnp.bfloat16 else "i" if dtype.kind == "u" else dtype.kind
     if value is None:
         Error.NONE_VALUE.raise_()
+    value = packed(value)
     if isinstance(value, jax.Array):  # a tensor: its dtype is what it is ...
         arr = value
         weak = getattr(getattr(value, "aval", value), "weak_type", False)  # ... unless a traced Python scalar

@@ -109,8 +109,11 @@ def high_word(error: jax.Array, value: Any) -> Any:
     """What a record narrower than ``value`` loses of it: an array made before x64 was enabled
     has a 32-bit record, which keeps the (signed) low word of an int64 index or length; this is
     ``(value - low) >> 32``, which the catalogue adds back (a ``<field>_high`` field), so that
-    ``2**32`` is reported as itself, not as 0. ``0`` when the record is as wide as ``value``."""
+    ``2**32`` is reported as itself, not as 0; so does a ``uint32`` value past ``2**31`` in a
+    32-bit record. ``0`` when the record keeps ``value`` whole."""
     value = jnp.asarray(value)
+    if value.dtype == jnp.uint32 and error.dtype == jnp.int32:  # kept as a negative low word past 2**31
+        return (value >> 31).astype(jnp.int32)
     if value.dtype.itemsize <= error.dtype.itemsize:
         return 0
     return (value - value.astype(error.dtype).astype(value.dtype)) >> 32
