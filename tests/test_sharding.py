@@ -237,6 +237,41 @@ def check_shard_map_local_arrays(mode: str) -> None:
 
 
 @check
+def check_shard_map_called_eagerly_raises_each_error_as_eager_code_does(mode: str) -> None:
+    """JAX runs an eager shard_map op by op, each op compiled alone: a check raises there at once,
+    TF's class and text (a read out of range; a dropped array's double write), with or without
+    disable_jit, on the shard that fails (here the last)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    import jta
+
+    mesh, _, xs = _setup(mode)
+
+    def body(xs_local, i):
+        shard = jax.lax.axis_index("x")
+        ta = jta.TensorArray(jnp.float32, size=3, element_shape=())
+        if i == 0:  # a double write on the last shard only, the array dropped
+            ta.write(shard // 7, 1.0).write(0, 2.0)
+            return xs_local
+        return xs_local + ta.write(0, 1.0).read(jnp.where(shard == 7, i, 0))
+
+    for disable in (False, True):
+        with jax.disable_jit(disable):
+            for i, text in ((0, "Could not write to TensorArray index 0 because it has already been written to"),
+                            (5, "Tried to read from index 5 but array size is: 3")):
+                run = jax.shard_map(lambda x, i=i: body(x, i), mesh=mesh, in_specs=P(None, "x"),
+                                    out_specs=P(None, "x"))
+                try:
+                    run(xs)
+                except jta.errors.InvalidArgumentError as e:
+                    assert text in str(e), (disable, str(e))
+                else:
+                    raise AssertionError(f"no error (disable_jit={disable}, i={i})")
+
+
+@check
 def check_shard_map_batched_arrays(mode: str) -> None:
     """A vmapped (batched) TensorArray sharded along its batch dim, passed into shard_map."""
     import jax

@@ -19,11 +19,13 @@ import functools
 from typing import Any
 
 import jax
+import numpy as np
 from jax import lax
 from jax._src import core
+from jax._src import shard_map as shard_map_lib
 
 from .functionalize import _RULES, SiteTable, no_error
-from .primitives import ErrorEffect, exception
+from .primitives import ErrorEffect, check_p, exception
 
 
 def _reports(params: dict[str, Any]) -> bool:
@@ -68,3 +70,17 @@ def _eager(primitive: core.Primitive) -> None:
 
 for _primitive in (lax.scan_p, lax.while_p, lax.cond_p):
     _eager(_primitive)
+
+
+def _in_shard_map(mesh: Any, record: Any, site: Any, **params: Any) -> list[Any]:
+    """A check applied eagerly inside ``shard_map``, whose ops JAX runs one by one (each compiled
+    on its own, where a check would lower to a host callback): it raises at once, as eager code
+    does, the first failing shard's error."""
+    del mesh
+    record, site = np.asarray(record), np.asarray(site)
+    rows = record.reshape(-1, record.shape[-1])
+    k = int(np.argmax(rows[:, 0] != 0))
+    return check_p.impl(rows[k], np.broadcast_to(site, record.shape[:-1]).reshape(-1)[k], **params)
+
+
+shard_map_lib.eager_rules[check_p] = _in_shard_map
