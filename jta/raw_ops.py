@@ -24,6 +24,7 @@ Array(3., dtype=float32)
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Optional
 
 import jax
@@ -33,6 +34,7 @@ import numpy as np
 from ._channel import delivery
 from ._channel.api import throw
 from ._channel.catalogue import Error
+from ._channel.primitives import noted
 from ._core import accumulators, display, kernels, shapes
 from ._core.inputs import as_indices, canonical_dtype, check_scalar_index, convert
 from .tensor_array import TensorArray, created
@@ -231,3 +233,23 @@ def TensorArrayGradWithShape(state: State, handle: Handle, flow_in: Any, shape_t
     forward, _, grads = accumulators.get_or_create(state.grads, state.arrays[handle], str(source), shape_to_prepend)
     state = dataclasses.replace(state, arrays={**state.arrays, handle: forward}, grads=grads)
     return state, accumulators.handle(handle, str(source)), jnp.zeros((), jnp.float32)
+
+
+def _noting(op: Any) -> Any:
+    """``op``, adding to a jta error raised while it runs the note naming the array (its handle)
+    and the user's line, as ``jta.TensorArray``'s methods do."""
+    @functools.wraps(op)
+    def noting(state: State, handle: Handle, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return op(state, handle, *args, **kwargs)
+        except Exception as exc:
+            if getattr(exc, "jta_error", None) is not None and isinstance(handle, str):
+                noted(exc, handle)
+            raise
+
+    return noting
+
+
+for _name, _op in list(globals().items()):
+    if _name.startswith("TensorArray") and _name != "TensorArrayV3" and callable(_op):
+        globals()[_name] = _noting(_op)

@@ -7,6 +7,8 @@ kernel of ``jta._core.kernels``. Mutators return a new array; value-returning me
 
 from __future__ import annotations
 
+import functools
+import types
 from typing import Any, Optional, Union
 
 import jax
@@ -15,6 +17,7 @@ import numpy as np
 
 from ._channel import delivery
 from ._channel.catalogue import Error
+from ._channel.primitives import noted
 from ._core import accumulators, capacities, display, kernels, shapes, storage
 from ._core.array import ArrayData, ArrayMeta, become, empty, known_size, require_static_size
 from ._core.inputs import as_indices, convert, element_dtype, packed, static_int
@@ -286,3 +289,23 @@ def checked_capacity(capacity: Any, size: int) -> Optional[int]:
     if cap >= 2**31:
         Error.SIZE_TOO_LARGE.raise_(name="TensorArray", what="capacity", size=cap)
     return max(cap, size)
+
+
+def _noting(method: Any) -> Any:
+    """``method``, adding to a jta error raised while it runs (a static check, or an eager one)
+    the note compiled sites carry: the array's name and the user's line."""
+    @functools.wraps(method)
+    def noting(self: TensorArray, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            if getattr(exc, "jta_error", None) is not None:
+                noted(exc, self.name)
+            raise
+
+    return noting
+
+
+for _name, _method in list(vars(TensorArray).items()):
+    if isinstance(_method, types.FunctionType) and not _name.startswith(("_", "tree_")):
+        setattr(TensorArray, _name, _noting(_method))

@@ -393,3 +393,42 @@ def test_raw_read_after_clear_is_the_first_error_under_a_bare_jit_too():
         with pytest.raises(jta.errors.InvalidArgumentError) as got:
             run()
         assert str(got.value) == str(eager.value) and "cleared" in str(got.value)
+
+
+class _Plain:  # not a pytree: jax.jit refuses to return it
+    def __init__(self, x):
+        self.x = x
+
+
+def test_outputs_are_what_jax_jit_accepts_plus_inert_values():
+    """An object of a plain class may hold a tracer: refused as jax.jit refuses it (a TypeError
+    naming the type), never returned holding a leaked tracer; strings, dtypes and types come back
+    as returned, also under jax.disable_jit(), where nothing else unwraps them."""
+    with pytest.raises(TypeError, match="jit returned a value of type .*_Plain.*not a valid JAX type"):
+        jax.jit(lambda x: _Plain(x * 2))(1.0)
+    for disable in (False, True):
+        with jax.disable_jit(disable):
+            with pytest.raises(TypeError, match="jta.checkify returned a value of type .*_Plain.*not a valid JAX"):
+                jta.checked(lambda x: _Plain(x * 2))(1.0)
+            out = jta.checked(lambda x: ("handle", jnp.float32, int, x * 2))(1.0)
+            assert out[:3] == ("handle", jnp.float32, int) and float(out[3]) == 2.0
+
+
+def test_every_mode_notes_the_array_and_the_line():
+    """The note (PEP 678) naming the array and the user's line is on every error: eager ones found
+    while the op runs (a static index) or from its record, raw ops' (the handle) and compiled ones."""
+    def read(i):
+        return jta.TensorArray(jnp.float32, size=3, element_shape=(), tensor_array_name="arr").read(i)
+
+    def raw(i):
+        state, h, flow = jta.raw_ops.TensorArrayV3(jta.raw_ops.new_state(), 3, jnp.float32, (),
+                                                    tensor_array_name="raw")
+        return jta.raw_ops.TensorArrayReadV3(state, h, i, flow, jnp.float32)[1]
+
+    line = read.__code__.co_firstlineno + 1
+    for fn, name, at in ((read, "'arr'", f"test_checkify.py:{line} ("), (raw, "'raw_0'", f"test_checkify.py:{line + 5} (")):
+        for mode, arg in ((fn, 7), (jta.checked(fn), 7), (jax.vmap(fn), jnp.array([1, 7]))):
+            with pytest.raises(jta.errors.InvalidArgumentError) as info:
+                mode(arg)
+            notes = getattr(info.value, "__notes__", [])
+            assert any(note.startswith(f"TensorArray {name}, at ") and at in note for note in notes), notes

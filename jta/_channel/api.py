@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 import sys
 from collections.abc import Callable
@@ -45,6 +46,7 @@ def throw(tree: T = _NOTHING) -> T:
     >>> jta.throw(ta)
     Traceback (most recent call last):
     jta.errors.InvalidArgumentError: TensorArray TensorArray: Tried to write to index 5 but array is not resizeable and size is: 2
+    TensorArray 'TensorArray', at <doctest ...>:1 (<module>)
 
     ```
     """
@@ -158,9 +160,24 @@ def _reporting_outputs(f: Callable[..., Any]) -> Callable[..., Any]:
         for leaf in jax.tree_util.tree_leaves(out, is_leaf=lambda x: isinstance(x, ArrayData)):
             if isinstance(leaf, ArrayData):
                 throw_array(leaf)
+            elif not (is_traceable(leaf) or isinstance(leaf, _INERT)):  # it may hold a tracer, as jax.jit says
+                raise TypeError(f"function {_describe(f)} traced for jta.checkify returned a value of type "
+                                f"{type(leaf)}, which is not a valid JAX type (jta also returns strings, "
+                                f"bytes, dtypes, types and enums as they are)")
         return out
 
     return reporting
+
+
+# Output leaves that are neither arrays nor numbers but cannot hold a tracer: returned as they are
+# (a raw-op handle is a string); any other (an object of a plain class) is refused as jax.jit does.
+_INERT = (str, bytes, np.dtype, type, enum.Enum)
+
+
+def _describe(f: Callable[..., Any]) -> str:
+    code = getattr(f, "__code__", None)
+    where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+    return f"{getattr(f, '__name__', repr(f))}{where}"
 
 
 def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, donate_argnums: Any = None,
@@ -249,7 +266,9 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             relearned |= sizes
             learned = update
         errors.throw()
-        return out
+        # Under jax.disable_jit() jax.jit calls ``traced`` as it is: nothing unflattens the leaves.
+        return jax.tree_util.tree_map(lambda x: x.value if isinstance(x, _StaticLeaf) else x, out,
+                                      is_leaf=lambda x: isinstance(x, _StaticLeaf))
 
     return cast(F, wrapper)
 
@@ -299,7 +318,7 @@ class _Given:
         return value
 
 
-jax.tree_util.register_pytree_node(_Given, lambda given: ((), given), lambda given, _: Static(given.value))
+jax.tree_util.register_pytree_node(_Given, lambda given: ((), given), lambda given, _: cast(Any, Static(given.value)))
 
 
 def _learned(errors: ErrorRecord, plan: dict[capacities.Key, int]) -> Optional[dict[capacities.Key, int]]:

@@ -275,8 +275,10 @@ class Error(enum.Enum):
         self.code, self.cls, self.template, self.fields = code, cls, template, fields
 
     def exception(self, **fields: Any) -> Exception:
-        """The exception, its template filled with ``fields``."""
-        return self.cls(self.template.format(**fields))
+        """The exception, its template filled with ``fields`` (``jta_error``: this member)."""
+        exc = self.cls(self.template.format(**fields))
+        exc.jta_error = self  # type: ignore[attr-defined]  # what the public layer adds a note to
+        return exc
 
     def raise_(self, **fields: Any) -> NoReturn:
         raise self.exception(**fields)

@@ -63,11 +63,7 @@ class Site:
     def exception(self, code: int, values: Any) -> Exception:
         """The exception for a record's ``code`` and integer ``values``: TensorFlow's class and
         text, with a note (PEP 678) naming the array and the source line."""
-        exc = Error.by_code(code).from_record(self.name, values, dict(self.fields))
-        add_note = getattr(exc, "add_note", None)  # Python >= 3.11
-        if self.where and add_note is not None:
-            add_note(f"TensorArray {self.name!r}, at {self.where}")
-        return exc
+        return noted(Error.by_code(code).from_record(self.name, values, dict(self.fields)), self.name, self.where)
 
     def to_json(self) -> list[Any]:
         return [self.name, [list(kv) for kv in self.fields], self.where]
@@ -98,6 +94,19 @@ def exception(record: Any, sites: tuple[Site, ...]) -> Optional[Exception]:
 
 
 _JTA_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package, not this subpackage
+
+
+def noted(exc: Exception, name: str, where: Optional[str] = None) -> Exception:
+    """``exc`` with the note (PEP 678) every TensorArray error carries, naming the array and the
+    user's line (``where``; by default the innermost frame outside JAX and jta), unless it has
+    one already."""
+    add_note = getattr(exc, "add_note", None)  # Python >= 3.11
+    if add_note is None or getattr(exc, "__notes__", None):
+        return exc
+    where = user_line() if where is None else where
+    if where:
+        add_note(f"TensorArray {name!r}, at {where}")
+    return exc
 
 
 def user_line() -> str:

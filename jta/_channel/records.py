@@ -25,7 +25,7 @@ import numpy as np
 from jax.core import Tracer
 
 from .catalogue import Error
-from .primitives import merge
+from .primitives import merge, noted
 
 WRITTEN = 1
 READ = 2
@@ -131,7 +131,7 @@ def raise_if_error(name: str, error: Any, flags: Any, extra: dict[str, str] | No
                    indices: Any = None) -> None:
     exc = make_exception(name, error, flags, extra, indices)
     if exc is not None:
-        raise exc
+        raise noted(exc, name)
 
 
 def write_bits(old: jax.Array, aggregate: bool) -> jax.Array:
