@@ -432,3 +432,25 @@ def test_every_mode_notes_the_array_and_the_line():
                 mode(arg)
             notes = getattr(info.value, "__notes__", [])
             assert any(note.startswith(f"TensorArray {name}, at ") and at in note for note in notes), notes
+
+
+def test_batched_members_failing_at_different_steps_report_as_documented():
+    """docs/errors.md: jta.checked(vmap(f)), eager vmap(f) and a bare jit(vmap(f)) raise the first
+    error in program order across members (member 1 at step 1); a batched ErrorRecord from
+    vmap(checkify(f)) holds one error per member and raises the first failing member's (member 0
+    at step 2)."""
+    def f(i):
+        ta = jta.TensorArray(jnp.float32, size=3, element_shape=()).unstack(jnp.arange(3.0))
+        return lax.scan(lambda c, t: (c + ta.read(t * i), None), 0.0, jnp.arange(3))[0]
+
+    members = jnp.array([2, 5])  # member 0 reads index 4 at step 2, member 1 index 5 at step 1
+    program_order, first_member = "index 5 but", "index 4 but"
+    for run in (jta.checked(jax.vmap(f)), jax.vmap(f)):
+        with pytest.raises(jta.errors.InvalidArgumentError, match=program_order):
+            run(members)
+    errors, _ = jax.jit(jax.vmap(jta.checkify(f)))(members)
+    with pytest.raises(jta.errors.InvalidArgumentError, match=first_member):
+        jta.throw(errors)
+    errors, _ = jax.jit(jta.checkify(jax.vmap(f)))(members)
+    with pytest.raises(jta.errors.InvalidArgumentError, match=program_order):
+        jta.throw(errors)
