@@ -430,3 +430,79 @@ def test_recorded_error_codes_are_fixed():
         "WRITE_AFTER_READ": 9, "WRITTEN_TWICE": 10, "READ_CLEARED": 11, "SPLIT_SIZE": 12, "SPLIT_PIECE_SHAPE": 13,
         "SPLIT_PIECES_INCONSISTENT": 14, "LOOP_STACK_FULL": 504, "ARRAY_SIZE_LEARNED": 505}
     assert len({e.code for e in Error}) == len(Error)
+
+
+# -- every primitive that holds a function: a rule, or a refusal at trace time ------------------
+def _checks_inside(op):
+    """``i -> value``: ``op`` wraps a function that reads slot ``i`` of a size-3 array and makes a
+    dropped double write at ``i`` (both checks inside the construct ``op`` builds)."""
+    def inner(i):
+        ta = jta.TensorArray(jnp.float32, size=3, element_shape=())
+        ta.write(i, 1.0).write(i, 2.0)  # dropped: only the channel can report it
+        return ta.unstack(jnp.arange(3.0)).read(i % 4)
+    return lambda i: op(inner, i)
+
+
+HIGHER_ORDER = {
+    "jit": lambda f, i: jax.jit(f)(i),
+    "closed_call": lambda f, i: jax.named_call(f, name="named")(i),
+    "scan": lambda f, i: lax.scan(lambda c, _: (f(i), None), 0.0, None, length=2)[0],
+    "while": lambda f, i: lax.while_loop(lambda c: c[0] < 1, lambda c: (c[0] + 1, f(i)), (0, 0.0))[1],
+    "cond": lambda f, i: lax.cond(i >= 0, f, lambda i: 0.0, i),
+    "switch": lambda f, i: lax.switch(jnp.clip(i, 0, 1), [f, f], i),
+    "map": lambda f, i: lax.map(f, jnp.stack([i, i]))[0],
+    "checkpoint": lambda f, i: jax.checkpoint(f)(i),
+    "custom_jvp": lambda f, i: _custom_jvp(f)(i),
+    "custom_vjp": lambda f, i: _custom_vjp(f)(i),
+    "composite": lambda f, i: lax.composite(f, name="jta.test")(i),
+    "jta.while_loop": lambda f, i: jta.while_loop(lambda c: c[0] < 1, lambda c: (c[0] + 1, f(i)), (0, 0.0))[1],
+    "custom_vmap": lambda f, i: _custom_vmap(f)(i),
+    "custom_linear_solve": lambda f, i: lax.custom_linear_solve(lambda x: x * f(i), jnp.float32(1.0),
+                                                                lambda mv, b: b)
+}
+REFUSED = {"custom_vmap": "'custom_vmap_call'", "custom_linear_solve": "'custom_linear_solve'"}
+
+
+def _custom_jvp(f):
+    g = jax.custom_jvp(f)
+    g.defjvp(lambda p, t: (f(*p), 0.0))
+    return g
+
+
+def _custom_vjp(f):
+    g = jax.custom_vjp(f)
+    g.defvjp(lambda i: (f(i), None), lambda _, ct: (None,))
+    return g
+
+
+def _custom_vmap(f):
+    g = jax.custom_batching.custom_vmap(f)
+    g.def_vmap(lambda size, batched, i: (jax.vmap(f)(i), True))
+    return g
+
+
+@pytest.mark.parametrize("construct", sorted(HIGHER_ORDER))
+@pytest.mark.parametrize("index", [1, 7])
+def test_checks_inside_every_higher_order_construct_are_threaded_or_refused(construct, index):
+    """A check inside a construct that holds a function (a jaxpr parameter) is never skipped: the
+    construct has a rule, and both the dropped write (index 1) and the read (index 7) are reported
+    with the class and text of the op-by-op run (jax.disable_jit()), under jta.checked and jax.jit(jta.checkify), and exported; or it
+    is refused at trace time naming the primitive (a primitive that drops its body's effects, as
+    lax.composite does, is recognized by its jaxpr parameters)."""
+    f = _checks_inside(HIGHER_ORDER[construct])
+    if construct in REFUSED:
+        with pytest.raises(jta.errors.UnimplementedError, match=REFUSED[construct]):
+            jta.checked(f)(index)
+        return
+    with pytest.raises(jta.errors.InvalidArgumentError) as eager, jax.disable_jit():
+        f(index)
+    for mode in ("checked", "checkify", "export"):
+        with pytest.raises(jta.errors.InvalidArgumentError) as got:
+            if mode == "checked":
+                jta.checked(f)(index)
+            else:
+                run = jax.jit(jta.checkify(f))
+                if mode == "export":
+                    run = jax.export.deserialize(jax.export.export(run)(index).serialize()).call
+                jta.throw(run(index)[0])
+        assert str(got.value) == str(eager.value), (mode, str(got.value))

@@ -30,6 +30,7 @@ from jax._src.ad_checkpoint import remat_p
 from jax._src.ad_util import Zero
 from jax._src.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from jax._src.interpreters import partial_eval as pe
+from jax._src.lax import lax as lax_internal
 from jax._src.pjit import jit_p
 from jax._src.sharding_impls import UNSPECIFIED
 
@@ -151,7 +152,12 @@ def is_traceable(x: Any) -> bool:
 
 # -- the interpreter --------------------------------------------------------------------------
 def reports(eqn: core.JaxprEqn) -> bool:
-    return any(isinstance(e, ErrorEffect) for e in eqn.effects)
+    """Whether ``eqn`` may report a TensorArray error: its effects say so, or a jaxpr among its
+    parameters holds a check (a primitive whose abstract evaluation drops its body's effects,
+    such as ``lax.composite``, would otherwise be bound as it is and its checks skipped; without a
+    rule it is refused at trace time)."""
+    return any(isinstance(e, ErrorEffect) for e in eqn.effects) or any(
+        isinstance(e, ErrorEffect) for j in core.jaxprs_in_params(eqn.params) for e in j.effects)
 
 
 def eval_jaxpr(table: SiteTable, jaxpr: core.Jaxpr, consts: Any, error: jax.Array, *args: Any,
@@ -280,6 +286,15 @@ def _inline(table: SiteTable, error: jax.Array, *args: Any, call_jaxpr: Any, **_
     # closed_call / core_call: a call with no parameters worth keeping.
     closed = call_jaxpr if isinstance(call_jaxpr, core.ClosedJaxpr) else core.ClosedJaxpr(call_jaxpr, ())
     return _closed(table, closed)(error, *args)
+
+
+def _composite(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr, **params: Any
+               ) -> tuple[jax.Array, list[Any]]:
+    # Re-bound with the threaded decomposition (the record and its consts first), keeping the
+    # composite's name, attributes and version for the backends that match it.
+    threaded, consts = _threaded(table, jaxpr, [core.typeof(a) for a in args], "jta.checkify of composite")
+    error, *outs = lax_internal.composite_p.bind(*consts, error, *args, jaxpr=threaded, **params)
+    return error, outs
 
 
 def _jit(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.ClosedJaxpr, **params: Any
@@ -500,4 +515,5 @@ _RULES: dict[Any, Callable[..., tuple[jax.Array, list[Any]]]] = {
     check_p: _check, jit_p: _jit, core.closed_call_p: _inline, core.call_p: _inline,
     lax.scan_p: _scan, lax.while_p: _while, lax.cond_p: _cond, remat_p: _remat,
     custom_jvp_call_p: _custom_jvp, custom_vjp_call_p: _custom_vjp, shard_map_lib.shard_map_p: _shard_map,
+    lax_internal.composite_p: _composite,
 }
