@@ -249,3 +249,22 @@ def test_the_checks_above_see_a_conditional_and_a_callback():
 
     with pytest.raises(jta.errors.UnimplementedError, match=re.escape("Export jax.jit(jta.checkify(f)) instead")):
         jax.export.export(jax.jit(w2), platforms=["cpu"])(WW, XS)  # (its read would check through a callback)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_checkified_scan_over_a_symbolic_length_exports(reverse):
+    """A scan whose length is a symbolic dimension (jax.export.symbolic_shape): the checkified
+    program exports as the unchecked one does, and its record reports the error of each size."""
+    def f(xs, i):
+        ta = jta.TensorArray(jnp.float32, size=4, element_shape=()).unstack(jnp.arange(4.0))
+        body = lambda c, x: (c + ta.read(i) * x, x * 2)  # noqa: E731
+        return jax.lax.scan(body, 0.0, xs, reverse=reverse)
+
+    b, = jax.export.symbolic_shape("b")
+    spec = (jax.ShapeDtypeStruct((b,), jnp.float32), jax.ShapeDtypeStruct((), jnp.int32))
+    exported = jax.export.deserialize(jax.export.export(jax.jit(jta.checkify(f)))(*spec).serialize())
+    for n in (2, 5):
+        errors, (total, ys) = exported.call(jnp.ones(n), np.int32(3))
+        assert errors.exception is None and float(total) == 3.0 * n and ys.shape == (n,)
+        errors, _ = exported.call(jnp.ones(n), np.int32(6))
+        assert str(errors.exception) == "Tried to read from index 6 but array size is: 4"

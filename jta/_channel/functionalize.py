@@ -328,7 +328,7 @@ def _scan(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.ClosedJaxp
         err, outs = body(c[0], *consts, *c[1], *x)
         return (err, outs[:num_carry]), outs[num_carry:]
 
-    (error, carry_out), ys = lax.scan(step, (error, list(carry)), list(xs), length=length,
+    (error, carry_out), ys = lax.scan(step, (error, list(carry)), list(xs), length=None if xs else length,
                                       reverse=reverse, unroll=unroll)
     if moved is not None:
         error = moved.check(table, error, carry_out)
@@ -352,7 +352,7 @@ def _scan_hoisted(table: SiteTable, error: jax.Array, plan: hoisting.Plan, jaxpr
         err, outs = body(c[0], *consts, *now, *x)
         return (err, [outs[k] for k in kept]), outs[num_carry:]
 
-    (error, kept_out), ys = lax.scan(step, (error, [carry[k] for k in kept]), list(xs), length=length,
+    (error, kept_out), ys = lax.scan(step, (error, [carry[k] for k in kept]), list(xs), length=None if xs else length,
                                      reverse=reverse, unroll=unroll)
     values = hoisting.per_step(plan, jaxpr, len(consts), num_carry, consts, carry, xs, length, reverse)
     offsets = [table.offset(eqn.params["sites"]) for eqn, _ in plan.reports]
