@@ -194,3 +194,25 @@ def test_every_error_text_lives_in_the_catalogue():
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names:
                 assert not n.args or not isinstance(n.args[0], (ast.Constant, ast.JoinedStr)), (
                     f"jta.{name} line {n.lineno} writes an error text outside jta/_channel/catalogue.py")
+
+
+def test_no_module_passes_700_lines():
+    long = {name: n for name in MODULES
+            if (n := len((PACKAGE / (name.replace(".", "/") + ("/__init__" if name in PACKAGES else ""))).with_suffix(
+                ".py").read_text().splitlines())) > 700}
+    assert not long, f"split these modules: {long}"
+
+
+def test_no_module_imports_another_modules_private_names():
+    """``from .x import _name`` couples a module to another's internals: what is shared is named
+    without the underscore (modules themselves may be private: ``from . import _resources``)."""
+    found = []
+    for name, tree in MODULES.items():
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and (n.level >= 1 or (n.module or "").startswith("jta")):
+                source = _resolve(n.module or "", n.level, name) if n.level else (n.module or "").partition(".")[2]
+                if source in PACKAGES or source not in MODULES:  # ``from . import _module``
+                    continue
+                found += [f"{name}: from {source} import {a.name}" for a in n.names
+                          if a.name.startswith("_") and a.name != "__future__"]
+    assert not found, found

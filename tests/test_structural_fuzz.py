@@ -202,7 +202,7 @@ def modes_of(seed: int, all_modes: bool = ALL_MODES, program: Optional[structura
     """The modes of the program of ``seed``: all three compiled ones, or one in rotation; and
     with ``dispatch``, ``dispatch`` for a program that compiles nothing itself."""
     modes = MODES if all_modes else (MODES[seed % len(MODES)],)
-    if program is not None and program.needs_plan:  # elsewhere it is refused, naming jta.checked
+    if program is not None and program.checked_only:  # see Program.checked_only
         modes = ("checked",)
     if dispatch and program is not None and dispatches(program):
         modes += ("dispatch",)

@@ -161,9 +161,7 @@ def _reporting_outputs(f: Callable[..., Any]) -> Callable[..., Any]:
             if isinstance(leaf, ArrayData):
                 throw_array(leaf)
             elif not (is_traceable(leaf) or isinstance(leaf, _INERT)):  # it may hold a tracer, as jax.jit says
-                raise TypeError(f"function {_describe(f)} traced for jta.checkify returned a value of type "
-                                f"{type(leaf)}, which is not a valid JAX type (jta also returns strings, "
-                                f"bytes, dtypes, types and enums as they are)")
+                Error.OUTPUT_NOT_JAX_TYPE.raise_(function=_describe(f), type=type(leaf))
         return out
 
     return reporting

@@ -138,6 +138,9 @@ class Error(enum.Enum):
                              "{what} of TensorArray {name} raises its error in compiled code (at {where}). Export "
                              "jax.jit(jta.checkify(f)) instead: its ErrorRecord output carries the errors as data, and "
                              "jta.throw(errors) raises them after the call.")  # jta
+    OUTPUT_NOT_JAX_TYPE = (135, TypeError, "function {function} traced for jta.checkify returned a value of type "
+                           "{type}, which is not a valid JAX type (jta also returns strings, bytes, dtypes, types and "
+                           "enums as they are)")  # jta, in jax.jit's words
     # TypeError / ValueError: TensorFlow's Python layer (op-wrapper conversion of arguments).
     NONE_ARGUMENT = (301, ValueError, "Tried to convert '{param}' to a tensor and failed. Error: None values "
                      "not supported.")

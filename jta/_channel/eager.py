@@ -24,18 +24,13 @@ from jax import lax
 from jax._src import core
 from jax._src import shard_map as shard_map_lib
 
-from .functionalize import _RULES, SiteTable, no_error
-from .primitives import ErrorEffect, check_p, exception
+from .functionalize import RULES, SiteTable, holds_checks, no_error
+from .primitives import check_p, exception
 
 
 def _reports(params: dict[str, Any]) -> bool:
-    """Whether a jaxpr among ``params`` may report a TensorArray error."""
-    for value in params.values():
-        for jaxpr in value if isinstance(value, tuple) else (value,):
-            if isinstance(jaxpr, (core.ClosedJaxpr, core.Jaxpr)) and any(
-                    isinstance(e, ErrorEffect) for e in jaxpr.effects):
-                return True
-    return False
+    """Whether a jaxpr among ``params`` may report a TensorArray error (at any depth)."""
+    return any(holds_checks(j) for j in core.jaxprs_in_params(params))
 
 
 @functools.lru_cache(maxsize=256)  # (as JAX caches its own eager executables)
@@ -44,7 +39,7 @@ def _functionalized(primitive: core.Primitive, params: tuple[tuple[str, Any], ..
     """``primitive`` with ``params``, threading a record, jitted; and its site table (filled
     when it is traced)."""
     table = SiteTable()
-    rule = _RULES[primitive]
+    rule = RULES[primitive]
 
     def run(*args: Any) -> Any:
         return rule(table, no_error(), *args, **dict(params))

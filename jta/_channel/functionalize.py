@@ -157,7 +157,13 @@ def reports(eqn: core.JaxprEqn) -> bool:
     such as ``lax.composite``, would otherwise be bound as it is and its checks skipped; without a
     rule it is refused at trace time)."""
     return any(isinstance(e, ErrorEffect) for e in eqn.effects) or any(
-        isinstance(e, ErrorEffect) for j in core.jaxprs_in_params(eqn.params) for e in j.effects)
+        holds_checks(j) for j in core.jaxprs_in_params(eqn.params))
+
+
+def holds_checks(jaxpr: core.Jaxpr) -> bool:
+    """Whether ``jaxpr`` holds a check, at any depth (its effects may not say so: a body holding a
+    ``lax.composite`` that holds one)."""
+    return any(isinstance(e, ErrorEffect) for e in jaxpr.effects) or any(reports(eqn) for eqn in jaxpr.eqns)
 
 
 def eval_jaxpr(table: SiteTable, jaxpr: core.Jaxpr, consts: Any, error: jax.Array, *args: Any,
@@ -183,7 +189,7 @@ def eval_jaxpr(table: SiteTable, jaxpr: core.Jaxpr, consts: Any, error: jax.Arra
             if not reports(eqn):
                 outs = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(eqn.params))
             else:
-                rule = _RULES.get(eqn.primitive)
+                rule = RULES.get(eqn.primitive)
                 if rule is None:
                     Error.UNSUPPORTED_PRIMITIVE.raise_(primitive=eqn.primitive.name)
                 error, outs = rule(table, error, *invals, **eqn.params)
@@ -511,7 +517,7 @@ def _shard_map(table: SiteTable, error: jax.Array, *args: Any, jaxpr: core.Jaxpr
     return error, outs
 
 
-_RULES: dict[Any, Callable[..., tuple[jax.Array, list[Any]]]] = {
+RULES: dict[Any, Callable[..., tuple[jax.Array, list[Any]]]] = {
     check_p: _check, jit_p: _jit, core.closed_call_p: _inline, core.call_p: _inline,
     lax.scan_p: _scan, lax.while_p: _while, lax.cond_p: _cond, remat_p: _remat,
     custom_jvp_call_p: _custom_jvp, custom_vjp_call_p: _custom_vjp, shard_map_lib.shard_map_p: _shard_map,

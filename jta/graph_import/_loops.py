@@ -39,37 +39,29 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.core import Tracer
 
-from .. import errors, loops, raw_ops
+from .. import errors, loops
 from .._channel.catalogue import Error
 from .._core import capacities
-from .._core.array import empty as empty_array
 from . import _resources
+from ._carry import (  # noqa: F401
+    DEAD,
+    Dyn,
+    as_array,
+    aval,
+    concrete,
+    dense_like,
+    like,
+    same_value,
+    select,
+    shape_of,
+    structure,
+    unwritten,
+)
 from ._frames import Frame, Graph
 from ._nodes import Tensor
 from ._ops import is_static
-from ._resources import Context, Recorder, Resources, Stack, known
-
-
-# The values of a runner's environment besides arrays and handles (the conds of
-# jta.graph_import._control_flow read and write them too).
-class _Marker:
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-DEAD = _Marker("DEAD")  # the untaken side of a Switch with a static predicate
-
-
-@dataclasses.dataclass(frozen=True)
-class Dyn:
-    """A value unknown during partial evaluation (its shape when known)."""
-
-    shape: Optional[tuple[int, ...]] = None
+from ._resources import Context, Recorder, Resources, known
 
 
 @dataclasses.dataclass
@@ -135,7 +127,7 @@ class Loops(abc.ABC):
             roots = tuple(f.next_of[m] for m in sorted(static))
             n, restart, bounded = 0, False, False
             while n <= (self.opt.max_bound if bounded else self.opt.max_trip):
-                vals = {m: cur[m] if m in static else Dyn(_shape(init[m])) for m in init}
+                vals = {m: cur[m] if m in static else Dyn(shape_of(init[m])) for m in init}
                 env = self._body_env(f, outer, vals)
                 pred = self._pred(f, env, res, probe=True)
                 if not is_static(pred):
@@ -144,7 +136,7 @@ class Loops(abc.ABC):
                     bounded = True
                 elif not bool(pred):
                     if bounded:
-                        cur = {m: init[m] for m in static if all(_same(v, init[m]) for v in (*traj[m], cur[m]))}
+                        cur = {m: init[m] for m in static if all(same_value(v, init[m]) for v in (*traj[m], cur[m]))}
                     return n, traj, cur, bounded
                 self.run(f.name, self.g.schedule(f.name, roots, True), env, res, probe=True)
                 nxt = {m: env[(f.next_of[m], 0)] for m in static}
@@ -153,7 +145,7 @@ class Loops(abc.ABC):
                     static -= lost
                     restart = True
                     break
-                if bounded and all(_same(nxt[m], cur[m]) for m in static):
+                if bounded and all(same_value(nxt[m], cur[m]) for m in static):
                     return None, traj, cur, False  # a fixed point: the static operand stays true
                 for m in static:
                     traj[m].append(cur[m])
@@ -185,7 +177,7 @@ class Loops(abc.ABC):
         n, traj, finals, bounded = self._probe(f, outer, init, res)
         if probe:
             for e, m in f.exit_var.items():
-                env_v = finals[m] if (n is not None and m in finals) else Dyn(_shape(init[m]))
+                env_v = finals[m] if (n is not None and m in finals) else Dyn(shape_of(init[m]))
                 outer[(e, 0)] = env_v
             return res
         taken = self._taken(f, outer)
@@ -197,7 +189,7 @@ class Loops(abc.ABC):
             # Nor a loop of TensorFlow's gradient graph (it pops the forward loop's values), nor one whose step
             # runs a loop or creates arrays: their gradients' accumulators are renewed per forward array in a
             # lax loop's step, which running the step in line does not reproduce.
-            if taken is not None or f.pops or not self._flat(f) or not _concrete(init, self._consts(f, outer), res):
+            if taken is not None or f.pops or not self._flat(f) or not concrete(init, self._consts(f, outer), res):
                 raise
             # Every input is concrete (an eager call): the loop runs step by step, as TensorFlow runs it,
             # whatever its carry does (a dynamic_size array grows, a variable changes shape, an element
@@ -358,7 +350,7 @@ class Loops(abc.ABC):
             finally:
                 self.ctx.recorders = outer_recs
             same = jax.tree.structure(out_res) == jax.tree.structure(res) and all(
-                _aval(a) == _aval(b) for a, b in zip(jax.tree.leaves((out_res, out_carry)),
+                aval(a) == aval(b) for a, b in zip(jax.tree.leaves((out_res, out_carry)),
                                                      jax.tree.leaves((res, carry)), strict=True))
             if same:
                 return self._grow(f, res, rec, n, given)
@@ -377,7 +369,7 @@ class Loops(abc.ABC):
                               f"{self.opt.max_unroll} steps): feed what decides the trip count as a constant.")
         for handle, after in out_res.arrays.arrays.items():
             before = res.arrays.arrays.get(handle)
-            if before is not None and _structure(before) == _structure(after):
+            if before is not None and structure(before) == structure(after):
                 continue
             meta = jax.tree.structure(after).node_data()[1]
             node = self._array_node(handle)
@@ -393,11 +385,11 @@ class Loops(abc.ABC):
                         f"{unroll}")
             return f"TensorArray {node} changes its static structure", unroll
         for handle, stack in out_res.stacks.items():
-            if _structure(res.stacks.get(handle)) != _structure(stack):
+            if structure(res.stacks.get(handle)) != structure(stack):
                 return f"stack {handle} changes its static structure", f"Pass stack_capacity=N. {unroll}"
         for m, value in out_carry.items():
-            if _aval(value) != _aval(carry[m]):
-                return f"loop variable {m} changes from {_aval(carry[m])} to {_aval(value)}", unroll
+            if aval(value) != aval(carry[m]):
+                return f"loop variable {m} changes from {aval(carry[m])} to {aval(value)}", unroll
         return "its resources change their static structure", unroll
 
     def _refuse(self, f: Frame, res: Resources, error: Exception) -> None:
@@ -490,8 +482,8 @@ class Loops(abc.ABC):
         for h, ta in out.arrays.arrays.items():
             if h not in arrays:
                 arrays[h] = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), ta)
-            elif _unwritten(arrays[h]) and ta.is_dense:
-                arrays[h] = _dense_like(arrays[h], ta)
+            elif unwritten(arrays[h]) and ta.is_dense:
+                arrays[h] = dense_like(arrays[h], ta)
         state = dataclasses.replace(state, arrays=arrays)
         res = Resources(state, res.stacks)
         for h, src, prepend in rec.grads:
@@ -528,11 +520,11 @@ class Loops(abc.ABC):
               traj: dict[str, list[Any]], finals: dict[str, Any], res: Resources, taken: Any = None
               ) -> tuple[Resources, dict[str, Any]]:
         consts, xs, carried = self._split_vars(f, init, traj)
-        carry0 = {m: _array(init[m]) for m in carried}
+        carry0 = {m: as_array(init[m]) for m in carried}
 
         def step(r: Resources, c: dict[str, Any], x: dict[str, Any]) -> tuple[Resources, dict[str, Any]]:
             r, nxt = self.body(f, outer, r, {**consts, **x, **c})
-            return r, {m: _like(nxt[m], c[m], f, m) for m in carried}
+            return r, {m: like(nxt[m], c[m], f, m) for m in carried}
 
         x0 = {m: v[0] for m, v in xs.items()}
         whiles = self.whiles
@@ -567,13 +559,13 @@ class Loops(abc.ABC):
         """A loop whose count is known at run time only but is at most ``n``: a ``lax.scan`` of ``n``
         steps, each a ``lax.cond`` on the loop condition (still true), so reverse mode works. In a cond
         branch not ``taken``, no step is active."""
-        consts = {m: v for m, v in self._split_vars(f, init, traj)[0].items() if _same(v, init[m])}
+        consts = {m: v for m, v in self._split_vars(f, init, traj)[0].items() if same_value(v, init[m])}
         carried = [m for m in f.merges if m not in consts]
-        carry0 = {m: _array(init[m]) for m in carried}
+        carry0 = {m: as_array(init[m]) for m in carried}
 
         def step(r: Resources, c: dict[str, Any], x: Any) -> tuple[Resources, dict[str, Any]]:
             r, nxt = self.body(f, outer, r, {**consts, **c})
-            return r, {m: _like(nxt[m], c[m], f, m) for m in carried}
+            return r, {m: like(nxt[m], c[m], f, m) for m in carried}
 
         def masked(state: tuple[Resources, dict[str, Any], Any], x: Any) -> tuple[Any, None]:
             r, c, active = state
@@ -607,11 +599,11 @@ class Loops(abc.ABC):
         not taken, whose bound may never be reached)."""
         consts = self._invariants(f, outer, init, res)
         carried = [m for m in f.merges if m not in consts]
-        carry0 = {m: _array(init[m]) for m in carried}
+        carry0 = {m: as_array(init[m]) for m in carried}
 
         def step(r: Resources, c: dict[str, Any], x: Any) -> tuple[Resources, dict[str, Any]]:
             r, nxt = self.body(f, outer, r, {**consts, **c})
-            return r, {m: _like(nxt[m], c[m], f, m) for m in carried}
+            return r, {m: like(nxt[m], c[m], f, m) for m in carried}
 
         def cond(state: tuple[Resources, dict[str, Any]]) -> Any:
             env = self._body_env(f, outer, {**consts, **state[1]})
@@ -639,7 +631,7 @@ class Loops(abc.ABC):
         """Static loop variables that every step passes through unchanged (they stay static)."""
         static = {m for m, v in init.items() if is_static(v)}
         while static:
-            vals = {m: init[m] if m in static else Dyn(_shape(init[m])) for m in init}
+            vals = {m: init[m] if m in static else Dyn(shape_of(init[m])) for m in init}
             env = self._body_env(f, outer, vals)
             roots = tuple(f.next_of[m] for m in sorted(static))
             self.run(f.name, self.g.schedule(f.name, roots, True), env, res, probe=True)
@@ -654,112 +646,3 @@ class Loops(abc.ABC):
 _CREATES = ("TensorArrayV3", "TensorArrayGradV3", "TensorArrayGradWithShape")
 _STEPWISE = ("Or call the imported function outside jax.jit, with concrete inputs: the loop then runs step by "
              "step, as in TensorFlow.")
-
-
-def _concrete(*trees: Any) -> bool:
-    """Whether no leaf of ``trees`` is traced (an eager call, outside any transformation)."""
-    return not any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(trees))
-
-
-def _unwritten(ta: Any) -> bool:
-    """Whether ``ta`` is an array of unknown element shape (slots form) that nothing has written yet."""
-    meta = ta.tree_flatten()[1]
-    return meta.slots is not None and all(shape is None for _, shape in meta.slots)
-
-
-def _dense_like(ta: Any, written: Any) -> Any:
-    """The unwritten ``ta`` made dense with the element shape its first write in a loop body gives it
-    (``written``, from the discovery trace): the loop's carry then keeps its structure (a ``lax.scan``
-    instead of an unrolled loop, as for ``tf.map_fn``'s result array)."""
-    leaves, meta = ta.tree_flatten()
-    dense = dataclasses.replace(meta, element_shape=written.tree_flatten()[1].element_shape, slots=None)
-    return empty_array(type(ta), dense, len(meta.slots)).replace(traced_size=leaves[2], flow=leaves[4])
-
-
-def _shape(v: Any) -> Optional[tuple[int, ...]]:
-    return v.shape if isinstance(v, Dyn) else (None if isinstance(v, str) or v is DEAD else tuple(np.shape(v)))
-
-
-def _same(a: Any, b: Any) -> bool:
-    return np.array_equal(a, b) and np.asarray(a).dtype == np.asarray(b).dtype
-
-
-def _structure(tree: Any) -> Any:
-    """The tree structure and the shapes and dtypes of its leaves: what a loop carry must keep."""
-    return jax.tree.structure(tree), [_aval(leaf) for leaf in jax.tree.leaves(tree)]
-
-
-def _aval(x: Any) -> Any:
-    # The canonical dtype: a static int64 (the lengths of a concat pushed in line) is traced as int32 without x64.
-    dtype = getattr(x, "dtype", None)
-    return (tuple(np.shape(x)), str(type(x)) if dtype is None else str(jax.dtypes.canonicalize_dtype(dtype)))
-
-
-def _array(v: Any) -> Any:
-    return jnp.asarray(v)
-
-
-def _like(v: Any, like: Any, f: Frame, var: str) -> Any:
-    """``v``, the next value of the loop variable ``var`` of ``f``, with the dtype of ``like`` (its value now),
-    or a refusal when the shapes differ (a lax loop's carry keeps its shape)."""
-    if isinstance(v, str) or v is DEAD or np.shape(v) != np.shape(like):
-        # TensorFlow's gradient loop (it pops the forward loop's stacks) grows the IndexedSlices of a gather's
-        # gradient (embedding_lookup) each step: JAX's reverse mode of the imported forward keeps shapes static.
-        grad = (" It is TensorFlow's gradient loop (it pops the forward loop's stacks), where the gradient of a "
-                "gather (embedding_lookup) grows its IndexedSlices each step: jax.grad of the imported forward graph "
-                "gives TensorFlow's gradient under jax.jit (where the forward loops have a static trip count or "
-                "bound, e.g. maximum_iterations=)." if f.pops else "")
-        Error.GRAPH_LOOP_STRUCTURE.raise_(frame=f.name, what=f"a loop variable changes shape from {np.shape(like)} "
-                                          f"to {_shape(v)} (shape invariants are supported only outside jax.jit, "
-                                          f"where the loop runs step by step; the variable's Merge node: {var}).{grad}")
-    return jnp.asarray(v, like.dtype)
-
-
-def select(ok: Any, new: Resources, old: Resources, made_here: frozenset[str] = frozenset()
-           ) -> tuple[Optional[Resources], str]:
-    """``new`` where ``ok`` holds and ``old`` elsewhere (the update of a stateful op, or of a loop, under
-    a run-time condition), or None and what changed when the two differ in structure.
-
-    Only the leaves that changed are selected (selecting every array and stack would add whole-buffer
-    work to each guarded op). An array, accumulator or stack created on the way is kept either way
-    (nothing outside the branch names it), and so are the arrays in ``made_here`` and their
-    accumulators, whatever their structure: their ``TensorArrayV3`` runs under ``ok`` too, so where
-    ``ok`` does not hold nothing reads them (``tf.map_fn`` in a branch: its arrays are the branch's own).
-    A stack buffer that grew by a slot in line keeps the new buffer, whose selected top says which
-    slots hold values."""
-    arrays = {**{h: a for h, a in new.arrays.arrays.items() if h not in old.arrays.arrays}, **old.arrays.arrays,
-              **{h: a for h, a in new.arrays.arrays.items() if h in made_here}}
-    grads = {**{k: a for k, a in new.arrays.grads.items() if k not in old.arrays.grads}, **old.arrays.grads,
-             **{k: a for k, a in new.arrays.grads.items() if k[0] in made_here}}
-    stacks = {**{h: s for h, s in new.stacks.items() if h not in old.stacks}, **old.stacks}
-    for handle, stack in new.stacks.items():
-        before = stacks[handle]
-        if before.data is not None and stack.data is not None and not stack.items and not before.items and (
-                np.shape(before.data) != np.shape(stack.data) or before.data is not stack.data):
-            # A push writes the slot at the top: where it did not happen, that slot lies above the selected
-            # top, free, so the new buffer serves both ways (only the top is selected, not the whole buffer).
-            stacks[handle] = Stack((), stack.data, before.top)
-    old = Resources(raw_ops.State(arrays, grads, old.arrays.counter), stacks)
-    if jax.tree.structure(new) != jax.tree.structure(old) or any(
-            np.shape(a) != np.shape(b) for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(old), strict=True)):
-        return None, _change(new, old)
-    return jax.tree.map(lambda a, b: a if a is b else jnp.where(ok, a, b), new, old), ""
-
-
-def _change(new: Resources, old: Resources) -> str:
-    """What a stateful op or a loop changed in the structure of the resources, in words."""
-    for handle, array in new.arrays.arrays.items():
-        if _layout(array) != _layout(old.arrays.arrays.get(handle)):
-            return (f"it changes the static structure of TensorArray {handle} (a first write fixes an element "
-                    f"shape the array was created without, or a dynamic_size array grows)")
-    for key, array in new.arrays.grads.items():
-        if _layout(array) != _layout(old.arrays.grads.get(key)):
-            return f"it changes the static structure of the gradient TensorArray {key[1]!r} of {key[0]}"
-    for handle, stack in new.stacks.items():
-        if _layout(stack) != _layout(old.stacks.get(handle)):
-            return f"it changes the static structure of stack {handle}"
-    return "it changes the static structure of the TensorArrays or stacks"
-
-
-def _layout(tree: Any) -> Any:
-    return jax.tree.structure(tree), [np.shape(leaf) for leaf in jax.tree.leaves(tree)]

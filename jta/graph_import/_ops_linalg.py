@@ -36,7 +36,7 @@ import numpy as np
 
 from .._channel.catalogue import Error
 from ._nodes import Node
-from ._ops import OPS, _dtype, _np, _static, _xp, is_static, registrar
+from ._ops import OPS, as_numpy, is_static, registrar, result_dtype, static_value, xp_of
 
 _reg = registrar(OPS)
 
@@ -151,7 +151,7 @@ def _eig(node: Node, args: list[Any]) -> list[Any]:
 
 # -- diagonal bands ---------------------------------------------------------------------------
 def _k(node: Node, k: Any) -> tuple[int, int]:
-    k = np.reshape(_static(node, k, "k"), -1)
+    k = np.reshape(static_value(node, k, "k"), -1)
     return (int(k[0]), int(k[-1]))
 
 
@@ -196,14 +196,14 @@ def _gather_table(k: tuple[int, int], rows: int, cols: int, align: str) -> tuple
 
 def _take_flat(x: Any, index: np.ndarray) -> Any:
     """``x``'s two innermost dimensions, flattened, gathered at ``index`` (any shape)."""
-    xp = _xp(x)
+    xp = xp_of(x)
     flat = xp.reshape(x, np.shape(x)[:-2] + (-1,))
     return xp.take(flat, index, axis=-1)
 
 
 def _packed(diagonal: Any, k: tuple[int, int]) -> Any:
     """The diagonals as ``[..., diagonals, width]`` (one diagonal comes without its axis)."""
-    return _xp(diagonal).expand_dims(diagonal, -2) if k[0] == k[1] else diagonal
+    return xp_of(diagonal).expand_dims(diagonal, -2) if k[0] == k[1] else diagonal
 
 
 def _align(node: Node) -> str:
@@ -217,9 +217,9 @@ def _matrix_diag(node: Node, args: list[Any]) -> list[Any]:
     ``num_rows``/``num_cols`` of -1 is the smallest that holds them (square when both are -1)."""
     diagonal = args[0]
     k = _k(node, args[1]) if len(args) > 1 else (0, 0)
-    rows, cols = ((int(_static(node, a, "num_rows and num_cols")) for a in args[2:4]) if len(args) > 2
+    rows, cols = ((int(static_value(node, a, "num_rows and num_cols")) for a in args[2:4]) if len(args) > 2
                   else (-1, -1))
-    padding = args[4] if len(args) > 4 else np.zeros((), _dtype(diagonal))
+    padding = args[4] if len(args) > 4 else np.zeros((), result_dtype(diagonal))
     packed = _packed(diagonal, k)
     width = np.shape(packed)[-1]
     min_rows, min_cols = width - min(k[1], 0), width + max(k[0], 0)
@@ -227,8 +227,8 @@ def _matrix_diag(node: Node, args: list[Any]) -> list[Any]:
         rows = cols = max(min_rows, min_cols)
     rows, cols = (min_rows if rows == -1 else rows), (min_cols if cols == -1 else cols)
     index, on = _scatter_table(k, rows, cols, width, _align(node))
-    xp = _xp(diagonal, padding)
-    return [_np(xp.where(on, _take_flat(packed, index), xp.asarray(padding).astype(_dtype(diagonal))))]
+    xp = xp_of(diagonal, padding)
+    return [as_numpy(xp.where(on, _take_flat(packed, index), xp.asarray(padding).astype(result_dtype(diagonal))))]
 
 
 @_reg("MatrixDiagPartV3", "MatrixDiagPartV2", "MatrixDiagPart")
@@ -236,12 +236,12 @@ def _matrix_diag_part(node: Node, args: list[Any]) -> list[Any]:
     """The diagonals ``k[0]..k[1]``, packed as ``align`` says and padded with ``padding_value``."""
     x = args[0]
     k = _k(node, args[1]) if len(args) > 1 else (0, 0)
-    padding = args[2] if len(args) > 2 else np.zeros((), _dtype(x))
+    padding = args[2] if len(args) > 2 else np.zeros((), result_dtype(x))
     rows, cols = np.shape(x)[-2:]
     index, inside = _gather_table(k, rows, cols, _align(node))
-    xp = _xp(x, padding)
-    out = xp.where(inside, _take_flat(x, index), xp.asarray(padding).astype(_dtype(x)))
-    return [_np(out[..., 0, :] if k[0] == k[1] else out)]
+    xp = xp_of(x, padding)
+    out = xp.where(inside, _take_flat(x, index), xp.asarray(padding).astype(result_dtype(x)))
+    return [as_numpy(out[..., 0, :] if k[0] == k[1] else out)]
 
 
 @_reg("MatrixSetDiagV3", "MatrixSetDiagV2", "MatrixSetDiag")
@@ -252,7 +252,7 @@ def _matrix_set_diag(node: Node, args: list[Any]) -> list[Any]:
     rows, cols = np.shape(x)[-2:]
     packed = _packed(diagonal, k)
     index, on = _scatter_table(k, rows, cols, np.shape(packed)[-1], _align(node))
-    return [_np(_xp(x, diagonal).where(on, _take_flat(packed, index), x))]
+    return [as_numpy(xp_of(x, diagonal).where(on, _take_flat(packed, index), x))]
 
 
 # -- image resizing ---------------------------------------------------------------------------
@@ -275,7 +275,7 @@ def _bilinear_weights(in_size: int, out_size: int, node: Node) -> tuple[np.ndarr
 
 
 def _size(node: Node, size: Any) -> tuple[int, int]:
-    height, width = (int(s) for s in _static(node, size, "the size"))
+    height, width = (int(s) for s in static_value(node, size, "the size"))
     return height, width
 
 
@@ -305,7 +305,7 @@ def _resize_bilinear_grad(node: Node, args: list[Any]) -> list[Any]:
     grads = jnp.asarray(grads).astype(jnp.float32)
     zeros = jnp.zeros(np.shape(original), jnp.float32)
     (out,) = jax.linear_transpose(lambda x: _bilinear(node, x, (grads.shape[1], grads.shape[2])), zeros)(grads)
-    return [out.astype(_dtype(original))]
+    return [out.astype(result_dtype(original))]
 
 
 def _nearest_index(in_size: int, out_size: int, node: Node) -> np.ndarray:
@@ -394,6 +394,6 @@ def _where(node: Node, args: list[Any]) -> list[Any]:
     try:
         value = np.asarray(x)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        _static(node, x, "its input (the number of true entries is the output's shape)")
-        raise  # unreachable: _static raised
+        static_value(node, x, "its input (the number of true entries is the output's shape)")
+        raise  # unreachable: static_value raised
     return [np.argwhere(value).astype(np.int64).reshape(-1, value.ndim)]

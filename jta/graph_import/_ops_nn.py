@@ -24,7 +24,7 @@ import numpy as np
 
 from .._channel.catalogue import Error
 from ._nodes import Node
-from ._ops import OPS, _np, _simple, _static, _xp, registrar
+from ._ops import OPS, as_numpy, registrar, simple, static_value, xp_of
 
 _reg = registrar(OPS)
 _HIGHEST = jax.lax.Precision.HIGHEST  # TF's CPU kernels compute in full float32
@@ -124,7 +124,7 @@ def _conv_filter_grad(p: _Conv, shape: tuple[int, ...], x: Any, dy: Any) -> Any:
 
 
 def _shape_arg(node: Node, v: Any, what: str) -> tuple[int, ...]:
-    return tuple(int(d) for d in _static(node, v, what))
+    return tuple(int(d) for d in static_value(node, v, what))
 
 
 @_reg("Conv2D", "Conv3D", "DepthwiseConv2dNative")
@@ -165,8 +165,8 @@ def _pool_params(node: Node, args: list[Any], shape: Sequence[int]) -> _Pool:
     """``ksize`` and ``strides`` are attributes, or the last two inputs of the ``V2`` ops."""
     ndim = len(shape)
     if node.op.endswith("V2"):
-        ksize = [int(v) for v in _static(node, args[-2], "ksize")]
-        strides = [int(v) for v in _static(node, args[-1], "strides")]
+        ksize = [int(v) for v in static_value(node, args[-2], "ksize")]
+        strides = [int(v) for v in static_value(node, args[-1], "strides")]
     else:
         ksize, strides = _ints(node, "ksize", [1] * ndim), _ints(node, "strides", [1] * ndim)
     pads = _pads(node, shape, ksize, strides, [1] * ndim, range(ndim))
@@ -294,7 +294,7 @@ def _max_pool_grad_grad_op(node: Node, args: list[Any]) -> list[Any]:
 @_reg("AvgPoolGrad", "AvgPool3DGrad")
 def _avg_pool_grad_op(node: Node, args: list[Any]) -> list[Any]:
     """``(orig_input_shape, grad)``: each window's ``grad`` spread evenly over its unpadded elements."""
-    shape = tuple(int(v) for v in _static(node, args[0], "orig_input_shape"))
+    shape = tuple(int(v) for v in static_value(node, args[0], "orig_input_shape"))
     return [_avg_pool_grad(_pool_params(node, args, shape), shape, jnp.asarray(args[1]))]
 
 
@@ -445,10 +445,10 @@ def _batch_to_space(x: Any, block: list[int], crops: list[tuple[int, int]]) -> A
 
 
 def _block_and_pairs(node: Node, block: Any, pairs: Any) -> tuple[list[int], list[tuple[int, int]]]:
-    pairs = _static(node, pairs, "paddings")
+    pairs = static_value(node, pairs, "paddings")
     if block is None:  # SpaceToBatch / BatchToSpace: a square block from the attribute
         block = np.full(len(pairs), int(node.attr("block_size")))
-    block = [int(v) for v in np.reshape(_static(node, block, "block_shape"), -1)]
+    block = [int(v) for v in np.reshape(static_value(node, block, "block_shape"), -1)]
     return block, [(int(lo), int(hi)) for lo, hi in np.reshape(pairs, (-1, 2))]
 
 
@@ -511,21 +511,21 @@ for _name, _fn in {
     "SoftplusGrad": lambda xp, dy, x: dy * (jax.nn.sigmoid(x) if xp is jnp else (1 / (1 + np.exp(-x))).astype(x.dtype)),
     "DivNoNan": _div_no_nan,
 }.items():
-    _simple((_name,), _fn)
+    simple((_name,), _fn)
 
 
 @_reg("LeakyRelu")
 def _leaky_relu(node: Node, args: list[Any]) -> list[Any]:
     (x,) = args
     alpha = np.asarray(node.attr("alpha", 0.2), x.dtype)
-    return [_np(_xp(x).where(x > 0, x, x * alpha))]
+    return [as_numpy(xp_of(x).where(x > 0, x, x * alpha))]
 
 
 @_reg("LeakyReluGrad")
 def _leaky_relu_grad(node: Node, args: list[Any]) -> list[Any]:
     dy, x = args
     alpha = np.asarray(node.attr("alpha", 0.2), dy.dtype)
-    return [_np(_xp(dy, x).where(x > 0, dy, dy * alpha))]
+    return [as_numpy(xp_of(dy, x).where(x > 0, dy, dy * alpha))]
 
 
 @_reg("InTopKV2", "InTopK")
@@ -533,7 +533,7 @@ def _in_top_k(node: Node, args: list[Any]) -> list[Any]:
     """Whether ``predictions[i, targets[i]]`` is among the ``k`` largest of its row: fewer than ``k``
     predictions exceed it (ties count in); an out-of-range target or a non-finite prediction is False."""
     predictions, targets = jnp.asarray(args[0]), jnp.asarray(args[1])
-    k = node.attr("k") if node.op == "InTopK" else _static(node, args[2], "k")
+    k = node.attr("k") if node.op == "InTopK" else static_value(node, args[2], "k")
     classes = predictions.shape[1]
     valid = (targets >= 0) & (targets < classes)
     target = jnp.take_along_axis(predictions, jnp.clip(targets, 0, classes - 1)[:, None].astype(jnp.int32), 1)
@@ -547,7 +547,7 @@ def _dynamic_partition(node: Node, args: list[Any]) -> list[Any]:
     order: the ids of a partitioned ``embedding_lookup``. The outputs' sizes depend on the
     partitions, which must be static."""
     data, partitions = args
-    partitions = _static(node, partitions, "partitions")
+    partitions = static_value(node, partitions, "partitions")
     flat = np.reshape(partitions, -1)
-    rows = _xp(data).reshape(data, (flat.size, *np.shape(data)[partitions.ndim:]))
-    return [_np(rows[np.flatnonzero(flat == i)]) for i in range(int(node.attr("num_partitions")))]
+    rows = xp_of(data).reshape(data, (flat.size, *np.shape(data)[partitions.ndim:]))
+    return [as_numpy(rows[np.flatnonzero(flat == i)]) for i in range(int(node.attr("num_partitions")))]

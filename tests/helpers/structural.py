@@ -129,7 +129,7 @@ DEVICES = 4
 
 CONSTS = ("0.5", "1.5", "2.0", "-1.0", "0.25")
 STRUCTURES = ("scan", "scan-swap", "fori", "while", "cond", "switch", "checkpoint", "custom-vjp",
-              "jit-static", "vmap-in", "grad-in", "checkify-in", "custom-jvp")
+              "jit-static", "vmap-in", "grad-in", "checkify-in", "custom-jvp", "composite")
 N_DEFAULT = 4  # rows of xs (a family other than "shapes")
 B = 2  # batch of the vmapped families
 
@@ -144,7 +144,9 @@ class Program:
     calls: list  # argument tuples (numpy values; a static ``n`` as a Python int)
     static_argnums: tuple = ()  # of ``program`` (a jax.jit with static_argnums)
     may_hang: bool = False  # a while_loop exits on a value read from an array
-    needs_plan: bool = False  # reverses a jta.while_loop without maximum_iterations: jta.checked only
+    # jta.checked only: it reverses a jta.while_loop without maximum_iterations (refused elsewhere,
+    # naming jta.checked), or takes a Python bool index (a bare jax.jit traces it as a bool)
+    checked_only: bool = False
     devices: int = 1  # simulated devices it needs
     features: tuple = ()  # the structures and ops it uses (for the mismatch report)
     x64: bool = False  # runs under jax.enable_x64(True) (index arguments are int64)
@@ -349,7 +351,8 @@ class Generator:
         self.count = 0
         self.features: set[str] = set()
         self.may_hang = False
-        self.needs_plan = False
+        self.checked_only = False
+        self.kinds: dict[str, str] = {}
         self.n_min = 3 if family == "shapes" else N_DEFAULT  # the fewest rows xs has in a call
         self.static_n = False
         self.x64 = False
@@ -560,7 +563,11 @@ class Generator:
         if op in ("write", "scatter", "unstack", "split"):
             new = dataclasses.replace(ta, name=self.fresh("a"), fresh=False)
             if op == "write":
-                expr = f"{ta.name}.write({self.write_index(sc, ta)}, {self.value(sc, ta.shape)})"
+                value = self.value(sc, ta.shape)
+                if ta.shape == (2,) and self.chance(0.1):  # a list of (maybe traced) scalars: TF packs it
+                    value = f"[{sc.w} * {self.choice(CONSTS)}, {self.choice(CONSTS)}]"
+                    self.features.add("list-value")
+                expr = f"{ta.name}.write({self.write_index(sc, ta)}, {value})"
             elif op == "scatter":
                 k = self.rng.randrange(1, min(3, self.lo_size(ta)) + 1)
                 idx = self.indices(sc, size, k, distinct=True)
@@ -812,7 +819,7 @@ class Generator:
                 "fori": ("fori", "cond", "scan"), "while": ("while", "cond", "scan"),
                 "jta-while": ("jta-while", "cond", "scan"),
                 "while-readexit": ("cond", "scan"), "cond": ("cond", "switch", "scan"),
-                "checkpoint": ("checkpoint", "scan", "cond"), "custom-vjp": ("scan", "cond", "checkpoint"),
+                "checkpoint": ("checkpoint", "scan", "cond", "composite"), "custom-vjp": ("scan", "cond", "checkpoint"),
                 "jit-static": ("jit-static", "scan", "cond"), "vmap-in": ("vmap-in", "scan", "cond", "while"),
                 "vmap-out": ("scan", "cond", "while", "fori"), "grad": ("scan", "cond", "grad-in", "custom-vjp",
                                                                         "custom-jvp", "checkpoint", "jta-while"),
@@ -956,8 +963,10 @@ class Generator:
             ints = [v for v in sc.of("i") if not (sc.vmapped and v.batched)]
             if ints and self.chance(0.6):
                 # Under x64 an index may be 2**33 + 1: a loop bound that large never ends, eagerly too.
-                limit = f"jnp.minimum({self.choice(ints).name}, 5)" if self.chance(0.5) or self.x64 \
-                    else self.choice(ints).name
+                # So may an unsigned one past 2**31 (an index -1 wraps to it).
+                pick = self.choice(ints).name
+                limit = f"jnp.minimum({pick}, 5)" if self.chance(0.5) or self.x64 or \
+                    self.kinds.get(pick, "default").startswith("uint") else pick
                 self.features.add("while-traced-exit")
             else:
                 limit = str(length)
@@ -979,7 +988,7 @@ class Generator:
         if bound is None and sc.grad and sc.vmapped:  # eagerly only concrete loops know their length
             bound = 6
         if bound is None:
-            self.needs_plan = self.needs_plan or sc.grad
+            self.checked_only = self.checked_only or sc.grad
             return ""
         self.features.add("loop-bound")
         return f", maximum_iterations={bound}"
@@ -1115,7 +1124,7 @@ class Generator:
     def s_switch(self, sc: Scope) -> None:
         self._branches(sc, 3)
 
-    def _call_fn(self, sc: Scope, wrap: str, *, traced: bool = False) -> None:
+    def _call_fn(self, sc: Scope, wrap: str, *, traced: bool = False, sealed: bool = False) -> None:
         """A function of (w, carried...) -> (carried..., acc), called through ``wrap``."""
         carried = self.carries(sc, k_max=1)
         fn = self.fresh("fn")
@@ -1123,7 +1132,8 @@ class Generator:
         wname = self.fresh("w")
         self.emit(f"def {fn}({', '.join([wname] + cnames)}):")
         self.indent += 1
-        child = Scope(sc, traced=traced)
+        child = Scope(sc, traced=traced, sealed=sealed, vmapped=sc.vmapped, grad=sc.grad, depth=sc.depth + 1) \
+            if sealed else Scope(sc, traced=traced)
         child.w = wname
         self.enter(sc, carried, cnames, child)
         child.acc = self.fresh("cacc")
@@ -1150,6 +1160,11 @@ class Generator:
         else:
             self.features.add("remat-any-body")
             self._call_fn(sc, "remat({fn}" + policy + ")")
+
+    def s_composite(self, sc: Scope) -> None:
+        """``lax.composite`` of a part of the program: its decomposition is traced even eagerly,
+        and closes over nothing traced (JAX refuses that), so its scope is sealed."""
+        self._call_fn(sc, "lax.composite({fn}, name='jta.fuzz')", traced=True, sealed=True)
 
     def s_jit_static(self, sc: Scope) -> None:
         """A nested jax.jit with a static size argument, called with one or two sizes; it may
@@ -1415,6 +1430,13 @@ class Generator:
             batched_ints = set(self.rng.sample(["i0", "i1", "i2"], self.rng.randrange(1, 4)))
             top.vmapped = True
         top.grad = wrap in ("grad", "vmap-grad")
+        for name in ("i0", "i1", "i2"):  # how each unbatched index argument is passed (calls())
+            r = self.rng.random()
+            self.kinds[name] = "default" if name in batched_ints or r < 0.68 else "python" if r < 0.8 else \
+                "bool" if r < 0.84 else self.choice(["int8", "int16", "uint8", "uint16", "uint32"])
+            if self.kinds[name] != "default":
+                self.features.add(f"index-{self.kinds[name]}")
+            self.checked_only = self.checked_only or self.kinds[name] == "bool"
         for name in ("i0", "i1", "i2"):
             top.vars.append(V(name, "i", batched=name in batched_ints))
         self.x64 = fam != "shard-map" and self.chance(0.2 if fam == "mixed" else 0.06)
@@ -1497,19 +1519,17 @@ class Generator:
             src.append("program = jax.jit(program)")
         calls = self.calls(batched_ints, static)
         return Program(family=fam, seed=self.seed, source="\n".join(src) + "\n", calls=calls,
-                       static_argnums=static, may_hang=self.may_hang, needs_plan=self.needs_plan,
+                       static_argnums=static, may_hang=self.may_hang, checked_only=self.checked_only,
                        devices=DEVICES if "shard-map" in self.features else 1,
                        features=tuple(sorted(self.features)), x64=self.x64)
 
     def calls(self, batched: set, static: tuple) -> list:
         """Two or three argument tuples: index values mostly in range, sometimes out of range.
-        An unbatched index is sometimes a Python int (traced by jta.checked and jax.jit) in
-        every call; under x64 the indices are int64, sometimes past int32."""
+        An unbatched index keeps one kind in every call (``self.kinds``): a NumPy int32 (int64
+        under x64, sometimes past int32), a Python int or bool, or a NumPy scalar of another
+        width, signed or unsigned (where -1 wraps to the largest value)."""
         rng = self.rng
         shapes = [self.n_min, N_DEFAULT, self.n_min] if self.family == "shapes" else [N_DEFAULT] * 2
-        python_ints = {name for name in ("i0", "i1", "i2") if name not in batched and rng.random() < 0.15}
-        if python_ints:
-            self.features.add("python-int-index")
         itype = np.int64 if self.x64 else np.int32
         out = []
         for k, rows in enumerate(shapes):
@@ -1526,10 +1546,16 @@ class Generator:
             xs = (np.arange(rows * 2, dtype=np.float32).reshape(rows, 2) / 4 - 0.5).astype(np.float32)
             ints = []
             for name in ("i0", "i1", "i2"):
+                kind = self.kinds.get(name, "default")
                 if name in batched:
                     ints.append(np.array([idx() for _ in range(B)], itype))
-                elif name in python_ints:
+                elif kind == "python":
                     ints.append(int(idx()))
+                elif kind == "bool":
+                    ints.append(bool(idx() % 2))
+                elif kind != "default":  # a NumPy scalar of another width (-1 wraps in an unsigned one)
+                    value = idx()
+                    ints.append(np.array(value if abs(value) < 2**7 else 7).astype(getattr(np, kind))[()])
                 else:
                     ints.append(itype(idx()))
             iv = np.array([idx() for _ in range(3)], itype)

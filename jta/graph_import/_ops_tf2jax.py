@@ -1,0 +1,220 @@
+"""The op types tf2jax also converts, beyond what TF1 gradient graphs consist of: special
+functions, bitwise and complex math, more shapes, scans, scatters and gathers.
+
+Registered into :data:`jta.graph_import._ops.OPS` (importing this module files them), with the
+helpers of :mod:`jta.graph_import._ops`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._channel.catalogue import Error
+from ._nodes import Node
+from ._ops import OPS, Op, as_numpy, is_static, registrar, result_dtype, simple, static_value, xp_of
+
+_reg = registrar(OPS)
+
+
+# -- more elementwise math: the op types tf2jax also converts ----------------------------------
+def _special(fn_name: str) -> Callable[..., Any]:
+    """A special function: ``scipy.special`` on static values, ``jax.scipy.special`` on traced ones."""
+    import jax.scipy.special as jax_special
+    import scipy.special as scipy_special
+
+    def fn(xp: Any, *args: Any) -> Any:
+        if xp is np:
+            return np.asarray(getattr(scipy_special, fn_name)(*args)).astype(np.result_type(*args))
+        return getattr(jax_special, fn_name)(*args)
+    return fn
+
+
+def _truncate_div(xp: Any, a: Any, b: Any) -> Any:
+    """TF's ``Div``: true division of floats, division rounded toward zero of integers."""
+    if not np.issubdtype(result_dtype(a, b), np.integer):
+        return xp.true_divide(a, b)
+    q = xp.floor_divide(a, b)
+    return xp.where((q < 0) & (q * b != a), q + 1, q)
+
+
+def _elu(xp: Any, x: Any) -> Any:
+    return xp.where(x > 0, x, xp.expm1(xp.minimum(x, xp.zeros_like(x))))
+
+
+_BINARY_MORE: dict[str, Callable[..., Any]] = {
+    "Atan2": lambda xp, a, b: xp.arctan2(a, b), "Div": _truncate_div,
+    "BitwiseAnd": lambda xp, a, b: xp.bitwise_and(a, b), "BitwiseOr": lambda xp, a, b: xp.bitwise_or(a, b),
+    "BitwiseXor": lambda xp, a, b: xp.bitwise_xor(a, b),
+    "LeftShift": lambda xp, a, b: xp.left_shift(a, b), "RightShift": lambda xp, a, b: xp.right_shift(a, b),
+    "Igamma": _special("gammainc"), "Igammac": _special("gammaincc"), "Polygamma": lambda xp, n, x: _special("polygamma")(xp, n, x) if xp is np else jax.lax.polygamma(
+        jnp.asarray(n, jnp.result_type(n, x)), jnp.asarray(x, jnp.result_type(n, x))),
+    "Complex": lambda xp, re, im: xp.add(re, xp.multiply(im, 1j)).astype(np.result_type(result_dtype(re), np.complex64)),
+    "EluGrad": lambda xp, dy, y: xp.where(y > 0, dy, dy * (y + 1)),
+    "Relu6Grad": lambda xp, dy, x: xp.where((x > 0) & (x < 6), dy, xp.zeros_like(dy)),
+}
+_UNARY_MORE: dict[str, Callable[..., Any]] = {
+    "Tan": lambda xp, x: xp.tan(x), "Sinh": lambda xp, x: xp.sinh(x), "Cosh": lambda xp, x: xp.cosh(x),
+    "Asinh": lambda xp, x: xp.arcsinh(x), "Acosh": lambda xp, x: xp.arccosh(x),
+    "Atanh": lambda xp, x: xp.arctanh(x), "Expm1": lambda xp, x: xp.expm1(x), "Log1p": lambda xp, x: xp.log1p(x),
+    "Erf": _special("erf"), "Erfc": _special("erfc"), "Erfinv": _special("erfinv"),
+    "Lgamma": _special("gammaln"), "Digamma": _special("digamma"),
+    "IsFinite": lambda xp, x: xp.isfinite(x), "Round": lambda xp, x: xp.round(x),
+    "Relu6": lambda xp, x: xp.clip(x, xp.zeros_like(x), xp.full_like(x, 6)), "Elu": _elu,
+    "Invert": lambda xp, x: xp.bitwise_not(x),
+    "Real": lambda xp, x: xp.real(x), "Imag": lambda xp, x: xp.imag(x), "Conj": lambda xp, x: xp.conj(x),
+    "ComplexAbs": lambda xp, x: xp.abs(x),
+    "L2Loss": lambda xp, x: (xp.sum(xp.square(x)) / 2).astype(x.dtype),
+}
+for _name, _fn in _BINARY_MORE.items():
+    simple((_name,), _fn)
+for _name, _fn in _UNARY_MORE.items():
+    simple((_name,), _fn)
+
+
+# -- more shapes, scans, scatters and gathers -------------------------------------------------
+@_reg("BroadcastArgs")
+def _broadcast_args(node: Node, args: list[Any]) -> list[Any]:
+    s0, s1 = (static_value(node, a, "the shapes") for a in args)
+    return [np.asarray(np.broadcast_shapes(tuple(int(d) for d in s0), tuple(int(d) for d in s1)), s0.dtype)]
+
+
+@_reg("ConjugateTranspose")
+def _conjugate_transpose(node: Node, args: list[Any]) -> list[Any]:
+    x, perm = args
+    xp = xp_of(x)
+    return [as_numpy(xp.conj(xp.transpose(x, tuple(int(p) for p in static_value(node, perm, "perm")))))]
+
+
+@_reg("Cumsum", "Cumprod")
+def _cumulative(node: Node, args: list[Any]) -> list[Any]:
+    """The running sum (product) along an axis; ``exclusive`` shifts in the identity, ``reverse`` runs
+    from the end."""
+    x, axis = args
+    axis = int(static_value(node, axis, "the axis")) % np.ndim(x)
+    xp = xp_of(x)
+    if node.attr("reverse", False):
+        x = xp.flip(x, axis)
+    out = (xp.cumsum if node.op == "Cumsum" else xp.cumprod)(x, axis=axis, dtype=x.dtype)
+    if node.attr("exclusive", False):
+        first = (xp.zeros_like if node.op == "Cumsum" else xp.ones_like)(xp.take(out, np.arange(1), axis=axis))
+        out = xp.concatenate([first, xp.take(out, np.arange(np.shape(x)[axis] - 1), axis=axis)], axis=axis)
+    if node.attr("reverse", False):
+        out = xp.flip(out, axis)
+    return [as_numpy(out)]
+
+
+@_reg("OneHot")
+def _one_hot(node: Node, args: list[Any]) -> list[Any]:
+    """``on_value`` where the index equals the position along the new axis, ``off_value`` elsewhere
+    (a negative or too large index gives a row of ``off_value``)."""
+    indices, depth, on, off = args
+    depth = int(static_value(node, depth, "the depth"))
+    xp = xp_of(indices, on, off)
+    hot = xp.expand_dims(indices, -1) == xp.arange(depth).astype(result_dtype(indices))
+    axis = int(node.attr("axis", -1))
+    if axis != -1:
+        hot = xp.moveaxis(hot, -1, axis)
+    return [as_numpy(xp.where(hot, on, off))]
+
+
+@_reg("MatrixBandPart")
+def _matrix_band_part(node: Node, args: list[Any]) -> list[Any]:
+    """Zeroes the entries more than ``num_lower`` below or ``num_upper`` above the diagonal (a
+    negative count keeps that whole triangle)."""
+    x, lower, upper = args
+    lower = int(static_value(node, lower, "num_lower"))
+    upper = int(static_value(node, upper, "num_upper"))
+    rows, cols = np.shape(x)[-2:]
+    offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]
+    keep = ((lower < 0) | (-offset <= lower)) & ((upper < 0) | (offset <= upper))
+    xp = xp_of(x)
+    return [as_numpy(xp.where(keep, x, xp.zeros_like(x)))]
+
+
+@_reg("Einsum")
+def _einsum(node: Node, args: list[Any]) -> list[Any]:
+    equation = node.attr("equation")
+    equation = equation.decode() if isinstance(equation, bytes) else str(equation)
+    return [as_numpy(xp_of(*args).einsum(equation, *args))]
+
+
+def _nd_index(indices: Any) -> tuple[Any, ...]:
+    return tuple(indices[..., k] for k in range(np.shape(indices)[-1]))
+
+
+@_reg("GatherNd")
+def _gather_nd(node: Node, args: list[Any]) -> list[Any]:
+    params, indices = args
+    if node.attr("batch_dims", 0):
+        Error.GRAPH_NOT_STATIC.raise_(node=node.name, op=node.op, what="batch_dims=0")
+    return [as_numpy(params[_nd_index(indices)]) if is_static(params) and is_static(indices)
+            else jnp.asarray(params)[_nd_index(jnp.asarray(indices))]]
+
+
+@_reg("ScatterNd")
+def _scatter_nd(node: Node, args: list[Any]) -> list[Any]:
+    """The updates summed into zeros of the given shape at the indices."""
+    indices, updates, shape = args
+    shape = tuple(int(d) for d in static_value(node, shape, "the shape"))
+    if is_static(indices) and is_static(updates):
+        out = np.zeros(shape, np.asarray(updates).dtype)
+        np.add.at(out, _nd_index(indices), updates)
+        return [out]
+    return [jnp.zeros(shape, jnp.asarray(updates).dtype).at[_nd_index(jnp.asarray(indices))].add(updates)]
+
+
+@_reg("TensorScatterUpdate", "TensorScatterAdd")
+def _tensor_scatter(node: Node, args: list[Any]) -> list[Any]:
+    tensor, indices, updates = args
+    index = _nd_index(jnp.asarray(indices))
+    at = jnp.asarray(tensor).at[index]
+    return [at.set(updates) if node.op == "TensorScatterUpdate" else at.add(updates)]
+
+
+@_reg("InplaceUpdate", "InplaceAdd")
+def _inplace(node: Node, args: list[Any]) -> list[Any]:
+    """Rows ``i`` of ``x`` replaced by (increased by) ``v``."""
+    x, rows, v = args
+    at = jnp.asarray(x).at[jnp.asarray(rows)]
+    return [at.set(v) if node.op == "InplaceUpdate" else at.add(v)]
+
+
+@_reg("Empty")
+def _empty(node: Node, args: list[Any]) -> list[Any]:
+    """A tensor of the shape; TensorFlow leaves it uninitialized unless ``init``, zeros are one such value."""
+    shape = tuple(int(d) for d in static_value(node, args[0], "the shape"))
+    return [np.zeros(shape, node.attr("dtype"))]
+
+
+@_reg("TopKV2")
+def _top_k(node: Node, args: list[Any]) -> list[Any]:
+    """The ``k`` largest values along the last axis, largest first, and their indices (int32); ties
+    keep the lower index first."""
+    x, k = args
+    values, indices = jax.lax.top_k(jnp.asarray(x), int(static_value(node, k, "k")))
+    return [values, indices.astype(np.int32)]
+
+
+def _segment_reduction(name: str) -> Op:
+    def op(node: Node, args: list[Any]) -> list[Any]:
+        data, ids, n = args
+        n = int(static_value(node, n, "num_segments"))
+        data = jnp.asarray(data).reshape((-1,) + np.shape(data)[np.ndim(ids):])
+        ids = jnp.asarray(ids).reshape(-1)
+        out = getattr(jax.ops, name)(data, ids, n)
+        if name != "segment_prod":  # an empty segment: the dtype's lowest (highest) value, as in TF
+            info = jnp.finfo(data.dtype) if jnp.issubdtype(data.dtype, jnp.floating) else jnp.iinfo(data.dtype)
+            count = jax.ops.segment_sum(jnp.ones_like(ids), ids, n).reshape((n,) + (1,) * (data.ndim - 1))
+            out = jnp.where(count > 0, out, info.min if name == "segment_max" else info.max)
+        return [out]
+    return op
+
+
+for _name, _fn_name in (("UnsortedSegmentMax", "segment_max"), ("UnsortedSegmentMin", "segment_min"),
+                        ("UnsortedSegmentProd", "segment_prod")):
+    OPS[_name] = _segment_reduction(_fn_name)
