@@ -7,7 +7,8 @@
 * ``delivery``: when an array's record is reported (eagerly: raised at once).
 * ``functionalize``: ``jta.checkify``'s interpreter, one rule per primitive that holds a jaxpr.
 * ``hoisting``: a scan's bookkeeping taken out of its body and decided after the loop.
-* ``eager``: eager loops and conditionals that hold checks run functionalized.
-* ``vmap_masking``: checks in vmapped ``cond``/``while`` count only for the members that run them.
+* ``jax_rules``: every change jta makes to JAX's rules: eager loops, conditionals and
+  ``shard_map`` holding checks raise jta's exceptions; checks in vmapped ``cond``/``while`` count
+  only for the members that run them.
 * ``api``: ``jta.checkify``, ``jta.checked``, ``jta.throw``, ``jta.ErrorRecord``.
 """

@@ -15,7 +15,7 @@ import numpy as np
 from .._core import capacities
 from .._core.array import ArrayData
 from ..errors import UnimplementedError
-from . import eager, primitives, vmap_masking  # noqa: F401  (registers eager and vmap rules)
+from . import jax_rules, primitives  # noqa: F401  (jax_rules: jta's changes to JAX's rules)
 from .catalogue import Error
 from .delivery import throw_array
 from .functionalize import Static, functionalize, is_traceable, static_arguments
