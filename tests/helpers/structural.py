@@ -1436,7 +1436,6 @@ class Generator:
                 "bool" if r < 0.84 else self.choice(["int8", "int16", "uint8", "uint16", "uint32"])
             if self.kinds[name] != "default":
                 self.features.add(f"index-{self.kinds[name]}")
-            self.checked_only = self.checked_only or self.kinds[name] == "bool"
         for name in ("i0", "i1", "i2"):
             top.vars.append(V(name, "i", batched=name in batched_ints))
         self.x64 = fam != "shard-map" and self.chance(0.2 if fam == "mixed" else 0.06)
@@ -1517,6 +1516,9 @@ class Generator:
             self.features.add(f"outer-{wrap}")
         if jit_top and wrap != "plain" and not self.static_n:
             src.append("program = jax.jit(program)")
+        if "jax.jit" in "\n".join(src):  # a jax.jit of the program's own traces a bool as a bool, eagerly not
+            self.kinds = {k: "python" if v == "bool" else v for k, v in self.kinds.items()}
+        self.checked_only = self.checked_only or "bool" in self.kinds.values()
         calls = self.calls(batched_ints, static)
         return Program(family=fam, seed=self.seed, source="\n".join(src) + "\n", calls=calls,
                        static_argnums=static, may_hang=self.may_hang, checked_only=self.checked_only,
