@@ -99,7 +99,9 @@ _JTA_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the pa
 def noted(exc: Exception, name: str, where: Optional[str] = None) -> Exception:
     """``exc`` with the note (PEP 678) every TensorArray error carries, naming the array and the
     user's line (``where``; by default the innermost frame outside JAX and jta), unless it has
-    one already."""
+    one already; ``exc.jta_array`` is the array's name."""
+    if getattr(exc, "jta_array", None) is None:
+        exc.jta_array = name  # type: ignore[attr-defined]  # for code that reports it further (the importer)
     add_note = getattr(exc, "add_note", None)  # Python >= 3.11
     if add_note is None or getattr(exc, "__notes__", None):
         return exc

@@ -102,9 +102,9 @@ class _Runner(_control_flow.Runner):
         except ValueError as error:
             # jta's own limits of traced TensorArrays name the array by its internal handle: here they
             # name the node, the array's TensorArrayV3 node and what to do instead.
-            if not any(limit.raised(error) for limit in _TRACED_ARRAY_LIMITS):
+            handle = getattr(error, "jta_array", None)  # the array's internal handle
+            if handle is None or not any(limit.raised(error) for limit in _TRACED_ARRAY_LIMITS):
                 raise
-            handle = str(error).split(":")[0].removeprefix("TensorArray ")
             array = self._array_node(handle.split("@")[0])
             named = handle if array == repr(handle.split("@")[0]) else f"node {array}"
             raise Error.GRAPH_TRACED_ARRAY.exception(

@@ -33,7 +33,6 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
-import re
 from typing import Any, Optional
 
 import jax
@@ -398,12 +397,12 @@ class Loops(abc.ABC):
         capacity, an element shape that is not known), naming the array and the way out; else ``error``."""
         if getattr(error, "plan_number", None) is not None:  # jta.checked gives it a buffer and traces again
             raise error
-        named = re.match(r"TensorArray (\S+): ", str(error))
-        array = res.arrays.arrays.get(named.group(1)) if named else None
+        named = getattr(error, "jta_array", None)  # the array's internal handle
+        array = res.arrays.arrays.get(named) if named else None
         if array is None or not isinstance(error, (errors.TensorArrayError, ValueError)):
             raise error
         meta = jax.tree.structure(array).node_data()[1]
-        node = self._array_node(named.group(1)) if named else "?"
+        node = self._array_node(named) if named else "?"
         if meta.dynamic_size and meta.capacity is None:
             what = (f"the array of TensorArrayV3 node {node} is dynamic_size and needs a static capacity: a "
                     f"write past its end would change its static structure")
