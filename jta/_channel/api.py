@@ -11,6 +11,7 @@ from typing import Any, Optional, TypeVar, cast
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src import config as jax_config
 
 from .._core import capacities
 from .._core.array import ArrayData
@@ -264,6 +265,8 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             relearned |= sizes
             learned = update
         errors.throw()
+        if not jax_config.disable_jit.value:
+            return out
         # Under jax.disable_jit() jax.jit calls ``traced`` as it is: nothing unflattens the leaves.
         return jax.tree_util.tree_map(lambda x: x.value if isinstance(x, _StaticLeaf) else x, out,
                                       is_leaf=lambda x: isinstance(x, _StaticLeaf))
@@ -307,12 +310,15 @@ class _Given:
     def wrap(value: Any) -> Any:
         if isinstance(value, (bool, np.bool_)):
             return _Given(value)
-        if isinstance(value, int) or (isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "iu"):
-            array = np.asarray(value)
-            kept = jax.dtypes.canonicalize_dtype(jnp.int64 if isinstance(value, int) else array.dtype)
-            info = np.iinfo(kept)
-            if array.size and (array.min() < info.min or array.max() > info.max):
-                return _Given(value)
+        if type(value) is int:  # a Python int: jax.jit gives it the default int dtype
+            info = np.iinfo(jax.dtypes.canonicalize_dtype(jnp.int64))
+            return value if info.min <= value <= info.max else _Given(value)
+        if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "iu" and value.size:
+            kept = jax.dtypes.canonicalize_dtype(value.dtype)
+            if kept != value.dtype:  # narrowed (64 bits with x64 off): only values that fit survive
+                info = np.iinfo(kept)
+                if value.min() < info.min or value.max() > info.max:
+                    return _Given(value)
         return value
 
 
