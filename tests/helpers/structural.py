@@ -953,7 +953,10 @@ class Generator:
             hi = str(length)
             ints = [v for v in sc.of("i") if not (sc.vmapped and v.batched) or kind == "jta-fori"]
             if ints and (kind == "jta-fori" or not sc.grad) and not sc.traced and self.chance(0.5):
-                hi = f"jnp.minimum({self.choice(ints).name}, 5)"  # traced: a while loop
+                pick = self.choice(ints).name
+                hi = f"jnp.minimum({pick}, 5)"  # traced: a while loop
+                if self.kinds.get(pick, "default").startswith("uint"):  # fori_loop wants both bounds signed
+                    hi = f"jnp.minimum({pick}, 5).astype(jnp.int32)"
                 self.features.add("fori-traced")
             loop = "jta.fori_loop" if kind == "jta-fori" else "lax.fori_loop"
             self.emit(f"{lhs} = {loop}(0, {hi}, {fn}, {init}{self.bound(sc, kind)})")
