@@ -17,10 +17,10 @@ def test_write_stack_in_scan_matches_sin():
 
 def test_traced_out_of_range_write_is_reported_by_throw():
     ta = jax.jit(lambda i: jta.TensorArray(jnp.float32, size=2, element_shape=()).write(i, 1.0))(5)
-    with pytest.raises(jta.errors.InvalidArgumentError,
-                       match=r"^TensorArray TensorArray: Tried to write to index 5 but array is not "
-                             r"resizeable and size is: 2$"):
+    with pytest.raises(jta.errors.InvalidArgumentError) as info:
         jta.throw(ta)
+    assert str(info.value) == ("TensorArray TensorArray: Tried to write to index 5 but array is not resizeable "
+                               "and size is: 2")  # the text exactly (the note naming the array comes after it)
 
 
 def test_raw_read_twice_is_cleared():
