@@ -126,6 +126,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--compile-steps", type=int, default=1000, help="T of the compile-time RNN (default 1000)")
     ap.add_argument("--compile-repeats", type=int, default=5, help="compile-time samples per implementation")
     ap.add_argument("--no-tf", action="store_true", help="leave out the TensorFlow peers")
+    ap.add_argument("--skip", default="", help="comma-separated implementations to leave out (e.g. jta,raw)")
     ap.add_argument("--max-call-s", type=float, default=3.0,
                     help="skip an implementation at a T where its extrapolated time per call exceeds this")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="directory for results.json and plot.png")
@@ -155,12 +156,14 @@ def main(argv: Optional[list[str]] = None) -> int:
           f"TensorFlow {meta['tensorflow'] or 'not used'}; batch {workloads.BATCH}, hidden {workloads.HIDDEN}; "
           f"T in {steps}, {repeats} repeats", flush=True)
 
+    skip = set(filter(None, args.skip.split(",")))
     results: list[report.Result] = []
     history: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
     start = time.perf_counter()
     if report.COMPILE.upper() in selected:
         T = args.compile_steps
-        timings = time_compile(workloads.compile_cases(T), args.compile_repeats)
+        timings = time_compile({k: v for k, v in workloads.compile_cases(T).items() if k not in skip},
+                               args.compile_repeats)
         ref = timings["native"]
         for impl, t in timings.items():
             results.append(report.Result(report.COMPILE, "vg", T, impl, t.median * 1e3, [s * 1e3 for s in t.samples],
@@ -175,7 +178,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 continue
             group_start = time.perf_counter()
             base = report.SERIES[key][1]
-            cases = build(T)
+            cases = {k: v for k, v in build(T).items() if k not in skip}
             for impl in list(cases):
                 guess = _predict(history.get((*key, impl), []), T)
                 if impl != base and guess > args.max_call_s:

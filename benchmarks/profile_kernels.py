@@ -3,8 +3,8 @@
 ``tests/test_kernel_counts.py`` counts the instructions of each ``while`` body in XLA's optimized
 HLO; this script counts what the device actually ran. Each program (W1-W3 of
 :mod:`benchmarks.workloads`, forward and ``jax.grad``, batch 16 and unbatched; ``native``
-``lax.scan``, ``jta`` as ``jax.jit(jta.checkify(f))`` compiles it for ``jta.checked``, and
-``jta_nochecks``) is compiled at two lengths ``T1 < T2``, run once to warm up, then run once under
+``lax.scan``, ``jta`` as ``jax.jit(jta.checkify(f))`` compiles it for ``jta.checked``,
+``jta_jit`` under a bare ``jax.jit`` and ``jta_nochecks``) is compiled at two lengths ``T1 < T2``, run once to warm up, then run once under
 ``jax.profiler.trace``; the device events of the second profile minus those of the first, divided
 by ``T2 - T1``, are the kernels per step (loops' fixed costs cancel).
 
@@ -42,6 +42,8 @@ def _program(workload: str, grad: bool, impl: str):
         return jax.jit(wrap(fns["native"]))
     if impl == "jta_nochecks":
         return jax.jit(wrap(lambda W, xs: fns["jta"](W, xs, checks=False)))
+    if impl == "jta_jit":
+        return jax.jit(wrap(fns["jta"]))
     return jax.jit(jta.checkify(wrap(fns["jta"])))
 
 
@@ -70,6 +72,7 @@ def _counted(lines: dict[str, int]) -> int:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", default="250,500", help="T1,T2")
+    ap.add_argument("--impls", default="native,jta,jta_jit,jta_nochecks")
     ap.add_argument("--out", default=None)
     opts = ap.parse_args(argv)
     t1, t2 = (int(x) for x in opts.steps.split(","))
@@ -77,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for workload, grad in WORKLOADS:
         for batch in (workloads.BATCH, workloads.UNBATCHED):
             per_impl = {}
-            for impl in ("native", "jta", "jta_nochecks"):
+            for impl in opts.impls.split(","):
                 fn = _program(workload, grad, impl)
                 lines = {T: _events_per_line(fn, workloads.make_inputs(T, batch=batch)) for T in (t1, t2)}
                 per_step = (_counted(lines[t2]) - _counted(lines[t1])) / (t2 - t1)
