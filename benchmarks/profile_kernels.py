@@ -10,7 +10,8 @@ by ``T2 - T1``, are the kernels per step (loops' fixed costs cancel).
 
 On a GPU the events counted are those of the device plane's stream lines (kernels, and copies
 where XLA makes them); on a CPU, where XLA's loops run on the host, the thunks on XLA's host
-threads (none for a program with host callbacks, such as ``jta_jit``). The JSON keeps, per program, the event count of every line.
+threads (none for a program with host callbacks, such as ``jta_jit``). The JSON keeps, per
+program, the event count of every line.
 
     python -m benchmarks.profile_kernels --out results_kernels.json
 """
