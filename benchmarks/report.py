@@ -241,7 +241,8 @@ def write_plot(path: str, results: list[Result]) -> Optional[str]:
 
 # -- the tables of docs/performance.md ---------------------------------------------------------
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS_SOURCES = {"results_cpu.json": "performance_cpu.md", "results_gpu_h100.json": "performance_gpu_h100.md"}
+DOCS_SOURCES = {"results_cpu.json": "performance_cpu.md", "results_gpu_h100.json": "performance_gpu_h100.md",
+                "results_gpu_h200.json": "performance_gpu_h200.md"}
 
 
 def markdown_tables(doc: dict[str, Any]) -> str:
