@@ -220,3 +220,40 @@ def test_throw_names_the_failed_run_not_an_error_left_behind():
         else:
             pytest.fail("no error")
     assert jta.throw() is None  # taken: nothing left
+
+
+# Value ops whose record is checked at run time under a bare jit, each failing at its traced
+# index ``i`` (out of range for the size-3 or size-2 array it is given).
+VALUE_OPS = {
+    "read": lambda ta, n, i: ta.read(i),
+    "gather": lambda ta, n, i: ta.gather(jnp.stack([i, 0])).sum(),
+    "stack": lambda ta, n, i: jta.TensorArray(f32, size=n, element_shape=()).write(i, 1.0).stack()[0],
+    "throw": lambda ta, n, i: jta.throw(jta.TensorArray(f32, size=n, element_shape=()).write(i, 1.0)).read(i),
+}
+
+
+@pytest.mark.parametrize("second", sorted(VALUE_OPS))
+@pytest.mark.parametrize("first", sorted(VALUE_OPS))
+def test_bare_jit_raises_the_first_failing_op_of_a_body_in_program_order(first, second):
+    """XLA runs independent callbacks in any order and stops at the first that raises; each
+    check of a function body raises the first error of the body so far, so the run reports
+    the op that failed first in program order, whichever callback ran first."""
+    def f(x, i, j):
+        a = jta.TensorArray(f32, size=3, element_shape=(), tensor_array_name="a").unstack(jnp.arange(3.0) + x)
+        b = jta.TensorArray(f32, size=2, element_shape=(), tensor_array_name="b").unstack(jnp.arange(2.0) + x)
+        return VALUE_OPS[first](a, 3, i) + VALUE_OPS[second](b, 2, j)
+
+    index = 7
+    expected = (f"Tried to write to index {index} but array is not resizeable and size is: 3"
+                if first in ("throw", "stack")
+                else f"Tried to read from index {index} but array size is: 3")
+    for i, j in ((7, 9), (7, 1)):
+        with pytest.raises(jax.errors.JaxRuntimeError):
+            jax.block_until_ready(jax.jit(f)(1.0, i, j))
+        with pytest.raises(InvalidArgumentError, match=re.escape(expected)):
+            jta.throw()
+    with pytest.raises(InvalidArgumentError, match="index 9 but array"):  # the second alone
+        try:
+            jax.block_until_ready(jax.jit(f)(1.0, 0, 9))
+        except jax.errors.JaxRuntimeError:
+            jta.throw()

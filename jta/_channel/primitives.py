@@ -252,17 +252,23 @@ ad.primitive_jvps[check_p] = _jvp
 pe.partial_eval_jaxpr_custom_rules[check_p] = _partial_eval_custom
 
 
-def _fallback(record: jax.Array, site: jax.Array, *, sites: tuple[Site, ...], deferred: bool,
-              order: int, run_key: int) -> list[Any]:
-    """The program was not functionalized: a value-returning op raises from the host."""
-    if not deferred:
-        callback = functools.partial(_callback, run_key, order, sites)
-        lax.cond(record[0] != 0, lambda: jax.debug.callback(callback, entry(record, site, record.dtype)),
-                 lambda: None)
-    return []
+def _fallback(record: jax.Array, site: jax.Array, earlier: jax.Array, *, sites: tuple[Site, ...], offset: int,
+              order: int, run_key: int) -> list[jax.Array]:
+    """The program was not functionalized: a value-returning op raises from the host. ``earlier``
+    is the first error (an entry, its site among the first sites) of the checks lowered before
+    this one in the same block (``offset`` of them): whichever of them XLA runs first raises
+    that error."""
+    first = jnp.where(earlier[0] != 0, earlier, entry(record, site + offset, record.dtype))
+    callback = functools.partial(_callback, run_key, order, sites)
+    lax.cond(first[0] != 0, lambda: jax.debug.callback(callback, first), lambda: None)
+    return [first]
 
 
 _lower_fallback = mlir.lower_fun(_fallback, multiple_results=True)
+# The first error of the value checks lowered so far, per block of the module being lowered:
+# XLA runs independent callbacks in any order and stops the run at the first that raises, so
+# each check raises the first error in program order of its block, not its own.
+_EARLIER: dict[str, Any] = {"module": None, "blocks": {}}
 
 
 def _lowering(ctx: Any, record: Any, site: Any, *, sites: tuple[Site, ...], deferred: bool, order: int) -> Any:
@@ -271,11 +277,24 @@ def _lowering(ctx: Any, record: Any, site: Any, *, sites: tuple[Site, ...], defe
         first = sites[0] if sites else Site("?")
         Error.EXPORT_NEEDS_CHECKIFY.raise_(what="a value op" if len(sites) == 1 else "jta.throw",
                                            name=first.name, where=first.where or "unknown")
-    return _lower_fallback(ctx, record, site, sites=sites, deferred=deferred, order=order,
-                           run_key=id(ctx.module_context))
+    if deferred:
+        return []
+    if _EARLIER["module"] is not ctx.module_context:
+        _EARLIER.update(module=ctx.module_context, blocks={})
+    block = mlir.ir.InsertionPoint.current.block
+    dtype = ctx.avals_in[0].dtype
+    earlier, earlier_sites = _EARLIER["blocks"].get(block, (None, ()))
+    if earlier is None:
+        earlier = mlir.ir_constant(np.zeros(RECORD_SIZE, dtype))
+    aval = ctx.avals_in[0].update(shape=(RECORD_SIZE,))  # (inside shard_map: varying as the record)
+    rule = ctx.replace(avals_in=[*ctx.avals_in, aval], avals_out=[aval])
+    (first,) = _lower_fallback(rule, record, site, earlier, sites=earlier_sites + sites, offset=len(earlier_sites),
+                               order=order, run_key=id(ctx.module_context))
+    _EARLIER["blocks"][block] = (first, earlier_sites + sites)
+    return []
 
 
-mlir.register_lowering(check_p, _lowering)
+mlir.register_lowering(check_p, _lowering, cacheable=False)  # inline: a block chains its checks
 
 
 @dataclasses.dataclass(frozen=True)
