@@ -1,7 +1,6 @@
 """Every access the tests make to jta's private names, in one place.
 
-jta's internals move (``jta/tensor_array.py`` is being split into modules): when a private name
-changes, update it here and nowhere else. No test module touches an underscore name of jta
+jta's internals move: when a private name changes, update it here and nowhere else. No test module touches an underscore name of jta
 (``ta._data``, ``jta._core.display``, ...) except through this module; the functions import lazily, so a
 moved name breaks only the tests that use it, at run time, with this file in the traceback.
 
@@ -17,7 +16,8 @@ What is used, and by whom:
 * ``jta._channel.catalogue`` (:func:`value_dependent_templates`) — ``tests/oracle/_programs.py``;
 * ``jta._core.shapes`` (:func:`as_shape`, :func:`shape_compatible`, :func:`shape_debug_str`,
   :func:`shape_fully_defined`) — ``tests/oracle/_tf_cases.py``;
-* ``jta._core.memory`` (:func:`set_memory_limit`) — ``test_inputs.py``.
+* ``jta._core.memory`` (:func:`set_memory_limit`) — ``test_inputs.py``;
+* the ``jta_check`` primitive (:func:`checks_in`) — ``test_reporting_once.py``.
 """
 
 from __future__ import annotations
@@ -117,3 +117,21 @@ def shape_fully_defined(shape: Any) -> bool:
 def set_memory_limit(monkeypatch: Any, nbytes: int) -> None:
     """Pretend the device holds ``nbytes`` (``jta._core.memory.memory_limit``) — ``test_inputs.py``."""
     monkeypatch.setattr(_module("_core.memory"), "memory_limit", lambda: nbytes)
+
+
+# -- the error channel's primitives --------------------------------------------------------------
+
+def checks_in(jaxpr: Any) -> dict[bool, int]:
+    """``{deferred: count}`` of the ``jta_check`` equations of ``jaxpr`` and its sub-jaxprs: a
+    value op's run-time check (``deferred=False``), a mutator's deferred report (``True``)."""
+    import jax
+
+    check_p = _module("_channel.primitives").check_p
+    found = {True: 0, False: 0}
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is check_p:
+            found[eqn.params["deferred"]] += 1
+        for sub in jax.core.jaxprs_in_params(eqn.params):
+            for k, v in checks_in(sub).items():
+                found[k] += v
+    return found
