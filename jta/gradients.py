@@ -123,9 +123,7 @@ def write_grad(registry: Registry, ta: TensorArray, index: Any, source: str,
                shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.write(index, value)``: read (and clear) the total at ``index``."""
     def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
-        g, value = kernels.read(g, index, mark=True)
-        delivery.check_read(g, index)  # a value op reports the accumulator's record, as TensorArray.read does
-        return g, value
+        return delivery.read(g, index, mark=True)
     return _update(registry, ta, source, rule, shape_to_prepend)
 
 
@@ -140,9 +138,7 @@ def scatter_grad(registry: Registry, ta: TensorArray, indices: Any, source: str,
                  shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.scatter(indices, value)``: gather the totals at ``indices``."""
     def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
-        g, value = kernels.pack_or_gather(g, indices, mark=True)
-        delivery.check_gather(g, indices)
-        return g, value
+        return delivery.gather(g, indices, mark=True)
     return _update(registry, ta, source, rule, shape_to_prepend)
 
 
@@ -157,8 +153,7 @@ def split_grad(registry: Registry, ta: TensorArray, source: str, shape_to_prepen
                ) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.split(value, lengths)``: concatenate the accumulated totals."""
     def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
-        g, value, _ = kernels.concat(g, mark=True)
-        delivery.throw_array(g)
+        g, value, _ = delivery.concat(g, mark=True)
         return g, value
     return _update(registry, ta, source, rule, shape_to_prepend)
 

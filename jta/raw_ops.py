@@ -148,8 +148,7 @@ def TensorArrayReadV3(state: State, handle: Handle, index: Any, flow_in: Any, dt
     check_scalar_index(index)  # the kernel: index shape, dtype, then Read (closed, ...)
     _check_dtype(ta, dtype)
     index = as_indices(index, "TensorArrayReadV3", "index")
-    ta, value = kernels.read(ta, index, mark=True)
-    delivery.check_read(ta, index)  # a value op reports the array's record (see _channel), as TensorArray.read does
+    ta, value = delivery.read(ta, index, mark=True)
     return _store(state, handle, ta), value
 
 
@@ -164,8 +163,7 @@ def TensorArrayGatherV3(state: State, handle: Handle, indices: Any, flow_in: Any
             and shapes.compatible(attr, ta.element_shape):  # the kernel looks at the attribute only
         Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=shapes.debug_str(attr))
     indices = as_indices(indices, "TensorArrayGatherV3", "indices")
-    ta, value = kernels.pack_or_gather(ta, indices, mark=True, element_shape=element_shape)
-    delivery.check_gather(ta, indices)
+    ta, value = delivery.gather(ta, indices, mark=True, element_shape=element_shape)
     return _store(state, handle, ta), value
 
 
@@ -188,8 +186,7 @@ def TensorArrayConcatV3(state: State, handle: Handle, flow_in: Any, dtype: Any,
     n = kernels.concat_size(ta)
     if n == 0 and not shapes.fully_defined(attr):  # the kernel looks at the attribute only
         Error.CONCAT_ZERO_UNKNOWN_SHAPE.raise_(shape=shapes.debug_str(attr))
-    ta, value, lengths = kernels.concat(ta, mark=True, element_shape_except0=element_shape_except0)
-    delivery.throw_array(ta)
+    ta, value, lengths = delivery.concat(ta, mark=True, element_shape_except0=element_shape_except0)
     return _store(state, handle, ta), value, lengths
 
 

@@ -134,8 +134,7 @@ class TensorArray(ArrayData):
         """The element at ``index`` (``TensorArrayReadV3``); unwritten slots read as zeros."""
         del name
         index = as_indices(index, "TensorArrayReadV3", "index")
-        ta, value = kernels.read(self, index, mark=False)
-        delivery.check_read(ta, index)
+        ta, value = delivery.read(self, index, mark=False)
         return value
 
     def stack(self, name: Optional[str] = None) -> jax.Array:
@@ -191,8 +190,7 @@ class TensorArray(ArrayData):
         """All elements concatenated along their first axis (``TensorArrayConcatV3``)."""
         del name
         es = self.element_shape  # TF's Python layer passes element_shape[1:] as the attribute
-        ta, value, _ = kernels.concat(self, mark=False, element_shape_except0=None if es is None else es[1:])
-        delivery.throw_array(ta)
+        ta, value, _ = delivery.concat(self, mark=False, element_shape_except0=None if es is None else es[1:])
         return value
 
     # -- misc -------------------------------------------------------------------------------
@@ -242,8 +240,7 @@ class TensorArray(ArrayData):
     def _gather(self, indices: ArrayLike) -> jax.Array:
         # TF's Python gather/stack pass the inferred element shape as the op's attribute.
         indices = as_indices(indices, "TensorArrayGatherV3", "indices")
-        ta, value = kernels.pack_or_gather(self, indices, mark=False, element_shape=self.element_shape)
-        delivery.check_gather(ta, indices)
+        ta, value = delivery.gather(self, indices, mark=False, element_shape=self.element_shape)
         return value
 
 

@@ -215,3 +215,23 @@ def test_no_module_imports_another_modules_private_names():
                 found += [f"{name}: from {source} import {a.name}" for a in n.names
                           if a.name.startswith("_") and a.name != "__future__"]
     assert not found, found
+
+
+VALUE_KERNELS = {"read", "pack_or_gather", "concat"}  # jta._core.kernels' functions that return values
+
+
+def test_value_ops_report_through_one_path():
+    """Only ``_channel.delivery`` calls the kernels that return a value (read, gather, concat):
+    every op that returns one goes through it, which reports the record that made the value,
+    so no op can return a value and skip its check."""
+    offenders = []
+    for name, tree in MODULES.items():
+        if name in ("_channel.delivery", "_core.kernels"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in VALUE_KERNELS and \
+                    isinstance(node.value, ast.Name) and node.value.id == "kernels":
+                offenders.append(f"{name}:{node.lineno} kernels.{node.attr}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").endswith("kernels"):
+                offenders += [f"{name}:{node.lineno} {a.name}" for a in node.names if a.name in VALUE_KERNELS]
+    assert not offenders, offenders

@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 
 import jta
-from jta import gradients as G
-from jta import raw_ops as R
+from jta import gradients, raw_ops
 from tests.helpers.internals import checks_in
 
 f32 = jnp.float32
@@ -38,9 +37,9 @@ def _full():
 
 def _raw(op):
     def run(i):
-        s = R.new_state()
-        s, h, flow = R.TensorArrayV3(s, 3, f32, element_shape=(2,), tensor_array_name="raw")
-        s, flow = R.TensorArrayScatterV3(s, h, np.arange(3), np.ones((3, 2), np.float32), flow)
+        s = raw_ops.new_state()
+        s, h, flow = raw_ops.TensorArrayV3(s, 3, f32, element_shape=(2,), tensor_array_name="raw")
+        s, flow = raw_ops.TensorArrayScatterV3(s, h, np.arange(3), np.ones((3, 2), np.float32), flow)
         return op(s, h, flow, i)
     return run
 
@@ -65,31 +64,31 @@ CASES = {
     "TensorArray.concat": ("value", lambda i: _empty().write(i, ROW).concat(), 7),
     "TensorArray.throw": ("value", lambda i: _empty().write(i, ROW).throw(), 7),
     "TensorArray.grad": ("mutator", lambda i: _full().grad("s", {})[1].write(i, ROW), 7),
-    "TensorArrayV3": ("static", lambda i: R.TensorArrayV3(R.new_state(), -1, f32), 0),
-    "TensorArrayWriteV3": ("mutator", _raw(lambda s, h, f, i: R.TensorArrayWriteV3(s, h, i, ROW, f)[0]), 7),
-    "TensorArrayScatterV3": ("mutator", _raw(lambda s, h, f, i: R.TensorArrayScatterV3(
+    "TensorArrayV3": ("static", lambda i: raw_ops.TensorArrayV3(raw_ops.new_state(), -1, f32), 0),
+    "TensorArrayWriteV3": ("mutator", _raw(lambda s, h, f, i: raw_ops.TensorArrayWriteV3(s, h, i, ROW, f)[0]), 7),
+    "TensorArrayScatterV3": ("mutator", _raw(lambda s, h, f, i: raw_ops.TensorArrayScatterV3(
         s, h, jnp.stack([i]), np.ones((1, 2), np.float32), f)[0]), 7),
-    "TensorArraySplitV3": ("static", _raw(lambda s, h, f, i: R.TensorArraySplitV3(
+    "TensorArraySplitV3": ("static", _raw(lambda s, h, f, i: raw_ops.TensorArraySplitV3(
         s, h, np.ones((3, 2), np.float32), np.array([1, 1]), f)), 0),
-    "TensorArrayReadV3": ("value", _raw(lambda s, h, f, i: R.TensorArrayReadV3(s, h, i, f, f32)[1]), 7),
-    "TensorArrayGatherV3": ("value", _raw(lambda s, h, f, i: R.TensorArrayGatherV3(
+    "TensorArrayReadV3": ("value", _raw(lambda s, h, f, i: raw_ops.TensorArrayReadV3(s, h, i, f, f32)[1]), 7),
+    "TensorArrayGatherV3": ("value", _raw(lambda s, h, f, i: raw_ops.TensorArrayGatherV3(
         s, h, jnp.stack([i]), f, f32)[1]), 7),
-    "TensorArrayConcatV3": ("value", _raw(lambda s, h, f, i: R.TensorArrayConcatV3(
-        R.TensorArrayWriteV3(s, h, i, ROW, f)[0], h, f, f32)[1]), 7),
-    "TensorArraySizeV3": ("static", _raw(lambda s, h, f, i: R.TensorArraySizeV3(s, "nothing", f)), 0),
-    "TensorArrayCloseV3": ("static", _raw(lambda s, h, f, i: R.TensorArrayReadV3(
-        R.TensorArrayCloseV3(s, h), h, 0, f, f32)), 0),
-    "TensorArrayGradV3": ("static", _raw(lambda s, h, f, i: R.TensorArrayGradV3(s, "nothing", f, "s")), 0),
-    "TensorArrayGradWithShape": ("static", _raw(lambda s, h, f, i: R.TensorArrayGradWithShape(
+    "TensorArrayConcatV3": ("value", _raw(lambda s, h, f, i: raw_ops.TensorArrayConcatV3(
+        raw_ops.TensorArrayWriteV3(s, h, i, ROW, f)[0], h, f, f32)[1]), 7),
+    "TensorArraySizeV3": ("static", _raw(lambda s, h, f, i: raw_ops.TensorArraySizeV3(s, "nothing", f)), 0),
+    "TensorArrayCloseV3": ("static", _raw(lambda s, h, f, i: raw_ops.TensorArrayReadV3(
+        raw_ops.TensorArrayCloseV3(s, h), h, 0, f, f32)), 0),
+    "TensorArrayGradV3": ("static", _raw(lambda s, h, f, i: raw_ops.TensorArrayGradV3(s, "nothing", f, "s")), 0),
+    "TensorArrayGradWithShape": ("static", _raw(lambda s, h, f, i: raw_ops.TensorArrayGradWithShape(
         s, "nothing", f, [2], "s")), 0),
-    "read_grad": ("mutator", _grad(lambda r, t, i: G.read_grad(r, t, i, ROW, "s")), 7),
-    "write_grad": ("value", _grad(lambda r, t, i: G.write_grad(r, t, i, "s")[1]), -1),
-    "gather_grad": ("mutator", _grad(lambda r, t, i: G.gather_grad(r, t, jnp.stack([i]), np.ones((1, 2)), "s")), 7),
-    "scatter_grad": ("value", _grad(lambda r, t, i: G.scatter_grad(r, t, jnp.stack([i]), "s")[1]), -1),
-    "concat_grad": ("static", _grad(lambda r, t, i: G.concat_grad(r, t, np.array([1, 1]), np.ones((2, 2)), "s")), 0),
-    "split_grad": ("static", _grad(lambda r, t, i: G.split_grad(r, t, "s")), 0),
-    "stack_grad": ("static", _grad(lambda r, t, i: G.stack_grad(r, t, np.ones((4, 2)), "s")), 0),
-    "unstack_grad": ("static", _grad(lambda r, t, i: G.unstack_grad(r, t.close(), "s")), 0),
+    "read_grad": ("mutator", _grad(lambda r, t, i: gradients.read_grad(r, t, i, ROW, "s")), 7),
+    "write_grad": ("value", _grad(lambda r, t, i: gradients.write_grad(r, t, i, "s")[1]), -1),
+    "gather_grad": ("mutator", _grad(lambda r, t, i: gradients.gather_grad(r, t, jnp.stack([i]), np.ones((1, 2)), "s")), 7),
+    "scatter_grad": ("value", _grad(lambda r, t, i: gradients.scatter_grad(r, t, jnp.stack([i]), "s")[1]), -1),
+    "concat_grad": ("static", _grad(lambda r, t, i: gradients.concat_grad(r, t, np.array([1, 1]), np.ones((2, 2)), "s")), 0),
+    "split_grad": ("static", _grad(lambda r, t, i: gradients.split_grad(r, t, "s")), 0),
+    "stack_grad": ("static", _grad(lambda r, t, i: gradients.stack_grad(r, t, np.ones((4, 2)), "s")), 0),
+    "unstack_grad": ("static", _grad(lambda r, t, i: gradients.unstack_grad(r, t.close(), "s")), 0),
 }
 # Ops that cannot fail, or only through another op listed above.
 NO_ERRORS = {"TensorArray.size", "TensorArray.identity", "TensorArray.error", "TensorArray.dtype",
@@ -100,10 +99,10 @@ NO_ERRORS = {"TensorArray.size", "TensorArray.identity", "TensorArray.error", "T
 def _public_ops() -> set[str]:
     methods = {f"TensorArray.{n}" for n, v in vars(jta.TensorArray).items()
                if not n.startswith("_") and (callable(v) or isinstance(v, property))}
-    raw = {n for n, v in vars(R).items()
-           if n.startswith("TensorArray") and inspect.isfunction(v) and v.__module__ == R.__name__}
-    grads = {n for n in G.__all__ if n.endswith("_grad")} if hasattr(G, "__all__") else \
-        {n for n, v in vars(G).items() if n.endswith("_grad") and inspect.isfunction(v)}
+    raw = {n for n, v in vars(raw_ops).items()
+           if n.startswith("TensorArray") and inspect.isfunction(v) and v.__module__ == raw_ops.__name__}
+    grads = {n for n in gradients.__all__ if n.endswith("_grad")} if hasattr(gradients, "__all__") else \
+        {n for n, v in vars(gradients).items() if n.endswith("_grad") and inspect.isfunction(v)}
     return methods | raw | grads
 
 

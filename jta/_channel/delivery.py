@@ -1,4 +1,5 @@
-"""How recorded errors reach the user (see also ``_check_op`` and ``_functionalize``).
+"""How recorded errors reach the user: the value ops, and the rules of each mode (see also
+``primitives`` and ``functionalize``).
 
 * Eagerly (and under ``jax.disable_jit()``) every op raises as soon as its record is concrete.
 * Inside compiled code every op reports its record through the ``jta_check`` primitive: a
@@ -18,6 +19,7 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 
+from .._core import kernels
 from .._core.array import ArrayData
 from .._core.storage import as_index
 from ..errors import TensorArrayError
@@ -33,7 +35,7 @@ def array_exception(ta: ArrayData) -> Optional[Exception]:
 
 def _check_slots(ta: ArrayData, indices: jax.Array | None) -> None:
     """Raise now when concrete (looking at the slots ``indices``, ``None``: every slot), else
-    report ``ta``'s record (``_check_op``). Every op records the error it makes, a slot's sticky
+    report ``ta``'s record (``primitives.emit``). Every op records the error it makes, a slot's sticky
     bits included, so compiled code needs no read of the flags, which made XLA copy them in every
     step of a read-after-write loop."""
     if ta._error is None:
@@ -49,16 +51,31 @@ def _check_slots(ta: ArrayData, indices: jax.Array | None) -> None:
 
 
 def throw_array(ta: ArrayData) -> None:
-    """Raise ``ta``'s first recorded error now when concrete, else report it (``_check_op``)."""
+    """Raise ``ta``'s first recorded error now when concrete, else report it (``primitives.emit``)."""
     _check_slots(ta, None)
 
 
-def check_gather(ta: ArrayData, indices: Any) -> None:
-    _check_slots(ta, as_index(indices).reshape(-1))
-
-
-def check_read(ta: ArrayData, index: Any) -> None:
+# The value ops: the only way the public modules read, gather or concatenate, so none can
+# return a value without reporting the record that made it (tests/test_architecture.py).
+def read(ta: Any, index: Any, mark: bool) -> tuple[Any, jax.Array]:
+    """``kernels.read``, then the record of the slot read is reported."""
+    ta, value = kernels.read(ta, index, mark=mark)
     _check_slots(ta, jnp.reshape(as_index(index), (1,)))
+    return ta, value
+
+
+def gather(ta: Any, indices: Any, mark: bool, element_shape: Any = None) -> tuple[Any, jax.Array]:
+    """``kernels.pack_or_gather``, then the records of the slots gathered are reported."""
+    ta, value = kernels.pack_or_gather(ta, indices, mark=mark, element_shape=element_shape)
+    _check_slots(ta, as_index(indices).reshape(-1))
+    return ta, value
+
+
+def concat(ta: Any, mark: bool, element_shape_except0: Any = None) -> tuple[Any, jax.Array, Any]:
+    """``kernels.concat``, then the array's record is reported."""
+    ta, value, lengths = kernels.concat(ta, mark=mark, element_shape_except0=element_shape_except0)
+    _check_slots(ta, None)
+    return ta, value, lengths
 
 
 class _QuietCallbacks(logging.Filter):

@@ -281,7 +281,7 @@ def _lowering(ctx: Any, record: Any, site: Any, *, sites: tuple[Site, ...], defe
         return []
     if _EARLIER["module"] is not ctx.module_context:
         _EARLIER.update(module=ctx.module_context, blocks={})
-    block = mlir.ir.InsertionPoint.current.block
+    block = mlir.ir.InsertionPoint.current.block  # pyright: ignore[reportAttributeAccessIssue]
     dtype = ctx.avals_in[0].dtype
     earlier, earlier_sites = _EARLIER["blocks"].get(block, (None, ()))
     if earlier is None:
