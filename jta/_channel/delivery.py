@@ -8,12 +8,11 @@
 * ``jta.checkify``/``jta.checked`` thread all reports through the program as data. Without
   them, a value-returning op's report raises from a host callback at run time (JAX reports it
   as ``JaxRuntimeError``; ``jta.throw()`` gives jta's exception back, and the callback's own
-  traceback is not logged).
+  traceback is not logged: ``jax_rules`` section 3).
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Optional
 
 import jax
@@ -22,7 +21,6 @@ import jax.numpy as jnp
 from .._core import kernels
 from .._core.array import ArrayData
 from .._core.storage import as_index
-from ..errors import TensorArrayError
 from . import records
 from .primitives import emit
 
@@ -76,15 +74,3 @@ def concat(ta: Any, mark: bool, element_shape_except0: Any = None) -> tuple[Any,
     ta, value, lengths = kernels.concat(ta, mark=mark, element_shape_except0=element_shape_except0)
     _check_slots(ta, None)
     return ta, value, lengths
-
-
-class _QuietCallbacks(logging.Filter):
-    """JAX logs a traceback for every exception raised in a debug callback; jta's own errors
-    reach the user as exceptions, so their log records are dropped."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, TensorArrayError)
-
-
-logging.getLogger("jax._src.debugging").addFilter(_QuietCallbacks())

@@ -36,12 +36,8 @@ from jax._src.sharding_impls import UNSPECIFIED
 
 from . import hoisting
 from .catalogue import Error
-from .primitives import RECORD_SIZE, ErrorEffect, Site, check_p, entry, first_failing, record_p
+from .primitives import RECORD_SIZE, ErrorEffect, Site, check_p, entry, first_error, first_failing, no_error, record_p
 from .slots import slot_p
-
-
-def no_error() -> jax.Array:
-    return jnp.zeros((RECORD_SIZE,), jax.dtypes.canonicalize_dtype(np.int64))
 
 
 class SiteTable:
@@ -116,7 +112,7 @@ def functionalize(f: Callable[..., Any], static_argnums: Any = None, static_argn
 
         closed = jax.make_jaxpr(flat)(*dynamic)
         table = SiteTable()
-        error, outs = eval_jaxpr(table, closed.jaxpr, closed.consts, no_error(), *dynamic)
+        error, outs = eval_jaxpr(table, closed.jaxpr, closed.consts, no_error(RECORD_SIZE), *dynamic)
         return error, tuple(table.sites), outputs[0].rebuild(outs)
 
     return run
@@ -214,7 +210,7 @@ def _threaded(table: SiteTable, closed: core.ClosedJaxpr, avals: list[Any], what
         error, outs = eval_jaxpr(table, closed.jaxpr, closed.consts, error, *args)
         return [error, *outs]
 
-    in_avals = [core.typeof(no_error()), *avals]
+    in_avals = [core.typeof(no_error(RECORD_SIZE)), *avals]
     debug = api_util.debug_info(what, fn, tuple(in_avals), {})
     jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(lu.wrap_init(fn, debug_info=debug), in_avals)
     return core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), ()), consts
@@ -285,7 +281,7 @@ def _check(table: SiteTable, error: jax.Array, record: jax.Array, site: Any, *, 
            **_: Any) -> tuple[jax.Array, list[Any]]:
     record, site = first_failing(record, jnp.asarray(site))
     site = site + table.offset(sites)
-    return jnp.where((error[0] == 0) & (record[0] != 0), entry(record, site, error.dtype), error), []
+    return first_error(error, record[0] != 0, entry(record, site, error.dtype)), []
 
 
 def _inline(table: SiteTable, error: jax.Array, *args: Any, call_jaxpr: Any, **_: Any) -> tuple[jax.Array, list[Any]]:
@@ -363,7 +359,7 @@ def _scan_hoisted(table: SiteTable, error: jax.Array, plan: hoisting.Plan, jaxpr
     values = hoisting.per_step(plan, jaxpr, len(consts), num_carry, consts, carry, xs, length, reverse)
     offsets = [table.offset(eqn.params["sites"]) for eqn, _ in plan.reports]
     moved, fired, record = hoisting.decide(plan, values, carry, length, offsets, error.dtype)
-    error = jnp.where((error[0] == 0) & fired, record, error)
+    error = first_error(error, fired, record)
     out = dict(zip(kept, kept_out, strict=True)) | moved
     return error, [*(out[k] for k in range(num_carry)), *ys]
 

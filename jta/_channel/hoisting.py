@@ -28,7 +28,7 @@ import numpy as np
 from jax import lax
 from jax._src import core
 
-from .primitives import check_p, record_p
+from .primitives import check_p, first_error, packed, record_p
 from .slots import replay, slot_p
 
 
@@ -206,9 +206,9 @@ def _slice(body: core.Jaxpr, needed: list[core.Var], producers: dict[core.Var, c
     return tuple(eqn for eqn in body.eqns if id(eqn) in keep)
 
 
-def _slot_entry(codes: jax.Array, slots: jax.Array, hot: np.ndarray, t: jax.Array) -> jax.Array:
+def _slot_entry(codes: jax.Array, slots: jax.Array, dtype: Any, t: jax.Array) -> jax.Array:
     """The entry a ``jta_slot`` op records at step ``t``: ``[code, slot, 0, 0]``."""
-    return _at(codes, t).astype(hot.dtype) * hot[0] + _at(slots, t).astype(hot.dtype) * hot[1]
+    return packed(dtype, 4, _at(codes, t), _at(slots, t))
 
 
 def _at(x: jax.Array, t: jax.Array) -> jax.Array:
@@ -265,8 +265,8 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
         slots = jnp.stack([value(e.invars[2]) for e in chain], axis=1)
         outs[k], codes = replay(init[k], slots, tuple(e.params["op"] for e in chain))
         for c, eqn in enumerate(chain):
-            hot = np.eye(4, dtype=_dtype(eqn.outvars[1]))
-            by_event[id(eqn)] = (codes[:, c] != 0, functools.partial(_slot_entry, codes[:, c], slots[:, c], hot))
+            by_event[id(eqn)] = (codes[:, c] != 0, functools.partial(_slot_entry, codes[:, c], slots[:, c],
+                                                                     _dtype(eqn.outvars[1])))
 
     def updates(lin: Lineage) -> jax.Array:
         """``bad [T, L]`` of a lineage's ``L`` updates."""
@@ -294,7 +294,7 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
         first = jnp.argmax(bad.reshape(-1))  # row-major: the first step, then the first update
         t, update = first // len(lin.events), first % len(lin.events)
         fresh = (start[0] == 0) & bad.reshape(-1)[first]
-        outs[k] = jnp.where(fresh, entry(lin, t, update, start.dtype), start)
+        outs[k] = first_error(start, fresh, entry(lin, t, update, start.dtype))
         received[k] = ((start[0] != 0) | (fresh & (t < steps)), outs[k])
         settled[k] = (start[0] != 0) | (fresh & (t <= steps))
 

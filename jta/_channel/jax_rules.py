@@ -8,6 +8,12 @@ copying it, so that a JAX upgrade shows up as a failing test here, not as a sile
    eager code raises TensorFlow's exception, not ``JaxRuntimeError`` (section 1 below).
 2. **Batching of** ``lax.cond_p`` **and** ``lax.while_p`` (``batching.fancy_primitive_batchers``):
    a check in a branch or step a member did not run counts for no member (section 2 below).
+3. **A filter on the** ``jax._src.debugging`` **logger**: JAX logs a traceback for every exception
+   raised in a debug callback; a jta check's exception reaches the user as an exception (its
+   ``JaxRuntimeError``, then ``jta.throw()``), so its log record is dropped
+   (section 3 below). Equinox adds and removes its filter around each call of its own; jta's
+   callbacks run inside the user's bare ``jax.jit``, which jta does not wrap, so the filter
+   stays, and passes every record that is not about a ``TensorArrayError``.
 
 jta's own primitives (``jta_record``, ``jta_check``, ``jta_slot``, ``add_row``, the loops' linear
 primitive) register their rules where they are defined; they change nothing of JAX's.
@@ -16,6 +22,7 @@ primitive) register their rules where they are defined; they change nothing of J
 from __future__ import annotations
 
 import functools
+import logging
 import operator
 from typing import Any
 
@@ -29,8 +36,9 @@ from jax._src import shard_map as shard_map_lib
 from jax._src.interpreters import batching
 from jax._src.interpreters import partial_eval as pe
 
-from .functionalize import RULES, SiteTable, eval_jaxpr, holds_checks, no_error, reports
-from .primitives import bind, check_p, exception
+from ..errors import TensorArrayError
+from .functionalize import RULES, SiteTable, eval_jaxpr, holds_checks, reports
+from .primitives import RECORD_SIZE, bind, check_p, exception, first_failing_row, no_error
 
 # -- 1. eager loops, conditionals and shard_map ---------------------------------------------------
 # Eager loops and conditionals that hold a check raise TensorFlow's exception, not JAX's.
@@ -61,7 +69,7 @@ def _functionalized(primitive: core.Primitive, params: tuple[tuple[str, Any], ..
     rule = RULES[primitive]
 
     def run(*args: Any) -> Any:
-        return rule(table, no_error(), *args, **dict(params))
+        return rule(table, no_error(RECORD_SIZE), *args, **dict(params))
 
     return jax.jit(run), table
 
@@ -91,10 +99,12 @@ def _in_shard_map(mesh: Any, record: Any, site: Any, **params: Any) -> list[Any]
     on its own, where a check would lower to a host callback): it raises at once, as eager code
     does, the first failing shard's error."""
     del mesh
-    record, site = np.asarray(record), np.asarray(site)
-    rows = record.reshape(-1, record.shape[-1])
-    k = int(np.argmax(rows[:, 0] != 0))
-    return check_p.impl(rows[k], np.broadcast_to(site, record.shape[:-1]).reshape(-1)[k], **params)
+    record = np.asarray(record)
+    sites = np.broadcast_to(np.asarray(site, record.dtype), record.shape[:-1]).reshape(-1, 1)
+    rows = np.concatenate([record.reshape(-1, record.shape[-1]), sites], axis=1)
+    row = first_failing_row(rows)
+    row = rows[0] if row is None else row
+    return check_p.impl(row[:-1], row[-1], **params)
 
 
 shard_map_lib.eager_rules[check_p] = _in_shard_map
@@ -129,7 +139,7 @@ def _masked(closed: core.ClosedJaxpr, extra_avals: list[Any], active: Any, what:
     def fn(*args: Any) -> list[Any]:
         extra, operands = args[:n], args[n:]
         table = SiteTable()
-        error, outs = eval_jaxpr(table, closed.jaxpr, closed.consts, no_error(), *operands)
+        error, outs = eval_jaxpr(table, closed.jaxpr, closed.consts, no_error(RECORD_SIZE), *operands)
         error = jnp.where(active(extra, operands), error, jnp.zeros_like(error))
         bind(error[:4], error[4], tuple(table.sites), deferred=deferred)
         return outs
@@ -184,3 +194,15 @@ def _while_batching(axis_data: Any, args: Any, dims: Any, *, cond_nconsts: int, 
 
 batching.fancy_primitive_batchers[lax.cond_p] = _cond_batching
 batching.fancy_primitive_batchers[lax.while_p] = _while_batching
+
+
+# -- 3. the log of debug callbacks ----------------------------------------------------------------
+class _QuietCallbacks(logging.Filter):
+    """Drops the log records of exceptions that jta's checks raised in a debug callback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, TensorArrayError)
+
+
+logging.getLogger("jax._src.debugging").addFilter(_QuietCallbacks())

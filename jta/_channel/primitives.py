@@ -85,12 +85,17 @@ def sites_from_bytes(data: bytes) -> tuple[Site, ...]:
 def exception(record: Any, sites: tuple[Site, ...]) -> Optional[Exception]:
     """The exception a concrete ``[..., code, v1, v2, v3, site]`` record describes (batched:
     the first member that failed, in row-major order), or ``None``."""
-    rows = np.asarray(record).reshape(-1, RECORD_SIZE)
-    failed = np.nonzero(rows[:, 0])[0]
-    if not failed.size:
+    row = first_failing_row(np.asarray(record).reshape(-1, RECORD_SIZE))
+    if row is None:
         return None
-    code, *values, site = (int(v) for v in rows[failed[0]])
+    code, *values, site = (int(v) for v in row)
     return sites[site].exception(code, values)
+
+
+def first_failing_row(rows: np.ndarray) -> Optional[np.ndarray]:
+    """The first row (a batch member, row-major) of concrete ``rows`` whose code is set, or ``None``."""
+    failed = np.nonzero(rows[:, 0])[0]
+    return rows[failed[0]] if failed.size else None
 
 
 _JTA_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package, not this subpackage
@@ -123,19 +128,47 @@ def user_line() -> str:
 record_p = core.Primitive("jta_record")
 
 
-def merge(error: jax.Array, bad: Any, entry: jax.Array) -> jax.Array:
-    """``entry`` where ``bad`` holds and ``error`` holds no error yet, else ``error``."""
-    operands = (error, jnp.asarray(bad, bool), entry)
-    # Inside ``shard_map``, operands are made device-varying alike, as JAX's own ops do.
+def no_error(width: int = 4) -> jax.Array:
+    """An empty record (``width`` 4: an array's ``[code, v1, v2, v3]``; :data:`RECORD_SIZE`: a
+    functionalized one, with its site). Its integers are int64 under x64, so that a traced int64
+    index is reported as it was given (TensorFlow's indices are int32, its sizes int64)."""
+    return jnp.zeros((width,), jax.dtypes.canonicalize_dtype(np.int64))
+
+
+def first_error(error: Any, bad: Any, entry: Any) -> Any:
+    """The rule every record follows: ``entry`` where ``bad`` holds and ``error`` holds no error
+    yet, else ``error`` (the first error wins). Rank-polymorphic: ``error``/``entry`` are
+    ``[..., n]``, ``bad`` is ``[...]``."""
+    return jnp.where(((error[..., 0] == 0) & bad)[..., None], entry, error)
+
+
+def packed(dtype: Any, width: int, *fields: Any) -> jax.Array:
+    """``[*fields]`` padded with zeros to ``width``, built elementwise from one-hot constants:
+    XLA fuses it into the select that records it, where stacking scalars is a concatenate per
+    check. The constants are NumPy's, so they enter the program as literals (``jnp.eye`` would
+    add an iota, a compare and a convert per field for XLA to fold, at compile time)."""
+    hot = np.eye(width, dtype=dtype)
+    out: Any = np.zeros((width,), dtype)
+    for k, v in enumerate(fields):
+        out = out + (np.asarray(v, dtype) if isinstance(v, (int, np.integer)) else jnp.asarray(v).astype(dtype)) * hot[k]
+    return jnp.asarray(out)
+
+
+def varying_alike(*operands: Any) -> tuple[Any, ...]:
+    """Inside ``shard_map``, ``operands`` made device-varying alike, as JAX's own ops do."""
     varying = frozenset().union(*(core.typeof(x).mat.varying for x in operands))
-    if varying:
-        operands = tuple(core.pvary(x, tuple(varying - core.typeof(x).mat.varying)) for x in operands)
-    return record_p.bind(*operands)
+    if not varying:
+        return operands
+    return tuple(core.pvary(x, tuple(varying - core.typeof(x).mat.varying)) for x in operands)
+
+
+def merge(error: jax.Array, bad: Any, entry: jax.Array) -> jax.Array:
+    """:func:`first_error` as the ``jta_record`` primitive, whose chain the functionalizer reads."""
+    return record_p.bind(*varying_alike(error, jnp.asarray(bad, bool), entry))
 
 
 def _merge_impl(error: Any, bad: Any, entry: Any) -> Any:
-    # Rank-polymorphic (vmap): ``error``/``entry`` are ``[..., n]``, ``bad`` is ``[...]``.
-    return jnp.where(((error[..., 0] == 0) & bad)[..., None], entry, error)
+    return first_error(error, bad, entry)
 
 
 def _merge_batch(args: Any, dims: Any) -> tuple[Any, int]:
@@ -204,13 +237,8 @@ def first_failing(record: jax.Array, site: jax.Array) -> tuple[jax.Array, jax.Ar
 
 
 def entry(record: jax.Array, site: Any, dtype: Any) -> jax.Array:
-    """``[code, v1, v2, v3, site]``, built from one-hot literals that XLA fuses into the select
-    that records it (stacking scalars is a concatenate per check)."""
-    hot = np.eye(RECORD_SIZE, dtype=dtype)
-    out = jnp.asarray(site).astype(dtype) * hot[4]
-    for k in range(4):
-        out = out + record[k].astype(dtype) * hot[k]
-    return out
+    """``[code, v1, v2, v3, site]``: a functionalized record's entry."""
+    return packed(dtype, RECORD_SIZE, *(record[k] for k in range(4)), site)
 
 
 @check_p.def_effectful_abstract_eval
@@ -258,7 +286,7 @@ def _fallback(record: jax.Array, site: jax.Array, earlier: jax.Array, *, sites: 
     is the first error (an entry, its site among the first sites) of the checks lowered before
     this one in the same block (``offset`` of them): whichever of them XLA runs first raises
     that error."""
-    first = jnp.where(earlier[0] != 0, earlier, entry(record, site + offset, record.dtype))
+    first = first_error(earlier, record[0] != 0, entry(record, site + offset, record.dtype))
     callback = functools.partial(_callback, run_key, order, sites)
     lax.cond(first[0] != 0, lambda: jax.debug.callback(callback, first), lambda: None)
     return [first]

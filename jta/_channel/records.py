@@ -25,7 +25,8 @@ import numpy as np
 from jax.core import Tracer
 
 from .catalogue import Error
-from .primitives import merge, noted
+from .primitives import merge, noted, packed
+from .primitives import no_error as no_error  # the core's empty record
 
 WRITTEN = 1
 READ = 2
@@ -64,31 +65,13 @@ def record_first(error: jax.Array, codes: jax.Array, index: jax.Array, size: Any
     return record(error, codes[k] != 0, codes[k], index[k], size_k)
 
 
-def no_error() -> jax.Array:
-    """An empty record. Its integers are int64 under x64, so that a traced int64 index is
-    reported as it was given (TensorFlow's indices are int32, its sizes and lengths int64)."""
-    return jnp.zeros((4,), jax.dtypes.canonicalize_dtype(np.int64))
-
-
-def _entry(dtype: Any, code: Any, values: tuple[Any, ...]) -> jax.Array:
-    """``[code, *values]`` (padded with zeros) built elementwise from one-hot constants: XLA fuses
-    it into the select that records it, where stacking four scalars is a concatenate per check.
-    The constants are NumPy's, so they enter the program as literals (``jnp.eye`` would add an
-    iota, a compare and a convert per field and check for XLA to fold, at compile time)."""
-    hot = np.eye(4, dtype=dtype)
-    entry: Any = np.asarray(code, dtype) * hot[0] if is_concrete(code) else jnp.asarray(code, dtype) * hot[0]
-    for k, v in enumerate(values, 1):
-        entry = entry + jnp.asarray(v).astype(dtype) * hot[k]
-    return jnp.asarray(entry)
-
-
 def record(error: jax.Array, bad: Any, code: Error | jax.Array | int, *values: Any) -> jax.Array:
     """Record ``code`` with up to three integer ``values`` where ``bad`` holds and no earlier
     error is recorded (first error wins)."""
     if isinstance(bad, (bool, np.bool_)) and not bad:
         return error
     code = code.code if isinstance(code, Error) else code
-    return merge(error, bad, _entry(error.dtype, code, values))
+    return merge(error, bad, packed(error.dtype, 4, code, *values))
 
 
 def is_concrete(*xs: Any) -> bool:
@@ -158,7 +141,14 @@ def record_slot_error(error: jax.Array, bits: jax.Array, index: Any) -> jax.Arra
     are read back after the op updated them (a reader of the new flags, which XLA orders after
     the in-place update; reading the old bits twice costs a copy of all the flags per loop step).
     A bit that an earlier op set has its error recorded already, so first-error-wins is kept."""
-    code = jnp.int32(0)
-    for bit, err in reversed(SLOT_ERRORS):  # the first bit in SLOT_ERRORS's order wins
-        code = jnp.where((bits & bit) != 0, jnp.int32(err.code), code)
+    code = slot_code(bits)
     return record(error, code != 0, code, index)
+
+
+def slot_code(bits: jax.Array) -> jax.Array:
+    """The error code a slot's sticky ``bits`` stand for: the first bit in ``SLOT_ERRORS``'s
+    order (0: none)."""
+    code = jnp.zeros(jnp.shape(bits), jnp.int32)
+    for bit, err in reversed(SLOT_ERRORS):
+        code = jnp.where((bits & bit) != 0, jnp.int32(err.code), code)
+    return code

@@ -25,6 +25,7 @@ from jax._src.interpreters import ad
 from jax.interpreters import batching, mlir
 
 from . import records
+from .primitives import varying_alike
 
 OPS = ("write", "add", "read", "read_clear")
 slot_p = core.Primitive("jta_slot")
@@ -34,12 +35,7 @@ slot_p.multiple_results = True
 def update(flags: jax.Array, record: jax.Array, slot: Any, op: str) -> tuple[jax.Array, jax.Array]:
     """``(flags, record)`` after ``op`` at ``slot`` (``len(flags)`` or more: no slot, nothing
     changes), which must be in range: the range check is the caller's."""
-    operands = (flags, record, jnp.asarray(slot, jnp.int32))
-    # Inside ``shard_map``, operands are made device-varying alike, as JAX's own ops do.
-    varying = frozenset().union(*(core.typeof(x).mat.varying for x in operands))
-    if varying:
-        operands = tuple(core.pvary(x, tuple(varying - core.typeof(x).mat.varying)) for x in operands)
-    flags, record = slot_p.bind(*operands, op=op)
+    flags, record = slot_p.bind(*varying_alike(flags, record, jnp.asarray(slot, jnp.int32)), op=op)
     return flags, record
 
 
@@ -120,10 +116,7 @@ def replay(flags: jax.Array, slots: jax.Array, ops: tuple[str, ...]) -> tuple[ja
            | jnp.where((op_of == OPS.index("read_clear")) & was_read, jnp.int32(records.E_READ_CLEARED), none))
     # The code an op records: the first of its slot's error bits in ``SLOT_ERRORS``'s order.
     sticky = (before & records.ERROR_BITS) | own
-    code = jnp.int32(0)
-    for bit, err in reversed(records.SLOT_ERRORS):
-        code = jnp.where((sticky & bit) != 0, jnp.int32(err.code), code)
-    code = jnp.where((j < n) & (op_of != OPS.index("read")), code, 0)
+    code = jnp.where((j < n) & (op_of != OPS.index("read")), records.slot_code(sticky), 0)
     # Each slot's bits after the loop: an error bit is set when the last op that can set it
     # does (the slot's history only grows, so if any such op sets it, the last one does).
     first_op, first_read, last_write, last_forward, last_clear = (first[:n, k] for k in range(5))
