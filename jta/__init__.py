@@ -3,7 +3,7 @@
 from importlib import metadata as _metadata
 
 from . import _serialization, errors, gradients, raw_ops  # noqa: F401  (_serialization: jax.export of jta's pytrees)
-from ._channel.api import ErrorRecord, checked, checkify, throw
+from ._delivery.api import ErrorRecord, checked, checkify, throw
 from ._describe import describe
 from .graph_import import import_graph_def
 from .loops import fori_loop, while_loop

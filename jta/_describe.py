@@ -7,7 +7,7 @@ from typing import Any
 
 import jax
 
-from ._core import display
+from . import _display
 from .raw_ops import State
 from .tensor_array import TensorArray
 
@@ -48,17 +48,17 @@ def describe(x: Any) -> Description:
     ```
     """
     if isinstance(x, TensorArray):
-        return Description(display.array_repr(x), display.array_html(x))
+        return Description(_display.array_repr(x), _display.array_html(x))
     if isinstance(x, State):
-        return Description(display.state_repr(x), display.state_html(x))
-    if display.is_registry(x):
-        return Description(display.registry_repr(x), display.registry_html(x))
+        return Description(_display.state_repr(x), _display.state_html(x))
+    if _display.is_registry(x):
+        return Description(_display.registry_repr(x), _display.registry_html(x))
     leaves, _ = jax.tree_util.tree_flatten_with_path(
-        x, is_leaf=lambda v: isinstance(v, (TensorArray, State)) or display.is_registry(v))
+        x, is_leaf=lambda v: isinstance(v, (TensorArray, State)) or _display.is_registry(v))
     found = [(jax.tree_util.keystr(p), v) for p, v in leaves
-             if isinstance(v, (TensorArray, State)) or display.is_registry(v)]
+             if isinstance(v, (TensorArray, State)) or _display.is_registry(v)]
     texts = [f"{p or '<root>'}:\n" + "\n".join("  " + ln for ln in describe(v).text.splitlines())
              for p, v in found]
     htmls = [f"<div><code>{html.escape(p or '<root>')}</code></div>{describe(v).html}" for p, v in found]
-    header = f"{display.plural(len(found), 'jta object')} in a {type(x).__name__}"
-    return Description("\n".join([header, *texts]), display.wrap(f"<div>{html.escape(header)}</div>" + "".join(htmls)))
+    header = f"{_display.plural(len(found), 'jta object')} in a {type(x).__name__}"
+    return Description("\n".join([header, *texts]), _display.wrap(f"<div>{html.escape(header)}</div>" + "".join(htmls)))

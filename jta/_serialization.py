@@ -14,9 +14,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ._channel.api import ErrorRecord
-from ._channel.primitives import sites_from_bytes, sites_to_bytes
 from ._core.array import ArrayMeta
+from ._delivery.api import ErrorRecord
+from ._records.primitives import sites_from_bytes, sites_to_bytes
 from .raw_ops import State
 from .tensor_array import TensorArray
 

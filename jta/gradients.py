@@ -43,10 +43,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._channel import delivery
-from ._channel.catalogue import Error
 from ._core import accumulators, kernels
 from ._core.array import require_static_size
+from ._delivery import value_ops
+from ._records.catalogue import Error
 from .tensor_array import TensorArray
 
 __all__ = [
@@ -123,7 +123,7 @@ def write_grad(registry: Registry, ta: TensorArray, index: Any, source: str,
                shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.write(index, value)``: read (and clear) the total at ``index``."""
     def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
-        return delivery.read(g, index, mark=True)
+        return value_ops.read(g, index, mark=True)
     return _update(registry, ta, source, rule, shape_to_prepend)
 
 
@@ -138,7 +138,7 @@ def scatter_grad(registry: Registry, ta: TensorArray, indices: Any, source: str,
                  shape_to_prepend: Any = ()) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.scatter(indices, value)``: gather the totals at ``indices``."""
     def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
-        return delivery.gather(g, indices, mark=True)
+        return value_ops.gather(g, indices, mark=True)
     return _update(registry, ta, source, rule, shape_to_prepend)
 
 
@@ -153,7 +153,7 @@ def split_grad(registry: Registry, ta: TensorArray, source: str, shape_to_prepen
                ) -> tuple[Registry, jax.Array]:
     """Gradient of ``ta.split(value, lengths)``: concatenate the accumulated totals."""
     def rule(g: TensorArray) -> tuple[TensorArray, jax.Array]:
-        g, value, _ = delivery.concat(g, mark=True)
+        g, value, _ = value_ops.concat(g, mark=True)
         return g, value
     return _update(registry, ta, source, rule, shape_to_prepend)
 

@@ -28,9 +28,9 @@ from jax._src import core
 from jax.custom_derivatives import SymbolicZero
 
 from . import _loop_linear
-from ._channel.catalogue import Error
 from ._core import capacities
 from ._core.inputs import static_int
+from ._records.catalogue import Error
 
 __all__ = ["while_loop", "fori_loop"]
 

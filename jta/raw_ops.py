@@ -31,12 +31,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._channel import delivery
-from ._channel.api import throw
-from ._channel.catalogue import Error
-from ._channel.primitives import noted
-from ._core import accumulators, display, kernels, shapes
+from . import _display
+from ._core import accumulators, kernels, shapes
 from ._core.inputs import as_indices, canonical_dtype, check_scalar_index, convert
+from ._delivery import value_ops
+from ._delivery.api import throw
+from ._records.catalogue import Error
+from ._records.primitives import noted
 from .tensor_array import TensorArray, created
 
 __all__ = [
@@ -73,10 +74,10 @@ class State:
         return _lookup(self, handle)
 
     def __repr__(self) -> str:
-        return display.state_repr(self)  # arrays, then accumulators by source
+        return _display.state_repr(self)  # arrays, then accumulators by source
 
     def _repr_html_(self) -> str:
-        return display.state_html(self)
+        return _display.state_html(self)
 
 
 def new_state() -> State:
@@ -148,7 +149,7 @@ def TensorArrayReadV3(state: State, handle: Handle, index: Any, flow_in: Any, dt
     check_scalar_index(index)  # the kernel: index shape, dtype, then Read (closed, ...)
     _check_dtype(ta, dtype)
     index = as_indices(index, "TensorArrayReadV3", "index")
-    ta, value = delivery.read(ta, index, mark=True)
+    ta, value = value_ops.read(ta, index, mark=True)
     return _store(state, handle, ta), value
 
 
@@ -163,7 +164,7 @@ def TensorArrayGatherV3(state: State, handle: Handle, indices: Any, flow_in: Any
             and shapes.compatible(attr, ta.element_shape):  # the kernel looks at the attribute only
         Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=shapes.debug_str(attr))
     indices = as_indices(indices, "TensorArrayGatherV3", "indices")
-    ta, value = delivery.gather(ta, indices, mark=True, element_shape=element_shape)
+    ta, value = value_ops.gather(ta, indices, mark=True, element_shape=element_shape)
     return _store(state, handle, ta), value
 
 
@@ -186,7 +187,7 @@ def TensorArrayConcatV3(state: State, handle: Handle, flow_in: Any, dtype: Any,
     n = kernels.concat_size(ta)
     if n == 0 and not shapes.fully_defined(attr):  # the kernel looks at the attribute only
         Error.CONCAT_ZERO_UNKNOWN_SHAPE.raise_(shape=shapes.debug_str(attr))
-    ta, value, lengths = delivery.concat(ta, mark=True, element_shape_except0=element_shape_except0)
+    ta, value, lengths = value_ops.concat(ta, mark=True, element_shape_except0=element_shape_except0)
     return _store(state, handle, ta), value, lengths
 
 

@@ -15,12 +15,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._channel import delivery
-from ._channel.catalogue import Error
-from ._channel.primitives import noted
-from ._core import accumulators, capacities, display, kernels, shapes, storage
+from . import _display
+from ._core import accumulators, capacities, kernels, shapes, storage
 from ._core.array import ArrayData, ArrayMeta, become, empty, known_size, require_static_size
 from ._core.inputs import as_indices, convert, element_dtype, packed, static_int
+from ._delivery import value_ops
+from ._records.catalogue import Error
+from ._records.primitives import noted
 
 __all__ = ["TensorArray"]
 
@@ -85,13 +86,13 @@ class TensorArray(ArrayData):
 
         Eagerly this raises immediately; inside ``jit`` it raises at run time.
         """
-        delivery.throw_array(self)
+        value_ops.throw_array(self)
         return self
 
     @property
     def error(self) -> Optional[Exception]:
         """The recorded error as an exception object (concrete arrays only), else ``None``."""
-        return delivery.array_exception(self)
+        return value_ops.array_exception(self)
 
     # -- writes -----------------------------------------------------------------------------
     def write(self, index: Index, value: ArrayLike, name: Optional[str] = None) -> TensorArray:
@@ -134,7 +135,7 @@ class TensorArray(ArrayData):
         """The element at ``index`` (``TensorArrayReadV3``); unwritten slots read as zeros."""
         del name
         index = as_indices(index, "TensorArrayReadV3", "index")
-        ta, value = delivery.read(self, index, mark=False)
+        ta, value = value_ops.read(self, index, mark=False)
         return value
 
     def stack(self, name: Optional[str] = None) -> jax.Array:
@@ -190,7 +191,7 @@ class TensorArray(ArrayData):
         """All elements concatenated along their first axis (``TensorArrayConcatV3``)."""
         del name
         es = self.element_shape  # TF's Python layer passes element_shape[1:] as the attribute
-        ta, value, _ = delivery.concat(self, mark=False, element_shape_except0=None if es is None else es[1:])
+        ta, value, _ = value_ops.concat(self, mark=False, element_shape_except0=None if es is None else es[1:])
         return value
 
     # -- misc -------------------------------------------------------------------------------
@@ -216,10 +217,10 @@ class TensorArray(ArrayData):
         return self
 
     def __repr__(self) -> str:
-        return display.array_repr(self)
+        return _display.array_repr(self)
 
     def _repr_html_(self) -> str:
-        return display.array_html(self)
+        return _display.array_html(self)
 
     # -- TensorFlow's Python layer ----------------------------------------------------------
     def _python_shape_check(self, shape: tuple[int, ...]) -> None:
@@ -240,7 +241,7 @@ class TensorArray(ArrayData):
     def _gather(self, indices: ArrayLike) -> jax.Array:
         # TF's Python gather/stack pass the inferred element shape as the op's attribute.
         indices = as_indices(indices, "TensorArrayGatherV3", "indices")
-        ta, value = delivery.gather(self, indices, mark=False, element_shape=self.element_shape)
+        ta, value = value_ops.gather(self, indices, mark=False, element_shape=self.element_shape)
         return value
 
 

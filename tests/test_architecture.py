@@ -1,10 +1,13 @@
 """The package's shape: which part may import which, thin top layers, one error catalogue.
 
-The layout (bottom first): ``jta.errors``; the error channel's record format
-(``jta/_channel/``: catalogue, primitives, records); the storage and kernel core
-(``jta/_core/``); the channel's delivery, interpreter and API; the public modules
-(``tensor_array``, ``raw_ops``, ``gradients`` and their private helpers ``_describe`` and
-``_serialization``); the TF1 graph importer (``jta/graph_import/``); the package itself.
+The layout, one folder per layer (bottom first): ``jta.errors``; the record format
+(``jta/_records/``: the catalogue of errors, records and slot bits, their primitives); the
+storage and kernel core (``jta/_core/``), which computes records as data; delivery
+(``jta/_delivery/``: the value ops, the bare-jit callbacks, ``jta.checkify``'s interpreter and
+hoisting, jta's changes to JAX's rules, the API); the public modules (``tensor_array``,
+``raw_ops``, ``gradients``, ``loops`` and their private helpers ``_display``, ``_describe``,
+``_serialization``, ``_loop_linear``); the TF1 graph importer (``jta/graph_import/``); the
+package itself.
 """
 
 from __future__ import annotations
@@ -17,24 +20,21 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "jta"
-# Modules by dotted name below ``jta`` ("tensor_array", "_channel.records", ...).
+# Modules by dotted name below ``jta`` ("tensor_array", "_records.records", ...).
 MODULES = {".".join(p.relative_to(PACKAGE).with_suffix("").parts): ast.parse(p.read_text(), str(p))
            for p in sorted(PACKAGE.rglob("*.py"))}
 PACKAGES = {name.removesuffix(".__init__") for name in MODULES if name.endswith(".__init__")}
 MODULES = {name.removesuffix(".__init__"): tree for name, tree in MODULES.items()}
 
-# The layers, bottom first: a module may import modules of its own layer and of the layers
-# below it, never above. The channel's record format and primitives sit below the storage core
-# (which computes records as data); the channel's delivery, interpreter and API sit above it,
-# so the core never calls up into them.
+# The layers, bottom first, one folder each (the public modules and the package at the top
+# level): a module may import modules of its own layer and of the layers below it, never above.
 LAYERS = [
     ("errors", {"errors"}),
-    ("channel records", {"_channel", "_channel.catalogue", "_channel.primitives", "_channel.records",
-                         "_channel.slots"}),
+    ("records", {name for name in MODULES if name.split(".")[0] == "_records"}),
     ("core", {name for name in MODULES if name.split(".")[0] == "_core"}),
-    ("channel delivery", {"_channel.delivery", "_channel.functionalize", "_channel.hoisting", "_channel.jax_rules",
-                          "_channel.api"}),
-    ("public", {"tensor_array", "raw_ops", "gradients", "loops", "_loop_linear", "_describe", "_serialization"}),
+    ("delivery", {name for name in MODULES if name.split(".")[0] == "_delivery"}),
+    ("public", {"tensor_array", "raw_ops", "gradients", "loops", "_loop_linear", "_display", "_describe",
+                "_serialization"}),
     ("graph import", {name for name in MODULES if name.split(".")[0] == "graph_import"}),
     ("package", {"__init__", "__main__"}),
 ]
@@ -78,8 +78,8 @@ def test_every_module_has_a_layer():
 
 
 def test_imports_go_down_the_layers():
-    """E.g. storage and kernels (core) compute records but never import the channel's delivery,
-    interpreter or API; the channel's primitives never import the core."""
+    """E.g. storage and kernels (core) compute records but never import delivery (the value ops,
+    the interpreter, the API); the record format never imports the core."""
     rank = {name: k for k, (_, names) in enumerate(LAYERS) for name in names}
     for name, deps in _graph().items():
         for dep in deps:
@@ -88,10 +88,9 @@ def test_imports_go_down_the_layers():
 
 
 def test_the_core_never_calls_up():
-    """The storage/kernel core computes records as data: it imports the channel's record format and
-    ``jta.errors`` only, never the channel's delivery, interpreter or API, nor a public module."""
-    allowed = {"errors", "_channel", "_channel.catalogue", "_channel.primitives", "_channel.records",
-               "_channel.slots"}
+    """The storage/kernel core computes records as data: it imports the record format and
+    ``jta.errors`` only, never delivery (the value ops, the interpreter, the API), nor a public module."""
+    allowed = {"errors"} | {name for name in MODULES if _part(name) == "_records"}
     for name, deps in _graph().items():
         if _part(name) == "_core":
             outside = {d for d in deps if _part(d) != "_core"} - allowed
@@ -172,7 +171,7 @@ def test_import_graph_is_acyclic():
         visit(node, ())
 
 
-@pytest.mark.parametrize("layer", ["raw_ops", "gradients", "_channel.api", "_describe", "tensor_array"])
+@pytest.mark.parametrize("layer", ["raw_ops", "gradients", "_delivery.api", "_describe", "tensor_array"])
 def test_top_layers_use_no_private_members_of_the_array(layer):
     """The Python and raw-op layers call public functions of the lower layers; they never reach
     into an array's underscore members (leaves, metadata)."""
@@ -187,12 +186,12 @@ def test_every_error_text_lives_in_the_catalogue():
     names = {"InvalidArgumentError", "OutOfRangeError", "UnimplementedError", "NotFoundError",
              "ResourceExhaustedError", "ValueError", "TypeError"}
     for name, tree in MODULES.items():
-        if name in ("_channel.catalogue", "__main__"):
+        if name in ("_records.catalogue", "__main__"):
             continue
         for n in ast.walk(tree):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names:
                 assert not n.args or not isinstance(n.args[0], (ast.Constant, ast.JoinedStr)), (
-                    f"jta.{name} line {n.lineno} writes an error text outside jta/_channel/catalogue.py")
+                    f"jta.{name} line {n.lineno} writes an error text outside jta/_records/catalogue.py")
 
 
 def test_no_module_passes_700_lines():
@@ -221,12 +220,12 @@ VALUE_KERNELS = {"read", "pack_or_gather", "concat"}  # jta._core.kernels' funct
 
 
 def test_value_ops_report_through_one_path():
-    """Only ``_channel.delivery`` calls the kernels that return a value (read, gather, concat):
+    """Only ``_delivery.value_ops`` calls the kernels that return a value (read, gather, concat):
     every op that returns one goes through it, which reports the record that made the value,
     so no op can return a value and skip its check."""
     offenders = []
     for name, tree in MODULES.items():
-        if name in ("_channel.delivery", "_core.kernels"):
+        if name in ("_delivery.value_ops", "_core.kernels"):
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr in VALUE_KERNELS and \
@@ -235,3 +234,14 @@ def test_value_ops_report_through_one_path():
             elif isinstance(node, ast.ImportFrom) and (node.module or "").endswith("kernels"):
                 offenders += [f"{name}:{node.lineno} {a.name}" for a in node.names if a.name in VALUE_KERNELS]
     assert not offenders, offenders
+
+
+def test_each_folder_is_one_layer():
+    """A subpackage's modules all sit in one layer, and that layer has no module elsewhere."""
+    rank = {name: layer for layer, names in LAYERS for name in names}
+    for folder in ("_records", "_core", "_delivery", "graph_import"):
+        layers = {rank[name] for name in MODULES if _part(name) == folder}
+        assert len(layers) == 1, (folder, layers)
+        (layer,) = layers
+        outside = sorted(name for name, lay in rank.items() if lay == layer and _part(name) != folder)
+        assert not outside, (folder, outside)

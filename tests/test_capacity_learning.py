@@ -18,7 +18,7 @@ import pytest
 
 import jta
 from jta import errors, gradients
-from jta._channel.catalogue import Error
+from jta._records.catalogue import Error
 
 
 def _counted(f, traces):

@@ -18,8 +18,8 @@ import pytest
 from jax import lax
 
 import jta
-from jta._channel import functionalize as _functionalize
-from jta._channel import hoisting
+from jta._delivery import functionalize as _functionalize
+from jta._delivery import hoisting
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WRITE_PAST = "TensorArray {name}: Tried to write to index {index} but array is not resizeable and size is: {size}"
@@ -83,7 +83,7 @@ def spy_on_moves(monkeypatch, loop):
 @pytest.mark.parametrize("loop", ["scan", "while"])
 @pytest.mark.parametrize("shape", ["carried", "swapped", "fresh", "template", "cond", "nested"])
 def test_a_check_moves_out_of_a_loop_only_when_its_record_descends_from_its_carry(shape, loop, monkeypatch):
-    """``jta._channel.hoisting.plan`` (a scan) and ``jta._channel.functionalize._movable`` (a while
+    """``jta._delivery.hoisting.plan`` (a scan) and ``jta._delivery.functionalize._movable`` (a while
     loop): moved for a carried array updated in place, kept in the loop
     for swapped carries, arrays made in the body (from scratch or from a closed-over template),
     arrays chosen by a cond; the first error is the eager one either way."""
@@ -422,7 +422,7 @@ def test_an_exported_program_returns_arrays_and_raw_op_states():
 def test_recorded_error_codes_are_fixed():
     """An exported record is decoded by its code in whatever jta version runs it: the codes of
     the errors that can be recorded at traced values never change (append new ones)."""
-    from jta._channel.catalogue import Error
+    from jta._records.catalogue import Error
 
     assert {e.name: e.code for e in Error if e.fields} == {
         "WRITE_OUT_OF_RANGE": 1, "READ_OUT_OF_RANGE": 2, "SCATTER_OUT_OF_RANGE": 3, "WRITE_BEYOND_CAPACITY": 4,

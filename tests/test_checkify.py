@@ -278,7 +278,7 @@ def test_checked_static_config_traces_once_per_config():
 @pytest.mark.parametrize("write_step, read_step", [(2, 4), (4, 2)])
 def test_first_error_of_a_loop_that_writes_one_array_and_reads_another(write_step, read_step, monkeypatch):
     """A loop whose checks are its carried array's write and a read of another array at indices
-    from the scan's input decides both after the loop (``jta._channel.hoisting``), and still
+    from the scan's input decides both after the loop (``jta._delivery.hoisting``), and still
     reports the earlier of a later read and an earlier double write."""
     src = jta.TensorArray(jnp.float32, size=6, element_shape=()).unstack(jnp.arange(6.0))
 

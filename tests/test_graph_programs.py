@@ -31,7 +31,7 @@ pytest.importorskip("tensorflow")
 import jax  # noqa: E402
 
 import jta  # noqa: E402
-from jta._channel.catalogue import Error  # noqa: E402
+from jta._records.catalogue import Error  # noqa: E402
 from tests.helpers import budget, tf1_programs  # noqa: E402
 from tests.helpers.errors import _forget_raised  # noqa: E402
 

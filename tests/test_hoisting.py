@@ -1,4 +1,4 @@
-"""A scan's bookkeeping decided after the loop (``jta._channel.hoisting``): the same first error
+"""A scan's bookkeeping decided after the loop (``jta._delivery.hoisting``): the same first error
 as the eager program, in every compiled mode, and moved only when nothing in the step needs it.
 
 Each program fails (or not) at a step chosen by its argument, so the first error depends on the
@@ -15,7 +15,7 @@ from jax import lax
 
 import jta
 from jta import raw_ops as ops
-from jta._channel import hoisting
+from jta._delivery import hoisting
 
 
 def loop_writes(bad):

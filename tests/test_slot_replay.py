@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jta._channel import records, slots
+from jta._records import records, slots
 
 
 def sequential(flags, events, ops):

@@ -1,7 +1,7 @@
 """The storage and kernel core: a TensorArray as a pytree and TensorFlow's kernels on it.
 
-Bottom first (each module imports only those above it in this list and ``jta._channel``'s
-record format):
+Bottom first (each module imports only those above it in this list and the record format,
+``jta._records``):
 
 * ``shapes``: partial shapes and dtype names, printed as TensorFlow prints them.
 * ``inputs``: user inputs made canonical (dtypes, static integers, indices, values).
@@ -11,7 +11,6 @@ record format):
 * ``storage``: element access in either form, after the kernels' checks.
 * ``kernels``: one function per TensorFlow kernel, checking inputs in the kernel's order.
 * ``accumulators``: gradient accumulators (``TensorArrayGradOp``).
-* ``display``: text and HTML views of arrays, registries and raw-op states.
 
-The core never imports the channel's delivery or API, nor the public modules.
+The core never imports the delivery layer (``jta._delivery``), nor the public modules.
 """

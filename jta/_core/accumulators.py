@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
-from .._channel import records
-from .._channel.catalogue import Error
+from .._records import records
+from .._records.catalogue import Error
 from . import shapes, storage
 from .array import same_array
 from .inputs import as_indices

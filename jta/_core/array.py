@@ -7,10 +7,10 @@ Leaves (``None`` where unused):
   fully known, e.g. ragged ``infer_shape=False`` arrays): a tuple with one array (or ``None``) per
   slot, whose per-slot bits and shapes are static (``ArrayMeta.slots``); indices must be Python
   ints. With ``infer_shape`` the first write fixes the element shape and the array turns dense.
-* ``flags``: one ``int32`` bitfield per slot (``jta._channel.records``), dense form with checks on.
+* ``flags``: one ``int32`` bitfield per slot (``jta._records.records``), dense form with checks on.
 * ``traced_size``: the logical size when it changes at run time (a ``dynamic_size`` array with a
   static ``capacity``, grown at traced indices); otherwise the size is static metadata.
-* ``error``: the ``int32[4]`` error record (``jta._channel.records``); ``None`` with ``checks=False``.
+* ``error``: the ``int32[4]`` error record (``jta._records.records``); ``None`` with ``checks=False``.
 * ``flow``: TensorFlow's flow scalar, kept for API parity.
 
 Sizes, one name each: ``static_size`` (metadata, when known while tracing), ``traced_size``
@@ -30,9 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import GetAttrKey
 
-from .._channel import records
-from .._channel.catalogue import Error
-from .._channel.primitives import emit
+from .._records import records
+from .._records.catalogue import Error
+from .._records.primitives import emit
 from . import shapes
 from .inputs import static_int
 from .memory import check_buffer
@@ -261,7 +261,7 @@ def as_gradient(ta: Any) -> Any:
 
 def raise_if_concrete(ta: Any) -> Any:
     """Raise the recorded error now when the record is concrete (eager code), else report it
-    as deferred (``_channel.primitives``: it stays in ``ta`` unless the program is functionalized)."""
+    as deferred (``jta._records.primitives``: it stays in ``ta`` unless the program is functionalized)."""
     if ta._error is None:
         return ta
     if records.is_concrete(ta._error, ta._flags):

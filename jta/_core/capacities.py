@@ -21,9 +21,9 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from .._channel import records
-from .._channel.catalogue import Error
-from .._channel.primitives import emit
+from .._records import records
+from .._records.catalogue import Error
+from .._records.primitives import emit
 from .array import ArrayData, known_size
 
 __all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_size", "rows_for", "stack_rows", "grown", "sized"]

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
-from .._channel.catalogue import Error
+from .._records.catalogue import Error
 from . import shapes
 
 

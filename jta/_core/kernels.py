@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._channel import records
-from .._channel.catalogue import Error
+from .._records import records
+from .._records.catalogue import Error
 from . import shapes, storage
 from .array import as_gradient, known_size, logical_size, raise_if_concrete, require_static_size
 from .inputs import as_indices, check_dtype, check_scalar_index, length_dtype, static_int, static_ints

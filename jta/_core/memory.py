@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from .._channel.catalogue import Error
+from .._records.catalogue import Error
 from . import shapes
 
 __all__ = ["check_buffer", "memory_limit"]

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._channel.catalogue import Error
+from .._records.catalogue import Error
 
 # A partial shape: ``None`` for unknown rank, else a tuple whose entries are ints or
 # ``None`` for unknown dimensions (TensorFlow's ``PartialTensorShape``).

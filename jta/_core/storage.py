@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._channel import records, slots
-from .._channel.catalogue import Error
+from .._records import records, slots
+from .._records.catalogue import Error
 from . import buffer, shapes
 from .array import ArrayData, logical_size, raise_if_concrete
 from .memory import check_buffer

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._channel.catalogue import Error
+from .._records.catalogue import Error
 
 # _ops_linalg, _ops_nn and _ops_tf2jax are imported for what they do: they register their ops in OPS.
 from . import _control_flow, _nodes, _ops_linalg, _ops_nn, _ops_tf2jax, _unsupported  # noqa: F401

@@ -17,8 +17,8 @@ import numpy as np
 from jax.core import Tracer
 
 from .. import raw_ops
-from .._channel.catalogue import Error
 from .._core.array import empty as empty_array
+from .._records.catalogue import Error
 from ._frames import Frame
 from ._resources import Resources, Stack
 

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import errors
-from .._channel.catalogue import Error
+from .._records.catalogue import Error
 from . import _resources
 from ._loops import DEAD, Dyn, Loops, select
 from ._nodes import Node, Tensor

@@ -40,8 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import errors, loops
-from .._channel.catalogue import Error
 from .._core import capacities
+from .._records.catalogue import Error
 from . import _resources
 from ._carry import (  # noqa: F401
     DEAD,

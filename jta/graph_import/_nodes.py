@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._channel.catalogue import Error
+from .._records.catalogue import Error
 
 Tensor = tuple[str, int]  # (producing node, output index)
 Shape = Optional[tuple[Optional[int], ...]]  # None: unknown rank

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._channel.catalogue import Error
+from .._records.catalogue import Error
 from ._nodes import Node
 
 Op = Callable[[Node, list[Any]], list[Any]]

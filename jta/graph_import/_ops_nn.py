@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._channel.catalogue import Error
+from .._records.catalogue import Error
 from ._nodes import Node
 from ._ops import OPS, as_numpy, registrar, simple, static_value, xp_of
 

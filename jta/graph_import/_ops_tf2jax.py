@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._channel.catalogue import Error
+from .._records.catalogue import Error
 from ._nodes import Node
 from ._ops import OPS, Op, as_numpy, is_static, registrar, result_dtype, simple, static_value, xp_of
 

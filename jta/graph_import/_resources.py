@@ -24,9 +24,9 @@ import numpy as np
 from jax.core import Tracer
 
 from .. import raw_ops
-from .._channel.catalogue import Error
 from .._core import capacities
 from .._core.array import known_size
+from .._records.catalogue import Error
 from ._nodes import Node
 from ._ops import is_static, registrar
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._channel.catalogue import Error
+from .._records.catalogue import Error
 from ._frames import Graph
 
 _V2_CONTROL_FLOW = frozenset({"While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",

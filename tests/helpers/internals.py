@@ -1,7 +1,7 @@
 """Every access the tests make to jta's private names, in one place.
 
 jta's internals move: when a private name changes, update it here and nowhere else. No test module touches an underscore name of jta
-(``ta._data``, ``jta._core.display``, ...) except through this module; the functions import lazily, so a
+(``ta._data``, ``jta._display``, ...) except through this module; the functions import lazily, so a
 moved name breaks only the tests that use it, at run time, with this file in the traceback.
 
 What is used, and by whom:
@@ -11,9 +11,9 @@ What is used, and by whom:
   ``test_sharding.py``;
 * :func:`static_size` (``jta._core.array.require_static_size``) and :func:`peek` (``jta._core.kernels.read``) —
   the drivers in ``tests/helpers/drivers.py``;
-* ``jta._core.display`` (:func:`repr_legend`, :func:`repr_codes`, :func:`max_slots_html`,
+* ``jta._display`` (:func:`repr_legend`, :func:`repr_codes`, :func:`max_slots_html`,
   :func:`array_html`) and ``jta._describe`` (:func:`description_type`) — ``test_repr.py``;
-* ``jta._channel.catalogue`` (:func:`value_dependent_templates`) — ``tests/oracle/_programs.py``;
+* ``jta._records.catalogue`` (:func:`value_dependent_templates`) — ``tests/oracle/_programs.py``;
 * ``jta._core.shapes`` (:func:`as_shape`, :func:`shape_compatible`, :func:`shape_debug_str`,
   :func:`shape_fully_defined`) — ``tests/oracle/_tf_cases.py``;
 * ``jta._core.memory`` (:func:`set_memory_limit`) — ``test_inputs.py``;
@@ -59,26 +59,26 @@ def peek(ta: Any, index: Any) -> Any:
     return _module("_core.kernels").read(ta, index, mark=False)[1]
 
 
-# -- jta._core.display ------------------------------------------------------------------------------------
+# -- jta._display ------------------------------------------------------------------------------------
 
 def repr_legend() -> str:
     """The legend line under a text repr."""
-    return _module("_core.display").LEGEND
+    return _module("_display").LEGEND
 
 
 def repr_codes() -> dict:
     """Slot code -> (description, colour) of the reprs."""
-    return _module("_core.display").CODES
+    return _module("_display").CODES
 
 
 def max_slots_html() -> int:
     """How many slot boxes the HTML repr draws at most."""
-    return _module("_core.display").MAX_SLOTS_HTML
+    return _module("_display").MAX_SLOTS_HTML
 
 
 def array_html(ta: Any) -> str:
     """The HTML repr of one array."""
-    return _module("_core.display").array_html(ta)
+    return _module("_display").array_html(ta)
 
 
 def description_type() -> type:
@@ -86,12 +86,12 @@ def description_type() -> type:
     return _module("_describe").Description
 
 
-# -- jta._channel.records ----------------------------------------------------------------------------------
+# -- jta._records.records ----------------------------------------------------------------------------------
 
 def value_dependent_templates() -> list[str]:
     """The message templates (``{field}`` placeholders) of the errors jta records in the state at
     traced values instead of raising."""
-    return [e.template for e in _module("_channel.catalogue").Error if e.fields]
+    return [e.template for e in _module("_records.catalogue").Error if e.fields]
 
 
 # -- jta._core.shapes ----------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ def checks_in(jaxpr: Any) -> dict[bool, int]:
     value op's run-time check (``deferred=False``), a mutator's deferred report (``True``)."""
     import jax
 
-    check_p = _module("_channel.primitives").check_p
+    check_p = _module("_records.primitives").check_p
     found = {True: 0, False: 0}
     for eqn in jaxpr.eqns:
         if eqn.primitive is check_p:

@@ -205,7 +205,7 @@ REGRESSIONS = {
         {'op': 'gather', 'h': 0, 'indices': [3, 2], 'dtype': 'int64', 'element_shape': [2]},
     ],
     # The same at traced indices (jit): the slot bits only say which slots failed, so gather and
-    # scatter now also record their first failing position (jta/_channel/records.py record_first,
+    # scatter now also record their first failing position (jta/_records/records.py record_first,
     # TensorArray._gather_dense / _scatter_dense).
     "jit-gather-stops-at-first-failing-index": [
         {'op': 'create', 'size': 4, 'dtype': 'float32', 'element_shape': [2], 'dynamic_size': False,

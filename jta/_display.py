@@ -11,7 +11,7 @@ a ``PartitionSpec`` per leaf...) are listed after ``leaves:`` in place of the sl
 A view never raises: should formatting fail anyway, a one-line header from static metadata is
 shown instead (:func:`_never_raises`).
 
-The slot strip shows each slot's bookkeeping bits (see ``jta._channel.records``)::
+The slot strip shows each slot's bookkeeping bits (see ``jta._records.records``)::
 
     TensorArray<xs>(float32, size=5, element_shape=[2]) [W W r . .]
       W written  r read  c read+cleared  . empty  ! slot error  - spare capacity
@@ -32,9 +32,9 @@ import jax
 import numpy as np
 from jax.core import Tracer
 
-from .._channel import records
-from . import shapes
-from .array import ArrayData, ArrayMeta, as_gradient
+from ._core import shapes
+from ._core.array import ArrayData, ArrayMeta, as_gradient
+from ._records import records
 
 __all__ = ["array_repr", "array_html", "state_repr", "state_html",
            "registry_repr", "registry_html"]

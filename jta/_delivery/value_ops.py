@@ -21,8 +21,8 @@ import jax.numpy as jnp
 from .._core import kernels
 from .._core.array import ArrayData
 from .._core.storage import as_index
-from . import records
-from .primitives import emit
+from .._records import records
+from .._records.primitives import emit
 
 
 def array_exception(ta: ArrayData) -> Optional[Exception]:

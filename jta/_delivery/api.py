@@ -15,13 +15,15 @@ from jax._src import config as jax_config
 
 from .._core import capacities
 from .._core.array import ArrayData
+from .._records import primitives
+from .._records.catalogue import Error
+from .._records.primitives import Site
+from .._records.records import is_concrete
 from ..errors import UnimplementedError
-from . import jax_rules, primitives  # noqa: F401  (jax_rules: jta's changes to JAX's rules)
-from .catalogue import Error
-from .delivery import throw_array
+from . import callbacks, jax_rules  # noqa: F401  (check_p's lowering; jta's changes to JAX's rules)
+from .callbacks import take_raised
 from .functionalize import Static, functionalize, is_traceable, static_arguments
-from .primitives import Site, take_raised
-from .records import is_concrete
+from .value_ops import throw_array
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])

@@ -5,14 +5,14 @@ cannot raise while tracing. jta records them instead, cheaply, in two places of 
 array's pytree:
 
 * ``error``: an integer ``[4]`` vector ``(code, *values)`` (int64 under x64); the first error wins. ``code`` is an
-  :class:`~jta._catalogue.Error` member's code, ``values`` its traced fields.
+  :class:`~jta._records.catalogue.Error` member's code, ``values`` its traced fields.
 * ``flags``: one ``int32`` bitfield per slot (written, read, and sticky error bits for
   "written twice", "written after read", "read after clear"). Updating one slot's bits is a
   single scatter, about 1% of a 64-wide RNN step, where a precise first-error ``where`` chain
   costs ~30%.
 
 The record is turned into the exception TensorFlow would raise (same class and text) by
-:func:`raise_if_error` as soon as it is concrete; ``jta._channel`` decides when that happens.
+:func:`raise_if_error` as soon as it is concrete; ``jta._delivery`` decides when that happens.
 """
 
 from __future__ import annotations

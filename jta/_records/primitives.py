@@ -1,23 +1,19 @@
-"""The error channel's two primitives: ``jta_record`` updates a record, ``jta_check`` reports one.
+"""The record format's two primitives: ``jta_record`` updates a record, ``jta_check`` reports one.
 
 A record is an integer vector ``[code, v1, v2, v3]`` (int64 under x64): an
-:class:`~jta._catalogue.Error` code (0: no error) and its traced fields. Ops update it only
-through ``jta_record`` and ``jta_slot`` (``slots``; the first error wins), so a record's history
-is visible in a jaxpr as a chain of those equations: the functionalizer proves from that chain
-that a check may move out of a loop (``hoisting``, ``functionalize._descends``).
+:class:`~jta._records.catalogue.Error` code (0: no error) and its traced fields. Ops update it
+only through ``jta_record`` and ``jta_slot`` (``slots``; the first error wins,
+:func:`first_error`), so a record's history is visible in a jaxpr as a chain of those
+equations: the functionalizer proves from that chain that a check may move out of a loop
+(``jta._delivery.hoisting``).
 
 An op hands its record to ``jta_check(record, site, sites=..., deferred=...)``. The static half
 of the error travels in the equation's params: ``sites`` is a tuple of :class:`Site` (the
 array's name, its template fields, the user's source line) and the operand ``site`` indexes it.
-What happens next depends on who runs the program:
-
-* :func:`jta.checkify` / :func:`jta.checked` interpret the program and thread one record
-  ``[code, v1, v2, v3, site]`` through it, the first error in program order winning, and hand
-  back the sites with it (``_functionalize``): no branch and no host callback anywhere, so the
-  program exports with ``jax.export`` and the record decodes in any process.
-* Otherwise the primitive is lowered as it stands. A value-returning op (``deferred=False``)
-  lowers to ``lax.cond(record != 0, host callback)``, which raises at run time; a mutator
-  (``deferred=True``) lowers to nothing, its error stays in the array or state it returns.
+Who runs the program decides what happens next (``jta._delivery``): :func:`jta.checkify` and
+:func:`jta.checked` thread one record ``[code, v1, v2, v3, site]`` through it, the first error
+in program order winning (``functionalize``); otherwise the primitive is lowered as it stands
+(``callbacks``): a value op's check raises from a host callback, a mutator's lowers to nothing.
 
 ``jta_check`` carries an effect, so JAX's dead-code elimination keeps it even though it has no
 outputs, and the effect is registered wherever JAX asks (control flow, custom derivatives,
@@ -29,18 +25,14 @@ the pinned JAX range in ``pyproject.toml``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import json
 import os
-import threading
-import time
 from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 from jax._src import core, effects, source_info_util
 from jax._src.interpreters import ad
 from jax._src.interpreters import partial_eval as pe
@@ -278,93 +270,3 @@ def _partial_eval_custom(saveable: Any, unks_in: Any, inst_in: Any, eqn: Any) ->
 batching.primitive_batchers[check_p] = _batch
 ad.primitive_jvps[check_p] = _jvp
 pe.partial_eval_jaxpr_custom_rules[check_p] = _partial_eval_custom
-
-
-def _fallback(record: jax.Array, site: jax.Array, earlier: jax.Array, *, sites: tuple[Site, ...], offset: int,
-              order: int, run_key: int) -> list[jax.Array]:
-    """The program was not functionalized: a value-returning op raises from the host. ``earlier``
-    is the first error (an entry, its site among the first sites) of the checks lowered before
-    this one in the same block (``offset`` of them): whichever of them XLA runs first raises
-    that error."""
-    first = first_error(earlier, record[0] != 0, entry(record, site + offset, record.dtype))
-    callback = functools.partial(_callback, run_key, order, sites)
-    lax.cond(first[0] != 0, lambda: jax.debug.callback(callback, first), lambda: None)
-    return [first]
-
-
-_lower_fallback = mlir.lower_fun(_fallback, multiple_results=True)
-# The first error of the value checks lowered so far, per block of the module being lowered:
-# XLA runs independent callbacks in any order and stops the run at the first that raises, so
-# each check raises the first error in program order of its block, not its own.
-_EARLIER: dict[str, Any] = {"module": None, "blocks": {}}
-
-
-def _lowering(ctx: Any, record: Any, site: Any, *, sites: tuple[Site, ...], deferred: bool, order: int) -> Any:
-    if not deferred and ctx.module_context.lowering_parameters.for_export:
-        # Say what to export now, rather than fail when the export is serialized.
-        first = sites[0] if sites else Site("?")
-        Error.EXPORT_NEEDS_CHECKIFY.raise_(what="a value op" if len(sites) == 1 else "jta.throw",
-                                           name=first.name, where=first.where or "unknown")
-    if deferred:
-        return []
-    if _EARLIER["module"] is not ctx.module_context:
-        _EARLIER.update(module=ctx.module_context, blocks={})
-    block = mlir.ir.InsertionPoint.current.block  # pyright: ignore[reportAttributeAccessIssue]
-    dtype = ctx.avals_in[0].dtype
-    earlier, earlier_sites = _EARLIER["blocks"].get(block, (None, ()))
-    if earlier is None:
-        earlier = mlir.ir_constant(np.zeros(RECORD_SIZE, dtype))
-    aval = ctx.avals_in[0].update(shape=(RECORD_SIZE,))  # (inside shard_map: varying as the record)
-    rule = ctx.replace(avals_in=[*ctx.avals_in, aval], avals_out=[aval])
-    (first,) = _lower_fallback(rule, record, site, earlier, sites=earlier_sites + sites, offset=len(earlier_sites),
-                               order=order, run_key=id(ctx.module_context))
-    _EARLIER["blocks"][block] = (first, earlier_sites + sites)
-    return []
-
-
-mlir.register_lowering(check_p, _lowering, cacheable=False)  # inline: a block chains its checks
-
-
-@dataclasses.dataclass(frozen=True)
-class _Raised:
-    exception: Exception
-    run_key: int  # the compiled program it was raised in
-    order: int  # its check's place in program order (trace order)
-    time: float
-
-
-def _callback(run_key: int, order: int, sites: tuple[Site, ...], record: Any) -> None:
-    exc = exception(record, sites)
-    if exc is not None:
-        with _RAISED_LOCK:
-            _RAISED.append(_Raised(exc, run_key, order, time.monotonic()))
-            del _RAISED[:-_KEEP]
-        raise exc
-
-
-# The exceptions that callbacks raised in compiled code since the last ``take_raised``: one
-# list for the process, since XLA calls back on threads of its own.
-_RAISED: list[_Raised] = []
-_RAISED_LOCK = threading.Lock()
-_KEEP = 64
-_RUN_WINDOW_S = 1.0  # callbacks of one failed run fail together: XLA stops it at the first
-
-
-def take_raised(current: Optional[BaseException] = None) -> Optional[Exception]:
-    """The first exception, in program order, that callbacks raised in the compiled run that
-    failed last (or in the one whose ``JaxRuntimeError`` is ``current``); forgets them all.
-
-    XLA runs unordered callbacks in any order and several may fail in one run, so the run's
-    exceptions are compared by the trace order of their checks. Exceptions that earlier runs
-    left behind (their ``JaxRuntimeError`` handled without a ``jta.throw()``) belong to other
-    runs: another program, or another moment.
-    """
-    with _RAISED_LOCK:
-        raised = list(_RAISED)
-        _RAISED.clear()
-    if not raised:
-        return None
-    text = str(current) if current is not None else None
-    anchor = next((r for r in reversed(raised) if text is not None and str(r.exception) in text), raised[-1])
-    run = [r for r in raised if r.run_key == anchor.run_key and abs(r.time - anchor.time) < _RUN_WINDOW_S]
-    return min(run, key=lambda r: r.order).exception

@@ -2,7 +2,7 @@
 
 :func:`functionalize` traces a function to a jaxpr and evaluates it again, equation by
 equation, carrying an integer record ``[code, v1, v2, v3, site]`` (the first error in program
-order) and, at trace time, the table of :class:`~jta._check_op.Site` that its ``site`` field
+order) and, at trace time, the table of :class:`~jta._records.primitives.Site` that its ``site`` field
 indexes. A ``jta_check`` merges its record with one fused select; each primitive that holds a
 jaxpr has one rule here, which threads the record through it (a loop carries it, a conditional
 passes it through its branches, a call or custom derivative is re-bound with a threaded body).
@@ -34,10 +34,20 @@ from jax._src.lax import lax as lax_internal
 from jax._src.pjit import jit_p
 from jax._src.sharding_impls import UNSPECIFIED
 
+from .._records.catalogue import Error
+from .._records.primitives import (
+    RECORD_SIZE,
+    ErrorEffect,
+    Site,
+    check_p,
+    entry,
+    first_error,
+    first_failing,
+    no_error,
+    record_p,
+)
+from .._records.slots import slot_p
 from . import hoisting
-from .catalogue import Error
-from .primitives import RECORD_SIZE, ErrorEffect, Site, check_p, entry, first_error, first_failing, no_error, record_p
-from .slots import slot_p
 
 
 class SiteTable:

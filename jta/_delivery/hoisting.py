@@ -28,8 +28,8 @@ import numpy as np
 from jax import lax
 from jax._src import core
 
-from .primitives import check_p, first_error, packed, record_p
-from .slots import replay, slot_p
+from .._records.primitives import check_p, first_error, packed, record_p
+from .._records.slots import replay, slot_p
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,9 +36,9 @@ from jax._src import shard_map as shard_map_lib
 from jax._src.interpreters import batching
 from jax._src.interpreters import partial_eval as pe
 
+from .._records.primitives import RECORD_SIZE, bind, check_p, exception, first_failing_row, no_error
 from ..errors import TensorArrayError
 from .functionalize import RULES, SiteTable, eval_jaxpr, holds_checks, reports
-from .primitives import RECORD_SIZE, bind, check_p, exception, first_failing_row, no_error
 
 # -- 1. eager loops, conditionals and shard_map ---------------------------------------------------
 # Eager loops and conditionals that hold a check raise TensorFlow's exception, not JAX's.
@@ -117,7 +117,7 @@ shard_map_lib.eager_rules[check_p] = _in_shard_map
 # results, and such a ``while_loop`` by running the body for every member while any member
 # runs. A check in a branch a member did not take, or in a step after its loop finished, would
 # then report an error that member never made. These rules wrap JAX's own: before JAX batches
-# them, each branch (each body) has its checks threaded into one record (``_functionalize``),
+# them, each branch (each body) has its checks threaded into one record (``functionalize``),
 # masked to the members that take that branch (whose predicate holds), and reported once. So
 # each member reports only the errors it would make alone.
 
