@@ -33,7 +33,7 @@ import numpy as np
 from jax.core import Tracer
 
 from ._core import shapes
-from ._core.array import ArrayData, ArrayMeta, as_gradient
+from ._core.array import ArrayData, ArrayMeta, from_cotangent
 from ._records import records
 
 __all__ = ["array_repr", "array_html", "state_repr", "state_html",
@@ -323,7 +323,7 @@ def _never_raises(as_html: bool) -> Callable[[Callable[[Any], str]], Callable[[A
 @_never_raises(as_html=False)
 def array_repr(ta: Any) -> str:
     """``repr(TensorArray)``: header, slot strip, recorded error, legend."""
-    ta = as_gradient(ta)  # a cotangent array shows the gradient it holds
+    ta = from_cotangent(ta)  # a cotangent array shows the gradient it holds
     lines = array_line(ta)
     if _wants_legend(ta):
         lines.append("  " + LEGEND)
@@ -436,7 +436,7 @@ def wrap(body: str) -> str:
 @_never_raises(as_html=True)
 def array_html(ta: Any) -> str:
     """``TensorArray._repr_html_``: the header and the slots as a coloured strip."""
-    ta = as_gradient(ta)
+    ta = from_cotangent(ta)
     legend = _legend_html() if _wants_legend(ta) else ""
     return wrap(_array_block_html(ta) + legend)
 

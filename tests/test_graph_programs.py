@@ -105,7 +105,7 @@ class Outcome:
 
 def catalogue_code(error: BaseException) -> int | None:
     """The importer's catalogue code whose class and template ``error`` is, else ``None``."""
-    matches = [m for m in Error if m.code in _IMPORTER_CODES and m.raised(error)]
+    matches = [m for m in Error if m.code in _IMPORTER_CODES and m.matches(error)]
     # The most specific template wins: 407's "While loop {frame}: {what}" also matches 420's text.
     return max(matches, key=lambda m: len(re.sub(r"\{[^}]*\}", "", m.template))).code if matches else None
 
@@ -189,7 +189,7 @@ def _jax_grad(p: tf1_programs.Program) -> Any:
         try:
             grads = jax.jit(grad)(*p.feeds)
         except jta.errors.UnimplementedError as error:
-            if not Error.LOOP_NEEDS_BOUND.raised(error):
+            if not Error.LOOP_NEEDS_BOUND.matches(error):
                 raise
             grads = jta.checked(grad)(*p.feeds)
         _close(list(grads), p.grads, p.outputs[len(p.outputs) - len(p.grads):], p.rtol, "jax.grad")

@@ -250,7 +250,7 @@ def empty(cls: type, meta: ArrayMeta, n: int, flow: Any = None) -> Any:
     return cls.tree_unflatten(meta, ((None,) * n, None, traced_size, error, flow))
 
 
-def as_gradient(ta: Any) -> Any:
+def from_cotangent(ta: Any) -> Any:
     """A cotangent array (from ``jax.vjp``/``jax.grad`` with respect to a TensorArray: its
     bookkeeping leaves are ``float0``) as the gradient of each element, without bookkeeping;
     any other array as it is."""

@@ -19,7 +19,7 @@ import numpy as np
 from .._records import records
 from .._records.catalogue import Error
 from . import shapes, storage
-from .array import as_gradient, known_size, logical_size, raise_if_concrete, require_static_size
+from .array import from_cotangent, known_size, logical_size, raise_if_concrete, require_static_size
 from .inputs import as_indices, check_dtype, check_scalar_index, length_dtype, static_int, static_ints
 
 Index = Union[int, jax.Array]
@@ -34,7 +34,7 @@ def usable(ta: Any) -> Any:
     batch = batch_shape(ta)
     if batch:
         Error.BATCHED_OUTSIDE_VMAP.raise_(name=ta.name, batch=batch)
-    return as_gradient(ta)
+    return from_cotangent(ta)
 
 
 def batch_shape(ta: Any) -> tuple[int, ...]:

@@ -286,7 +286,7 @@ class Error(enum.Enum):
     def raise_(self, **fields: Any) -> NoReturn:
         raise self.exception(**fields)
 
-    def raised(self, error: BaseException) -> bool:
+    def matches(self, error: BaseException) -> bool:
         """Whether ``error`` is this member's: its class, and its text the template with any fields."""
         parts = re.split(r"\{[a-z_]+(?:![rs])?\}", self.template)
         pattern = "(?s)" + ".*?".join(re.escape(part) for part in parts)

@@ -51,20 +51,6 @@ def repeated(j: jax.Array, n: int) -> jax.Array:
     return (first[j] != pos) & (j != n)
 
 
-def record_first(error: jax.Array, codes: jax.Array, index: jax.Array, size: Any) -> jax.Array:
-    """Record the error of the first position whose entry of ``codes`` (one error code per
-    position, 0 = none) is set, with fields ``index[k]`` and ``size`` (a scalar, or one per position).
-
-    TensorFlow's multi-index kernels (``ReadMany``, ``WriteOrAggregateMany``) go through the
-    indices in order and stop at the first failure, so that is the one reported."""
-    codes, index = jnp.asarray(codes), jnp.asarray(index)
-    if codes.shape[0] == 0:
-        return error
-    k = jnp.argmax(codes != 0)
-    size_k = jnp.asarray(size)[k] if jnp.ndim(size) else size
-    return record(error, codes[k] != 0, codes[k], index[k], size_k)
-
-
 def record(error: jax.Array, bad: Any, code: Error | jax.Array | int, *values: Any) -> jax.Array:
     """Record ``code`` with up to three integer ``values`` where ``bad`` holds and no earlier
     error is recorded (first error wins)."""

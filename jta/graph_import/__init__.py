@@ -103,7 +103,7 @@ class _Runner(_control_flow.Runner):
             # jta's own limits of traced TensorArrays name the array by its internal handle: here they
             # name the node, the array's TensorArrayV3 node and what to do instead.
             handle = getattr(error, "jta_array", None)  # the array's internal handle
-            if handle is None or not any(limit.raised(error) for limit in _TRACED_ARRAY_LIMITS):
+            if handle is None or getattr(error, "jta_error", None) not in _TRACED_ARRAY_LIMITS:
                 raise
             array = self._array_node(handle.split("@")[0])
             named = handle if array == repr(handle.split("@")[0]) else f"node {array}"
