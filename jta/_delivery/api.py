@@ -226,7 +226,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
     compiled: dict[tuple[tuple[capacities.Key, int], ...], Callable[..., Any]] = {}
 
     def compiled_for(rows: dict[capacities.Key, int]) -> Callable[..., Any]:
-        key = tuple(sorted(rows.items()))
+        key = tuple(sorted(rows.items())) if rows else ()
         if key not in compiled:
             @functools.wraps(f)
             def traced(*args: Any, **kwargs: Any) -> tuple[ErrorRecord, Any]:
@@ -258,7 +258,10 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                 if exc is None:
                     raise
                 raise exc from None
-            update = _learned(errors, learned)
+            record = np.asarray(errors.record)  # one trip to the host per call
+            if not record.any():  # no error: the common case, decided at once
+                return out if not jax_config.disable_jit.value else _unwrapped(out)
+            update = _learned(record, errors.sites, learned)
             if update is None or donates:  # donated arguments are gone: the error says so
                 break
             sizes = {k for k in update if k[0] == "size" and update[k] != learned.get(k)}
@@ -267,13 +270,16 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             relearned |= sizes
             learned = update
         errors.throw()
-        if not jax_config.disable_jit.value:
-            return out
-        # Under jax.disable_jit() jax.jit calls ``traced`` as it is: nothing unflattens the leaves.
-        return jax.tree_util.tree_map(lambda x: x.value if isinstance(x, _StaticLeaf) else x, out,
-                                      is_leaf=lambda x: isinstance(x, _StaticLeaf))
+        return out if not jax_config.disable_jit.value else _unwrapped(out)
 
     return cast(F, wrapper)
+
+
+def _unwrapped(out: Any) -> Any:
+    """Under ``jax.disable_jit()`` ``jax.jit`` calls ``traced`` as it is: nothing unflattens the
+    leaves that :class:`_StaticLeaf` wrapped."""
+    return jax.tree_util.tree_map(lambda x: x.value if isinstance(x, _StaticLeaf) else x, out,
+                                  is_leaf=lambda x: isinstance(x, _StaticLeaf))
 
 
 def _as_given(args: tuple[Any, ...], kwargs: dict[str, Any], nums: tuple[int, ...], names: tuple[str, ...]
@@ -327,11 +333,11 @@ class _Given:
 jax.tree_util.register_pytree_node(_Given, lambda given: ((), given), lambda given, _: cast(Any, Static(given.value)))
 
 
-def _learned(errors: ErrorRecord, plan: dict[capacities.Key, int]) -> Optional[dict[capacities.Key, int]]:
-    """The plan updated with what the record says outgrew it (``jta.checked`` reruns with it):
-    a loop's stacks, a planned array's buffer (a write past it) or the size its ``stack()``
-    returns; ``None`` for any other record."""
-    record = np.asarray(errors.record)
+def _learned(record: np.ndarray, sites: tuple[Site, ...], plan: dict[capacities.Key, int]
+             ) -> Optional[dict[capacities.Key, int]]:
+    """The plan updated with what the concrete ``record`` says outgrew it (``jta.checked`` reruns
+    with it): a loop's stacks, a planned array's buffer (a write past it) or the size its
+    ``stack()`` returns; ``None`` for any other record."""
     if record.ndim != 1 or not record[0]:
         return None
     code, v1, v2, v3, site = (int(v) for v in record)
@@ -339,7 +345,7 @@ def _learned(errors: ErrorRecord, plan: dict[capacities.Key, int]) -> Optional[d
         return capacities.grown(plan, v1, v2)
     if code == Error.ARRAY_SIZE_LEARNED.code:
         return capacities.sized(plan, v3, v1)
-    number = dict(errors.sites[site].fields).get("plan") if site < len(errors.sites) else None
+    number = dict(sites[site].fields).get("plan") if site < len(sites) else None
     if code == Error.WRITE_BEYOND_CAPACITY.code and number is not None:
         return capacities.grown(plan, int(number), v1 + (v3 << 32) + 1)
     return None

@@ -102,6 +102,8 @@ def take_raised(current: Optional[BaseException] = None) -> Optional[Exception]:
     left behind (their ``JaxRuntimeError`` handled without a ``jta.throw()``) belong to other
     runs: another program, or another moment.
     """
+    if not _RAISED:  # (every call of jta.checked asks: no lock when nothing was raised)
+        return None
     with _RAISED_LOCK:
         raised = list(_RAISED)
         _RAISED.clear()
