@@ -37,6 +37,7 @@ from tests.helpers import (
     SOURCE,
     Rules,
     assert_close,
+    budget,
     expect_error,
     f32,
     k_text,
@@ -389,8 +390,15 @@ def _tf_style(program, n_inputs):
     return fn
 
 
-@api_param
-@case_mode_param
+# Each case through both APIs under --long; by default through one, alternating from case to case
+# (raw ops and jta.gradients run the same kernels; each API still meets every mode).
+tf_style_param = pytest.mark.parametrize(("case", "mode", "api"), [
+    pytest.param(c, m, a, id=f"{c}-{m}-{a}")
+    for k, c in enumerate(CASES) for m in MODES if c in _ALL_MODES or m in ("eager", "jit")
+    for a in BACKENDS if budget.LONG or a == list(BACKENDS)[(k + MODES.index(m)) % len(BACKENDS)]])
+
+
+@tf_style_param
 def test_gradient_case_tf_style(case, api, mode):
     """Forward + TF's backward graph through raw ops (mode K) and through jta.gradients."""
     c = CASES[case]

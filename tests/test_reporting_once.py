@@ -151,7 +151,7 @@ def test_each_op_reports_its_error_once_in_every_mode(name):
         jta.throw()  # an earlier test's compiled error, never taken
     except jta.errors.TensorArrayError:
         pass
-    for mode in ("checked", "checkify", "export", "barejit"):
+    for mode in ("checked", "export", "barejit"):  # (checked is jax.jit(jta.checkify(f)), then throw)
         with pytest.raises(type(expected)) as info:
             _in_mode(mode, fn, index)
         assert str(info.value) == str(expected), (name, mode)
