@@ -186,19 +186,21 @@ def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
                                       Error.WRITE_BEYOND_CAPACITY)
     if cap == 0:  # no rows, so any traced index is out of range (recorded above); JAX cannot index an empty axis
         return raise_if_concrete(ta.replace(error=error, traced_size=size))
+    row = i
     if ok is not True:
-        # The data write clamps a traced index into the buffer, so that it is one in-place
-        # dynamic-update-slice (a dropped scatter adds a bounds check and a select per step).
-        # Out of range, the error record above poisons the array (and the flags update is
-        # dropped); with checks=False the write lands in the nearest slot, as TensorFlow's XLA
-        # lowering does.
-        i = jnp.clip(i, 0, cap - 1).astype(jnp.int32)
-        j = jnp.where(ok, i, cap)
+        # The data write is one in-place dynamic-update-slice, which clamps a traced index into
+        # the buffer (a dropped scatter adds a bounds check and a select per step). Out of range,
+        # the error record above poisons the array (and the flags update is dropped); with
+        # checks=False the write lands in the nearest slot, as TensorFlow's XLA lowering does.
+        # The write gets the index as given: in a differentiated loop that writes at an index
+        # the loop scans (``jnp.arange``), the backward loop reads that input again, where a
+        # clamped copy would be saved per step.
+        j = jnp.where(ok, jnp.clip(i, 0, cap - 1).astype(jnp.int32), cap)
     else:
         j = i
     if flags is not None:
         flags, error = _mark(flags, error, j, "add" if m.is_accumulator else "write")
-    data = buffer.write_row(data, i, value, m.is_accumulator or not m.checks)  # checks off: TF's XLA lowering adds
+    data = buffer.write_row(data, row, value, m.is_accumulator or not m.checks)  # checks off: TF's XLA lowering adds
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
 
 
