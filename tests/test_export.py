@@ -5,7 +5,7 @@
 ``lax.while_loop``, and raw-op programs (a write loop and its gradient, a read loop, a
 ``dynamic_size`` decoder) lower with ``jax.export`` for cpu, cuda and tpu
 with no host callback, and with no conditional in a loop body that checks add (the only one left
-is XLA:CPU's opaque read in a differentiated loop, ``jta._core.buffer.read_row``, there with
+is XLA:CPU's opaque read in a differentiated loop, ``jta._core.buffer.read_row_opaque``, there with
 ``checks=False`` too). The deserialized cpu export computes the same values, and an error recorded
 inside the exported function surfaces by the documented rule: ``jta.throw(errors)`` on the
 :class:`jta.ErrorRecord` it returns.

@@ -355,7 +355,7 @@ def test_read_after_write_gradient_is_linear_unbatched(checks):
     """With unbatched rows ([T, 64]) XLA:CPU used to fuse the slice of the cotangent row (the
     transpose of a write) into three consumers of the backward step and copy the whole
     f32[T+1, 64] cotangent buffer in every backward step (O(T^2)); the row is now read once, by
-    an opaque reader (``jta._core.buffer._scatter_row_transpose``)."""
+    an opaque reader (``jta._core.buffer.read_row_opaque``, the transpose of ``add_row_p``)."""
     kw, kx = jax.random.split(jax.random.PRNGKey(0))
     W, xs = jax.random.normal(kw, (HIDDEN, HIDDEN)) / 8, jax.random.normal(kx, (T, HIDDEN))
     f = jax.grad(lambda W, xs: jnp.sum(w3_jta(W, xs, checks=checks is not False) ** 2), argnums=(0, 1))
