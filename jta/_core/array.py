@@ -250,7 +250,7 @@ def empty(cls: type, meta: ArrayMeta, n: int, flow: Any = None) -> Any:
     return cls.tree_unflatten(meta, ((None,) * n, None, traced_size, error, flow))
 
 
-def from_cotangent(ta: Any) -> Any:
+def from_cotangent(ta: ArrayData) -> Any:
     """A cotangent array (from ``jax.vjp``/``jax.grad`` with respect to a TensorArray: its
     bookkeeping leaves are ``float0``) as the gradient of each element, without bookkeeping;
     any other array as it is."""
@@ -259,7 +259,7 @@ def from_cotangent(ta: Any) -> Any:
     return ta
 
 
-def raise_if_concrete(ta: Any) -> Any:
+def raise_if_concrete(ta: ArrayData) -> Any:
     """Raise the recorded error now when the record is concrete (eager code), else report it
     as deferred (``jta._records.primitives``: it stays in ``ta`` unless the program is functionalized)."""
     if ta._error is None:

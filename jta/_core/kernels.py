@@ -10,7 +10,7 @@ because jta's high-level ``read`` returns no new array).
 
 from __future__ import annotations
 
-from typing import Any, NoReturn, Union
+from typing import Any, NoReturn, Union, cast
 
 import jax
 import jax.numpy as jnp
@@ -19,14 +19,14 @@ import numpy as np
 from .._records import records
 from .._records.catalogue import Error
 from . import shapes, storage
-from .array import from_cotangent, known_size, logical_size, raise_if_concrete, require_static_size
+from .array import ArrayData, from_cotangent, known_size, logical_size, raise_if_concrete, require_static_size
 from .inputs import as_indices, check_dtype, check_scalar_index, length_dtype, static_int, static_ints
 
 Index = Union[int, jax.Array]
 _TRACED = "<traced>"
 
 
-def usable(ta: Any) -> Any:
+def usable(ta: ArrayData) -> Any:
     """``ta``, ready for a kernel. Refuses an array that ``jax.vmap`` returned (its leaves carry
     batch axes) outside ``vmap``. A cotangent array (from ``jax.vjp``/``jax.grad`` with respect
     to a TensorArray: its bookkeeping leaves are ``float0``) reads as the gradient of each
@@ -37,7 +37,7 @@ def usable(ta: Any) -> Any:
     return from_cotangent(ta)
 
 
-def batch_shape(ta: Any) -> tuple[int, ...]:
+def batch_shape(ta: ArrayData) -> tuple[int, ...]:
     """The leading batch axes of an array returned by ``jax.vmap`` (``()`` for one array)."""
     record = ta._error if ta._error is not None else ta._flags  # int32[4] / int32[capacity] per array
     if record is not None and hasattr(record, "shape"):
@@ -47,33 +47,33 @@ def batch_shape(ta: Any) -> tuple[int, ...]:
     return ()
 
 
-def check_value_shape(ta: Any, index: Any, shape: tuple[int, ...]) -> None:
+def check_value_shape(ta: ArrayData, index: Any, shape: tuple[int, ...]) -> None:
     """``TensorArray::LockedWriteOrAggregate``'s check of a value against the element shape."""
     if not shapes.compatible(ta._meta.element_shape, tuple(shape)):
         Error.WRITE_SHAPE.raise_(name=ta.name, index=index, shape=shapes.debug_str(tuple(shape)),
                                  element_shape=shapes.debug_str(ta._meta.element_shape))
 
 
-def _capacity_needs_shape(ta: Any) -> NoReturn:
+def _capacity_needs_shape(ta: ArrayData) -> NoReturn:
     Error.CAPACITY_NEEDS_SHAPE.raise_(name=ta.name, element_shape=shapes.debug_str(ta._meta.element_shape))
 
 
-def _traced_needs_shape(ta: Any, what: str) -> NoReturn:
+def _traced_needs_shape(ta: ArrayData, what: str) -> NoReturn:
     Error.TRACED_INDEX_NEEDS_SHAPE.raise_(name=ta.name, what=what, element_shape=shapes.debug_str(ta._meta.element_shape))
 
 
-def _grown(ta: Any, size: Any, index: int) -> Any:
+def _grown(ta: ArrayData, size: Any, index: int) -> Any:
     """The size of a ``dynamic_size`` array after a write at ``index`` (``LockedWriteOrAggregate``
     grows it before writing)."""
     return max(size, index + 1) if ta.dynamic_size and size is not None else size
 
 
-def _write_out_of_range(ta: Any, index: int, size: Any = ...) -> NoReturn:
+def _write_out_of_range(ta: ArrayData, index: int, size: Any = ...) -> NoReturn:
     size = known_size(ta) if size is ... else size
     Error.WRITE_OUT_OF_RANGE.raise_(name=ta.name, index=index, size=_TRACED if size is None else size)
 
 
-def write(ta: Any, index: Index, value: jax.Array) -> Any:
+def write(ta: ArrayData, index: Index, value: jax.Array) -> Any:
     """``TensorArrayWriteOp``: index shape, dtype, then ``WriteOrAggregate`` (closed, range, shape)."""
     ta = usable(ta)
     index = as_indices(index, "TensorArrayWriteV3", "index")
@@ -98,7 +98,7 @@ def write(ta: Any, index: Index, value: jax.Array) -> Any:
     return storage.slots_write(ta, i, value)
 
 
-def read(ta: Any, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
+def read(ta: ArrayData, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
     """``TensorArrayReadOp``: index shape, then ``Read`` (closed, range, cleared, unknown shape)."""
     ta = usable(ta)
     index = as_indices(index, "TensorArrayReadV3", "index")
@@ -121,7 +121,7 @@ def read(ta: Any, index: Index, mark: bool = True) -> tuple[Any, jax.Array]:
     return storage.slots_read(ta, i, mark)
 
 
-def pack_or_gather(ta: Any, indices: Any, mark: bool = True, element_shape: Any = None) -> tuple[Any, jax.Array]:
+def pack_or_gather(ta: ArrayData, indices: Any, mark: bool = True, element_shape: Any = None) -> tuple[Any, jax.Array]:
     """``TensorArrayPackOrGatherOp``: merge the ``element_shape`` attribute, then ``ReadMany``."""
     ta = usable(ta)
     indices = as_indices(indices, "TensorArrayGatherV3", "indices")
@@ -186,7 +186,7 @@ def _check_gathered_shapes(gathered: list[tuple[int, ...]], attr: shapes.Shape) 
             Error.GATHER_INCONSISTENT.raise_(first=shapes.debug_str(gathered[0]), index=k, shape=shapes.debug_str(shape))
 
 
-def _grow_within_capacity(ta: Any, n: int) -> Any:
+def _grow_within_capacity(ta: ArrayData, n: int) -> Any:
     """Grow an array whose size is traced (``dynamic_size`` with a static ``capacity``) to at
     least ``n`` slots: the buffer cannot grow inside compiled code, so ``n`` must fit. The limit is the
     ``capacity`` asked for: before the first write fixes the element shape no slot is allocated."""
@@ -196,7 +196,7 @@ def _grow_within_capacity(ta: Any, n: int) -> Any:
     return storage.grow(ta, n)
 
 
-def _grow(ta: Any, n: int) -> Any:
+def _grow(ta: ArrayData, n: int) -> Any:
     """A ``dynamic_size`` array grown to ``n`` slots by a write; an array created with a
     ``capacity`` keeps to it eagerly too, so that eager and compiled code agree."""
     if ta._meta.capacity is not None:
@@ -206,7 +206,7 @@ def _grow(ta: Any, n: int) -> Any:
     return storage.grow(ta, n)
 
 
-def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
+def unpack_or_scatter(ta: ArrayData, indices: Any, value: jax.Array) -> Any:
     """``TensorArrayUnpackOrScatterOp``: dtype, rank, closed, indices, then ``WriteOrAggregateMany``."""
     ta = usable(ta)
     indices = as_indices(indices, "TensorArrayScatterV3", "indices")
@@ -269,13 +269,13 @@ def unpack_or_scatter(ta: Any, indices: Any, value: jax.Array) -> Any:
     return storage.dense_scatter(ta, static.astype(np.int32), True, value)
 
 
-def concat_size(ta: Any) -> Any:
+def concat_size(ta: ArrayData) -> Any:
     """How many elements ``concat`` reads: a gradient array's ``marked_size`` (set by the forward
     ``split``; -1 if never split), else the size when it is static (``None`` otherwise)."""
     return ta._meta.marked_size if ta.is_accumulator else known_size(ta)
 
 
-def concat(ta: Any, mark: bool = True, element_shape_except0: Any = None) -> tuple[Any, jax.Array, np.ndarray]:
+def concat(ta: ArrayData, mark: bool = True, element_shape_except0: Any = None) -> tuple[Any, jax.Array, np.ndarray]:
     """``TensorArrayConcatOp``: returns ``(array, value, lengths)``."""
     ta = usable(ta)
     ta.check_open()
@@ -322,7 +322,7 @@ def _check_concat_attr(attr: shapes.Shape, rest: tuple[int, ...]) -> None:
         Error.CONCAT_ATTR.raise_(attr=shapes.debug_str(attr), shape=shapes.debug_str(rest))
 
 
-def split(ta: Any, value: jax.Array, lengths: Any, python_layer: bool = False) -> Any:
+def split(ta: ArrayData, value: jax.Array, lengths: Any, python_layer: bool = False) -> Any:
     """``TensorArraySplitOp``: lengths and value shapes, closed, size, dtype, then the writes.
     ``python_layer``: first the check that ``TensorArray.split`` makes in TensorFlow's Python."""
     ta = usable(ta)
@@ -340,7 +340,7 @@ def split(ta: Any, value: jax.Array, lengths: Any, python_layer: bool = False) -
     return _split_static(ta, value, static)
 
 
-def _python_split_check(ta: Any, value: jax.Array, lengths: Any, static: Any) -> Any:
+def _python_split_check(ta: ArrayData, value: jax.Array, lengths: Any, static: Any) -> Any:
     """``TensorArray.split`` in TensorFlow's Python checks the piece shape ``[lengths[0],
     *value.shape[1:]]`` of equal lengths against the element shape before the kernel runs. At
     traced lengths jta records the same check, so that compiled code raises what eager code
@@ -368,7 +368,7 @@ def _fits_but_dim0(es: shapes.Shape, rest: tuple[int, ...]) -> bool:
     return es is None or (len(es) == 1 + len(rest) and shapes.compatible(es[1:], rest))
 
 
-def _split_static(ta: Any, value: jax.Array, lengths: np.ndarray) -> Any:
+def _split_static(ta: ArrayData, value: jax.Array, lengths: np.ndarray) -> Any:
     """Split at static ``lengths``: every check is made now, in the kernel's order."""
     m = ta._meta
     n, rows = lengths.shape[0], value.shape[0]
@@ -397,22 +397,23 @@ def _split_static(ta: Any, value: jax.Array, lengths: np.ndarray) -> Any:
     return _write_pieces(ta, value.reshape((n, *piece_shape)), None).replace(marked_size=marked)
 
 
-def _split_size(ta: Any, n: int) -> Any:
+def _split_size(ta: ArrayData, n: int) -> Any:
     """Split's size check: a ``dynamic_size`` array grows to ``n``, any other array's size must
     be ``n`` (recorded when the size is traced, else checked now: a static problem)."""
     size = known_size(ta)
     if ta.dynamic_size and size is not None and n > size:
         return _grow(ta, n)
     if size is None:  # grown at traced indices: the size is known at run time only
+        traced = cast(jax.Array, ta._traced_size)  # an array grown at traced indices carries its size
         if ta._error is not None:
-            ta = ta.replace(error=records.record(ta._error, ta._traced_size > n, Error.SPLIT_SIZE, ta._traced_size, n))
+            ta = ta.replace(error=records.record(ta._error, traced > n, Error.SPLIT_SIZE, traced, n))
         return _grow_within_capacity(ta, n)
     if size != n:
         Error.SPLIT_SIZE.raise_(size=size, n=n)
     return ta
 
 
-def _split_traced(ta: Any, value: jax.Array, lengths: jax.Array) -> Any:
+def _split_traced(ta: ArrayData, value: jax.Array, lengths: jax.Array) -> Any:
     """Split at traced ``lengths``. The pieces must share one static shape, ``[p, *value.shape[1:]]``
     with ``p`` the element shape's first dim, or ``rows / n`` where that is unknown: compiled code
     writes such equal pieces and records, in TensorFlow's order, the error that eager code raises
@@ -449,7 +450,7 @@ def _split_traced(ta: Any, value: jax.Array, lengths: jax.Array) -> Any:
     return raise_if_concrete(ta.replace(marked_size=marked))
 
 
-def _piece_shape_errors(ta: Any, lengths: jax.Array) -> Any:
+def _piece_shape_errors(ta: ArrayData, lengths: jax.Array) -> Any:
     """Per piece, whether its write fails the element shape check: ``(codes, lengths, expected
     first dims)``. The element shape's first dim, or with ``identical_element_shapes`` (jta's
     ``infer_shape``) the first piece's, which the first write fixes; ``None`` when the first dim
@@ -462,7 +463,7 @@ def _piece_shape_errors(ta: Any, lengths: jax.Array) -> Any:
     return jnp.where(lengths != expected, Error.SPLIT_PIECE_SHAPE.code, 0), lengths, expected
 
 
-def _record_lengths(ta: Any, lengths: jax.Array, rows: int) -> Any:
+def _record_lengths(ta: ArrayData, lengths: jax.Array, rows: int) -> Any:
     """Split's checks of traced ``lengths``, in their own width (TensorFlow's lengths are int64):
     none is negative (TensorFlow aborts the process; jta refuses it), and they sum to ``rows``."""
     error = ta._error
@@ -478,7 +479,7 @@ def _record_lengths(ta: Any, lengths: jax.Array, rows: int) -> Any:
     return ta.replace(error=error)
 
 
-def _write_pieces(ta: Any, pieces: jax.Array, shape_errors: Any) -> Any:
+def _write_pieces(ta: ArrayData, pieces: jax.Array, shape_errors: Any) -> Any:
     """Write ``pieces[k]`` at slot ``k``; ``shape_errors`` (or ``None``) are recorded in order with
     the slots' own errors (``storage.dense_scatter``)."""
     n = pieces.shape[0]
@@ -489,7 +490,7 @@ def _write_pieces(ta: Any, pieces: jax.Array, shape_errors: Any) -> Any:
     return _record_piece_errors(ta, shape_errors)
 
 
-def _record_piece_errors(ta: Any, shape_errors: Any) -> Any:
+def _record_piece_errors(ta: ArrayData, shape_errors: Any) -> Any:
     """Record the first piece whose shape fails (fields: its index, length, the expected length)."""
     if shape_errors is None or ta._error is None:
         return ta
@@ -497,14 +498,14 @@ def _record_piece_errors(ta: Any, shape_errors: Any) -> Any:
     return ta.replace(error=storage.record_first(ta._error, codes, jnp.arange(codes.shape[0]), lengths, expected))
 
 
-def size(ta: Any) -> jax.Array:
+def size(ta: ArrayData) -> jax.Array:
     """``TensorArraySizeOp``."""
     ta = usable(ta)
     ta.check_open()
     return jnp.asarray(logical_size(ta), jnp.int32)
 
 
-def close(ta: Any) -> Any:
+def close(ta: ArrayData) -> Any:
     """``TensorArrayCloseOp``: every later op on the array raises "has already been closed."."""
     return ta.replace(closed=True)
 
