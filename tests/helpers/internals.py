@@ -17,7 +17,8 @@ What is used, and by whom:
 * ``jta._core.shapes`` (:func:`as_shape`, :func:`shape_compatible`, :func:`shape_debug_str`,
   :func:`shape_fully_defined`) — ``tests/oracle/_tf_cases.py``;
 * ``jta._core.memory`` (:func:`set_memory_limit`) — ``test_inputs.py``;
-* the ``jta_check`` primitive (:func:`checks_in`) — ``test_reporting_once.py``.
+* the ``jta_check`` primitive (:func:`checks_in`) — ``test_reporting_once.py``; the interpreter's
+  rules (:func:`functionalize_rules`) — ``test_primitive_inventory.py``.
 """
 
 from __future__ import annotations
@@ -135,3 +136,8 @@ def checks_in(jaxpr: Any) -> dict[bool, int]:
             for k, v in checks_in(sub).items():
                 found[k] += v
     return found
+
+
+def functionalize_rules() -> Any:
+    """``jta.checkify``'s interpreter's rules, ``{primitive: rule}``."""
+    return _module("_delivery.functionalize").RULES
