@@ -293,9 +293,9 @@ def _as_given(args: tuple[Any, ...], kwargs: dict[str, Any], nums: tuple[int, ..
 
 class _Given:
     """An argument that tracing would change, passed to ``f`` as it was given (a static value,
-    one compilation per value): a bool (an index ``True`` is slot 1 eagerly, where a traced bool
-    is refused), an integer outside the range of the dtype ``jax.jit`` gives it (with x64 off,
-    ``np.int64(2**33)`` would become 0: eagerly it is an index out of range). Flattened by
+    one compilation per value): an integer outside the range of the dtype ``jax.jit`` gives it
+    (with x64 off, ``np.int64(2**33)`` would become 0: eagerly it is an index out of range). (A
+    bool is traced as an ``int32``: :meth:`wrap`.) Flattened by
     ``jax.jit`` into static data; unflattened as :class:`functionalize.Static`, which
     ``jta.checkify`` hands to ``f`` as it is."""
 
@@ -317,7 +317,10 @@ class _Given:
     @staticmethod
     def wrap(value: Any) -> Any:
         if isinstance(value, (bool, np.bool_)):
-            return _Given(value)
+            # Traced as the integer a bool is eagerly (index True is slot 1), where jax.jit would
+            # trace a bool (an index TensorFlow refuses). Not static: an index computed from it
+            # would make an error in a branch that does not run raise while tracing.
+            return np.int32(value)
         if type(value) is int:  # a Python int: jax.jit gives it the default int dtype
             info = np.iinfo(jax.dtypes.canonicalize_dtype(jnp.int64))
             return value if info.min <= value <= info.max else _Given(value)
