@@ -14,7 +14,8 @@ just those); tests that run under ``--long`` only carry ``long_only`` and are de
   it was 300 / 100 before ``--long`` existed);
 * ``tests/oracle/test_model_based.py``: hypothesis ``max_examples`` 15 / 200 (20 / 30 steps each;
   it was 60 of 20 before ``--long`` existed);
-* ``tests/test_structural_fuzz.py``: 4 / 280 programs per family (19 families);
+* ``tests/test_structural_fuzz.py``: 3 / 280 programs per family (19 families);
+* ``tests/test_adversarial.py``: hypothesis ``max_examples`` 30 / 500 per property;
 * ``tests/test_gradients_cases.py``: TF-style gradient cases through one API each (alternating) / both;
 * ``tests/test_kernel_exactness.py``: traced split lengths 4 / 7 per shape case;
 * ``tests/test_error_channel.py``: random programs eagerly and under jit 70 / 3000;
