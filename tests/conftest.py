@@ -9,16 +9,16 @@ Tests whose size depends on ``--long`` carry the marker ``long`` (``pytest --lon
 just those); tests that run under ``--long`` only carry ``long_only`` and are deselected without it
 (``tests/test_graph_legacy_cells.py``'s eager run of the whole corpus). The counts, default / ``--long``:
 
-* ``tests/oracle/test_random_programs.py``: programs against TF 60 / 1500, under jit 20 / 300
+* ``tests/oracle/test_random_programs.py``: programs against TF 40 / 1500, under jit 12 / 300
   (the environment knobs ``JTA_ORACLE_PROGRAMS`` / ``JTA_ORACLE_JIT_PROGRAMS`` override both;
   it was 300 / 100 before ``--long`` existed);
 * ``tests/oracle/test_model_based.py``: hypothesis ``max_examples`` 15 / 200 (20 / 30 steps each;
   it was 60 of 20 before ``--long`` existed);
-* ``tests/test_structural_fuzz.py``: 3 / 280 programs per family (19 families);
-* ``tests/test_adversarial.py``: hypothesis ``max_examples`` 30 / 500 per property;
+* ``tests/test_structural_fuzz.py``: 2 / 280 programs per family (19 families; 5,320 under ``--long``);
+* ``tests/test_adversarial.py``: hypothesis ``max_examples`` 20 / 500 per property;
 * ``tests/test_gradients_cases.py``: TF-style gradient cases through one API each (alternating) / both;
 * ``tests/test_kernel_exactness.py``: traced split lengths 4 / 7 per shape case;
-* ``tests/test_error_channel.py``: random programs eagerly and under jit 70 / 3000;
+* ``tests/test_error_channel.py``: random programs eagerly and under jit 40 / 3000;
 * ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 3 / 60 per family (7 families);
 * ``tests/test_graph_programs.py``: generated TF1 programs 1 / 300 (about 5 s each: each is built,
   frozen and run by TensorFlow, then imported eagerly, under ``jit`` and differentiated).

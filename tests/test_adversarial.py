@@ -13,7 +13,7 @@ expected error, or ``VIOLATION (...)`` — a leaked class, an internal text, a m
 none of the expected words, a refusal of an input TensorFlow answers, a value where TensorFlow
 raises, or a value that differs from the one computable here (NumPy; TensorFlow's conversions as
 probed on TF 2.21, checked live by ``tests/oracle/test_adversarial_tf.py``). Hypothesis runs
-``max_examples`` = 30 per property (500 under ``pytest --long``), ``derandomize=True``, no
+``max_examples`` = 20 per property (500 under ``pytest --long``), ``derandomize=True``, no
 shrinking. A known violation that is not fixed yet is marked with :func:`case`'s ``today`` (what
 happens instead) as a strict xfail: a fix makes it XPASS, which fails until the marker goes.
 
@@ -102,7 +102,7 @@ from tests.helpers import budget
 
 # -- the rule ------------------------------------------------------------------------------------
 
-EXAMPLES = 500 if budget.LONG else 30
+EXAMPLES = 500 if budget.LONG else 20
 # No shrinking and one bug per property: a property marked xfail stops at its first violation
 # (shrinking the examples of 30 failing properties would cost minutes).
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,

@@ -44,9 +44,9 @@ from tests.helpers import scaled
 from tests.oracle import _programs
 
 # Default / --long counts (tests/conftest.py); the environment knobs override both.
-N_PROGRAMS = int(os.environ.get("JTA_ORACLE_PROGRAMS", scaled(60, 1500)))
+N_PROGRAMS = int(os.environ.get("JTA_ORACLE_PROGRAMS", scaled(40, 1500)))
 SEED = int(os.environ.get("JTA_ORACLE_SEED", "0"))
-N_JIT = int(os.environ.get("JTA_ORACLE_JIT_PROGRAMS", scaled(20, 300)))
+N_JIT = int(os.environ.get("JTA_ORACLE_JIT_PROGRAMS", scaled(12, 300)))
 SHOW = 3  # mismatching programs printed in a failure
 
 
