@@ -260,7 +260,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                 raise exc from None
             record = np.asarray(errors.record)  # one trip to the host per call
             if not record.any():  # no error: the common case, decided at once
-                return out if not jax_config.disable_jit.value else _unwrapped(out)
+                return _returned(out)
             update = _learned(record, errors.sites, learned)
             if update is None or donates:  # donated arguments are gone: the error says so
                 break
@@ -270,14 +270,17 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             relearned |= sizes
             learned = update
         errors.throw()
-        return out if not jax_config.disable_jit.value else _unwrapped(out)
+        return _returned(out)
 
     return cast(F, wrapper)
 
 
-def _unwrapped(out: Any) -> Any:
-    """Under ``jax.disable_jit()`` ``jax.jit`` calls ``traced`` as it is: nothing unflattens the
-    leaves that :class:`_StaticLeaf` wrapped."""
+def _returned(out: Any) -> Any:
+    """``out`` as the compiled call returned it; under ``jax.disable_jit()``, where ``jax.jit``
+    calls ``traced`` as it is and nothing unflattens the leaves that :class:`_StaticLeaf`
+    wrapped, with those leaves unwrapped."""
+    if not jax_config.disable_jit.value:
+        return out
     return jax.tree_util.tree_map(lambda x: x.value if isinstance(x, _StaticLeaf) else x, out,
                                   is_leaf=lambda x: isinstance(x, _StaticLeaf))
 
@@ -294,16 +297,16 @@ def _as_given(args: tuple[Any, ...], kwargs: dict[str, Any], nums: tuple[int, ..
 class _Given:
     """An argument that tracing would change, passed to ``f`` as it was given (a static value,
     one compilation per value): an integer outside the range of the dtype ``jax.jit`` gives it
-    (with x64 off, ``np.int64(2**33)`` would become 0: eagerly it is an index out of range). (A
-    bool is traced as an ``int32``: :meth:`wrap`.) Flattened by
-    ``jax.jit`` into static data; unflattened as :class:`functionalize.Static`, which
-    ``jta.checkify`` hands to ``f`` as it is."""
+    (with x64 off, ``np.int64(2**33)`` would become 0: eagerly it is an index out of range); a
+    bool is traced as an ``int32`` instead (:meth:`wrap`). Flattened by ``jax.jit`` into static
+    data; unflattened as :class:`functionalize.Static`, which ``jta.checkify`` hands to ``f`` as it
+    is."""
 
     __slots__ = ("value", "key")
 
     def __init__(self, value: Any):
         self.value = value
-        if isinstance(value, (bool, int)):
+        if isinstance(value, int):
             self.key: tuple[Any, ...] = (type(value), value)
         else:
             self.key = (type(value), value.dtype.str, np.shape(value), np.asarray(value).tobytes())

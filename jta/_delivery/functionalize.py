@@ -44,9 +44,7 @@ from .._records.primitives import (
     first_error,
     first_failing,
     no_error,
-    record_p,
 )
-from .._records.slots import slot_p
 from . import hoisting
 
 
@@ -232,15 +230,7 @@ def _descends(body: core.Jaxpr, record: Any, origin: core.Var) -> bool:
     equations (each keeps an error already recorded, so ``record`` holds any error ``origin``
     holds)."""
     producers = {var: eqn for eqn in body.eqns for var in eqn.outvars}
-    while record is not origin:
-        eqn = producers.get(record)
-        if eqn is not None and eqn.primitive is record_p:
-            record = eqn.invars[0]
-        elif eqn is not None and eqn.primitive is slot_p and record is eqn.outvars[1]:
-            record = eqn.invars[1]
-        else:
-            return False
-    return True
+    return isinstance(hoisting.lineage(record, producers, {origin: 0}).root, int)  # (it reached ``origin``)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,7 @@ slot bits (``jta_slot``) and reports records (``jta_check``). When the indices o
 come from the scan's inputs, its counter or values fixed before the loop, nothing in them
 depends on the step's other work, so :func:`plan` takes them out of the body, and
 :func:`decide` computes them for all steps at once after the loop: the indices by ``vmap``
-over the steps, the slot bits by :func:`~jta._channel.slots.replay`, and each record by an
+over the steps, the slot bits by :func:`~jta._records.slots.replay`, and each record by an
 ``argmax`` over the steps. The result is exactly the record the loop would have threaded: the
 first error in program order (step by step, and in the body's order within a step).
 
@@ -60,7 +60,10 @@ class Plan:
         return frozenset(self.records) | frozenset(self.flags)
 
 
-def _lineage(v: core.Atom, producers: dict[core.Var, core.JaxprEqn], carry: dict[core.Var, int]) -> Lineage:
+def lineage(v: core.Atom, producers: dict[core.Var, core.JaxprEqn], carry: dict[core.Var, int]) -> Lineage:
+    """How the body computes the record ``v``: back through ``jta_record`` and ``jta_slot``
+    updates (each keeps an error already recorded) to a carry of ``carry`` (the root is its
+    number) or to whatever else made it."""
     events = []
     while not isinstance(v, core.Literal) and v not in carry:
         eqn = producers.get(v)
@@ -112,8 +115,8 @@ def plan(closed: core.ClosedJaxpr, num_consts: int, num_carry: int) -> Optional[
     carry = {v: k for k, v in enumerate(carry_in)}
     producers = {v: eqn for eqn in body.eqns for v in eqn.outvars}
 
-    reports = tuple((eqn, _lineage(eqn.invars[0], producers, carry)) for eqn in checks)
-    records = {lin.root: _lineage(carry_out[lin.root], producers, carry)
+    reports = tuple((eqn, lineage(eqn.invars[0], producers, carry)) for eqn in checks)
+    records = {lin.root: lineage(carry_out[lin.root], producers, carry)
                for _, lin in reports if isinstance(lin.root, int)}
     # Every update reached from a report belongs to a record carried through the loop, whose
     # record the body returns updated from the one it received (not another carry's: a swap).
