@@ -32,6 +32,7 @@ import jax  # noqa: E402
 
 import jta  # noqa: E402
 from jta._records.catalogue import Error  # noqa: E402
+from jta.graph_import._messages import GraphError  # noqa: E402
 from tests.helpers import budget, tf1_programs  # noqa: E402
 from tests.helpers.errors import _forget_raised  # noqa: E402
 
@@ -61,26 +62,26 @@ class Allowed:
 
 ALLOWED: tuple[Allowed, ...] = (
     Allowed(("cond_around_cond", "cond_around_case"), 420, "import", r"changes the static structure",
-            "catalogue 420 (GRAPH_GUARDED_LOOP), documented in docs/graph-import.md 'Control flow': a loop in a "
+            "GraphError.GUARDED_LOOP (420), documented in docs/graph-import.md 'Control flow': a loop in a "
             "run-time cond branch that is unrolled (a TensorArray of unknown element shape, dynamic_size) and "
             "changes a TensorArray's or stack's structure that exists outside the branch (finding F12)."),
     Allowed(("while_triangular+while_fed_max_iter", "while_triangular+while_fed_min"), 406, "import",
             r"whose trip count is not static here; pass stack_capacity=",
-            "catalogue 406 (GRAPH_STACK_CAPACITY), documented in docs/graph-import.md 'Loops': a loop whose inner "
+            "GraphError.STACK_CAPACITY (406), documented in docs/graph-import.md 'Loops': a loop whose inner "
             "trip count is its step is unrolled only when its own trip count is static; with a fed count (bounded "
             "by maximum_iterations=) its inner loop's stacks ask for stack_capacity= (finding F15)."),
     Allowed(("embedding_fed+cond_around_cond", "embedding_fed+cond_around_case"), 409, "import",
             r"Switch_grad/cond_grad/Merge: a Merge of shapes",
-            "catalogue 409 (GRAPH_MERGE_SHAPES): the gradient of a Gather (embedding_lookup) of a fed table in a "
+            "GraphError.MERGE_SHAPES (409): the gradient of a Gather (embedding_lookup) of a fed table in a "
             "cond branch on a run-time predicate merges the branch's IndexedSlices with the other branch's zeros, "
             "of another shape (finding F11)."),
     Allowed(("nested+ta_out_unknown_shape", "nested+ta_out_dynamic"), 422, "import",
             r"meets a limit of traced code",
-            "catalogue 422 (GRAPH_TRACED_ARRAY) under jit: the gradient array of an array of unknown element shape "
+            "GraphError.TRACED_ARRAY (422) under jit: the gradient array of an array of unknown element shape "
             "written in a loop nested in a loop is read at a traced index; the way out is the forward array's "
             "element_shape= or running outside jit (finding F6, which was a bare ValueError)."),
     Allowed(("decoder_until_eos+embedding_fed",), 407, "import", r"a loop variable changes shape",
-            "catalogue 407 (GRAPH_LOOP_STRUCTURE) under jit: TF's gradient of a Gather in a loop accumulates "
+            "GraphError.LOOP_STRUCTURE (407) under jit: TF's gradient of a Gather in a loop accumulates "
             "IndexedSlices that grow each step; in a loop with a data-dependent trip count (a decoder until EOS, "
             "maximum_iterations=) that is a shape invariant, run only outside jax.jit (finding F7)."),
 )
@@ -92,7 +93,7 @@ GRAD_NOT_COMPARABLE = {
                           "where tf.gradients stops (finding F2: a documentation caveat).",
 }
 
-_IMPORTER_CODES = frozenset(m.code for m in Error if m.name.startswith("GRAPH_"))
+_IMPORTER_CODES = frozenset(m.code for m in GraphError)
 
 
 @dataclasses.dataclass
@@ -105,7 +106,7 @@ class Outcome:
 
 def catalogue_code(error: BaseException) -> int | None:
     """The importer's catalogue code whose class and template ``error`` is, else ``None``."""
-    matches = [m for m in Error if m.code in _IMPORTER_CODES and m.matches(error)]
+    matches = [m for m in GraphError if m.matches(error)]
     # The most specific template wins: 407's "While loop {frame}: {what}" also matches 420's text.
     return max(matches, key=lambda m: len(re.sub(r"\{[^}]*\}", "", m.template))).code if matches else None
 
@@ -246,9 +247,9 @@ def test_allow_list_entries_are_documented_and_cite_a_code() -> None:
 
 def test_catalogue_code_recognises_importer_errors_only() -> None:
     """A refusal is told by its class and its template; a ``KeyError`` or an error of another code is not one."""
-    refusal = Error.GRAPH_LOOP_STRUCTURE.exception(frame="while/while_context", what="something")
+    refusal = GraphError.LOOP_STRUCTURE.exception(frame="while/while_context", what="something")
     assert catalogue_code(refusal) == 407
-    guarded = Error.GRAPH_GUARDED_LOOP.exception(frame="cond/while/while_context", kind="an unrolled loop", what="x")
+    guarded = GraphError.GUARDED_LOOP.exception(frame="cond/while/while_context", kind="an unrolled loop", what="x")
     assert catalogue_code(guarded) == 420  # not 407, whose template matches it too
     assert catalogue_code(KeyError("while/Merge")) is None
     assert catalogue_code(Error.CLOSED.exception(name="ta")) is None

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from ..errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnimplementedError
 
-__all__ = ["Error"]
+__all__ = ["Error", "Message"]
 
 _Invalid, _Unimplemented, _NotFound = InvalidArgumentError, UnimplementedError, NotFoundError
 
@@ -33,7 +33,39 @@ _CAPACITY_HINT = ("create it with TensorArray(..., dynamic_size=True, capacity=N
                   "jta.checked, which learns it.")
 
 
-class Error(enum.Enum):
+class Message(enum.Enum):
+    """A catalogue of messages: each member is ``(code, exception class, template, traced fields)``.
+
+    :class:`Error` is jta's; the importer keeps its own (``jta.graph_import._messages``).
+    """
+
+    def __init__(self, code: int, cls: type[Exception], template: str, fields: tuple[str, ...] = ()):
+        self.code, self.cls, self.template, self.fields = code, cls, template, fields
+
+    def exception(self, **fields: Any) -> Exception:
+        """The exception, its template filled with ``fields`` (``jta_error``: this member)."""
+        exc = self.cls(self.template.format(**fields))
+        exc.jta_error = self  # type: ignore[attr-defined]  # what the public layer adds a note to
+        return exc
+
+    def raise_(self, **fields: Any) -> NoReturn:
+        raise self.exception(**fields)
+
+    def matches(self, error: BaseException) -> bool:
+        """Whether ``error`` is this member's: its class, and its text the template with any fields."""
+        parts = re.split(r"\{[a-z_]+(?:![rs])?\}", self.template)
+        pattern = "(?s)" + ".*?".join(re.escape(part) for part in parts)
+        return type(error) is self.cls and re.fullmatch(pattern, str(error)) is not None
+
+    def from_record(self, name: str, values: Any, extra: dict[str, str]) -> Exception:
+        """The exception for a traced record's integers ``values`` (in the order of ``fields``)."""
+        fields = _wide(dict(zip(self.fields, (int(v) for v in values), strict=False)))
+        if "rest" in extra:
+            extra = {**extra, "python_rest": _python_rest(extra["rest"])}
+        return self.exception(name=name, **fields, **extra)
+
+
+class Error(Message):
     """``(code, exception class, template, traced fields)``; code 0 is reserved for "no error"."""
 
     # -- recordable at traced values (code, class, template, fields of the int32 record) --------
@@ -221,84 +253,6 @@ class Error(enum.Enum):
                           "jta.checkify or with donated arguments, or the size differs between the stack() calls "
                           "of one run, as inside a loop body): use stack_padded(), or call it through "
                           "jta.checked without donation, outside the loop.", ("size", "guess", "plan"))  # jta
-    GRAPH_UNSUPPORTED = (401, _Unimplemented, "jta.import_graph_def cannot run this graph; unsupported:\n{items}")
-    GRAPH_NEEDS_TF = (402, ImportError, "jta.import_graph_def parses graphs with TensorFlow: pip install "
-                      "\"jta[tf]\" ({error}).")
-    GRAPH_UNKNOWN_TENSOR = (403, ValueError, "jta.import_graph_def: the graph has no tensor {tensor!r} ({what}).")
-    GRAPH_ARGUMENT_COUNT = (404, TypeError, "The imported graph takes {expected} inputs ({names}), got {given}.")
-    GRAPH_NOT_STATIC = (405, _Unimplemented, "Node {node} ({op}): {what} must be static (computable from "
-                        "constants and shapes while tracing), but it depends on the inputs' values.")
-    GRAPH_STACK_CAPACITY = (406, _Unimplemented, "Stack {stack}: pushed inside the while loop {frame}, whose "
-                            "trip count is not static here; pass stack_capacity=N to jta.import_graph_def, or call the "
-                            "imported function through jta.checked, which learns it.")
-    GRAPH_LOOP_STRUCTURE = (407, _Unimplemented, "While loop {frame}: {what}")
-    GRAPH_MERGE_HANDLES = (408, _Unimplemented, "Node {node}: a Merge of different resources ({a} and {b}) "
-                           "under a condition that is only known at run time.")
-    GRAPH_MERGE_SHAPES = (409, _Unimplemented, "Node {node}: a Merge of shapes {a} and {b} under a condition "
-                          "that is only known at run time (the result's shape would depend on it). {way_out}")
-    GRAPH_SOURCE = (410, TypeError, "jta.import_graph_def takes a GraphDef, a tf.Graph or the path of a binary "
-                    ".pb file, not {given}.")
-    GRAPH_NO_FILE = (411, FileNotFoundError, "jta.import_graph_def: there is no file {path!r} (it takes a GraphDef, "
-                     "a tf.Graph or the path of a binary .pb file).")
-    GRAPH_BAD_FILE = (412, ValueError, "jta.import_graph_def: {path!r} ({size} bytes) is not a binary GraphDef "
-                      "({error}). It takes a GraphDef, a tf.Graph or the path of a binary .pb file (one written "
-                      "by tf.io.write_graph(..., as_text=False) or GraphDef.SerializeToString()); parse a text "
-                      ".pbtxt into a GraphDef with google.protobuf.text_format.Parse first.")
-    GRAPH_TENSOR_NAMES = (413, TypeError, "jta.import_graph_def: {what} must be a list of tensor names such as "
-                          "['x:0'], got {given}.")
-    GRAPH_NO_OUTPUT = (414, ValueError, "jta.import_graph_def ({what}): The name {tensor!r} refers to a Tensor "
-                       "which does not exist. The operation, {node!r}, exists but only has {count} outputs.")
-    GRAPH_FEED_SHAPE = (415, ValueError, "Cannot feed value of shape {shape} for Tensor {tensor}, which has "
-                        "shape {expected}")
-    GRAPH_FEED_INT = (416, TypeError, "Type of feed value {value} with type {kind} is not compatible with "
-                      "Tensor type {dtype}. Try explicitly setting the type of the feed tensor to a larger "
-                      "type (e.g. int64).")
-    GRAPH_LOOP_CARRY = (417, _Unimplemented, "While loop {frame}: the loop body changes the structure of its carry "
-                        "({what}), so the loop is neither a lax.scan nor a lax.while_loop. {way_out}")
-    GRAPH_INTERNAL = (418, _Unimplemented, "Node {node} ({op}): jta.import_graph_def failed inside with {error}. "
-                      "This is a construct the importer does not handle; please report it with the graph.")
-    GRAPH_TRACED_ARRAY = (422, _Unimplemented, "Node {node} ({op}): under jax.jit its TensorArray ({array}) meets "
-                          "a limit of traced code: {error} The way out: call the imported function outside "
-                          "jax.jit (with concrete inputs its loops run step by step), or give the TensorArray a "
-                          "full element_shape= where the graph creates it.")
-    GRAPH_GUARDED_LOOP = (420, _Unimplemented, "While loop {frame}: it sits in a cond branch whose predicate is "
-                          "only known at run time, so it runs as {kind} in both branches and its effects must be "
-                          "dropped where its branch is not taken, but {what}, so the states with and without it "
-                          "differ in structure, not only in values. Feed the cond's predicate as a constant (the "
-                          "other branch is then pruned), or let the loop be a lax.scan: give its TensorArrays a "
-                          "full element_shape= and pass tensor_array_capacity= / stack_capacity=.")
-    GRAPH_GUARDED_STATE = (421, _Unimplemented, "Node {node} ({op}): it sits in a cond branch whose predicate is "
-                           "only known at run time, so both branches run and their TensorArrays and stacks are "
-                           "selected between, but {what}, so the two states differ in structure, not only in "
-                           "values. Feed the cond's predicate as a constant (the other branch is then pruned), or "
-                           "give the TensorArray a full element_shape= where it is created (and pass "
-                           "tensor_array_capacity= for a dynamic_size one).")
-
-    def __init__(self, code: int, cls: type[Exception], template: str, fields: tuple[str, ...] = ()):
-        self.code, self.cls, self.template, self.fields = code, cls, template, fields
-
-    def exception(self, **fields: Any) -> Exception:
-        """The exception, its template filled with ``fields`` (``jta_error``: this member)."""
-        exc = self.cls(self.template.format(**fields))
-        exc.jta_error = self  # type: ignore[attr-defined]  # what the public layer adds a note to
-        return exc
-
-    def raise_(self, **fields: Any) -> NoReturn:
-        raise self.exception(**fields)
-
-    def matches(self, error: BaseException) -> bool:
-        """Whether ``error`` is this member's: its class, and its text the template with any fields."""
-        parts = re.split(r"\{[a-z_]+(?:![rs])?\}", self.template)
-        pattern = "(?s)" + ".*?".join(re.escape(part) for part in parts)
-        return type(error) is self.cls and re.fullmatch(pattern, str(error)) is not None
-
-    def from_record(self, name: str, values: Any, extra: dict[str, str]) -> Exception:
-        """The exception for a traced record's integers ``values`` (in the order of ``fields``)."""
-        fields = _wide(dict(zip(self.fields, (int(v) for v in values), strict=False)))
-        if "rest" in extra:
-            extra = {**extra, "python_rest": _python_rest(extra["rest"])}
-        return self.exception(name=name, **fields, **extra)
-
     @classmethod
     def by_code(cls, code: int) -> Error:
         return _BY_CODE[code]

@@ -23,6 +23,7 @@ from .._records.catalogue import Error
 from . import _control_flow, _nodes, _ops_linalg, _ops_nn, _ops_tf2jax, _unsupported  # noqa: F401
 from ._frames import Graph
 from ._loops import Options, Unstable
+from ._messages import GraphError
 from ._ops import OPS
 from ._resources import RESOURCE_OPS, Context
 
@@ -46,7 +47,7 @@ def _tensors(names: Any, what: str) -> list[_nodes.Tensor]:
     """``names`` (a sequence of ``"node:index"``) as tensors; a lone string or a non-name is refused."""
     listed = list(names) if isinstance(names, Iterable) and not isinstance(names, (str, bytes)) else None
     if listed is None or not all(isinstance(n, str) for n in listed):
-        Error.GRAPH_TENSOR_NAMES.raise_(what=what, given=f"{type(names).__name__} {names!r}"[:200])
+        GraphError.TENSOR_NAMES.raise_(what=what, given=f"{type(names).__name__} {names!r}"[:200])
     return [_nodes.tensor_name(n) for n in listed]
 
 
@@ -55,10 +56,10 @@ def _check_tensors(nodes: dict[str, _nodes.Node], outputs: dict[str, Optional[tu
     """Each tensor names a node of the graph and one of its outputs (as ``Session.run`` checks)."""
     for node, index in tensors:
         if node not in nodes:
-            Error.GRAPH_UNKNOWN_TENSOR.raise_(tensor=f"{node}:{index}", what=what)
+            GraphError.UNKNOWN_TENSOR.raise_(tensor=f"{node}:{index}", what=what)
         count = outputs.get(node)
         if count is not None and index >= len(count):
-            Error.GRAPH_NO_OUTPUT.raise_(what=what, tensor=f"{node}:{index}", node=node, count=len(count))
+            GraphError.NO_OUTPUT.raise_(what=what, tensor=f"{node}:{index}", node=node, count=len(count))
 
 
 def _feed(value: Any, tensor: str, output: _nodes.Output) -> Any:
@@ -71,14 +72,14 @@ def _feed(value: Any, tensor: str, output: _nodes.Output) -> Any:
     else:
         if dtype is not None and isinstance(value, int) and \
                 dtype.type(np.array(value).astype(dtype)) != value:
-            Error.GRAPH_FEED_INT.raise_(value=value, kind=type(value), dtype=dtype.type)
+            GraphError.FEED_INT.raise_(value=value, kind=type(value), dtype=dtype.type)
         array = np.asarray(value) if dtype is None else (
             np.asarray(value).astype(dtype) if np.issubdtype(dtype, np.number) else np.asarray(value, dtype))
     shape = tuple(np.shape(array))
     expected = output.shape
     if expected is not None and (len(shape) != len(expected) or
                                  any(e is not None and e != d for d, e in zip(shape, expected, strict=True))):
-        Error.GRAPH_FEED_SHAPE.raise_(shape=shape, tensor=tensor, expected=_shape_text(expected))
+        GraphError.FEED_SHAPE.raise_(shape=shape, tensor=tensor, expected=_shape_text(expected))
     return jnp.asarray(array)
 
 
@@ -98,7 +99,7 @@ class _Runner(_control_flow.Runner):
         try:
             return super().node(node, env, res, probe)
         except (KeyError, AttributeError, IndexError, Unstable) as error:
-            raise Error.GRAPH_INTERNAL.exception(node=node.name, op=node.op, error=_error_text(error)) from error
+            raise GraphError.INTERNAL.exception(node=node.name, op=node.op, error=_error_text(error)) from error
         except ValueError as error:
             # jta's own limits of traced TensorArrays name the array by its internal handle: here they
             # name the node, the array's TensorArrayV3 node and what to do instead.
@@ -107,7 +108,7 @@ class _Runner(_control_flow.Runner):
                 raise
             array = self._array_node(handle.split("@")[0])
             named = handle if array == repr(handle.split("@")[0]) else f"node {array}"
-            raise Error.GRAPH_TRACED_ARRAY.exception(
+            raise GraphError.TRACED_ARRAY.exception(
                 node=node.name, op=node.op, array=f"the gradient array of {named}" if "@" in handle else named,
                 error=str(error).split(": ", 1)[-1]) from error
 
@@ -115,7 +116,7 @@ class _Runner(_control_flow.Runner):
         try:
             return super().loop(name, outer, res, probe)
         except (KeyError, AttributeError, IndexError, Unstable) as error:
-            raise Error.GRAPH_INTERNAL.exception(node=name, op="while loop", error=_error_text(error)) from error
+            raise GraphError.INTERNAL.exception(node=name, op="while loop", error=_error_text(error)) from error
 
 
 def _error_text(error: BaseException) -> str:
@@ -175,7 +176,7 @@ def import_graph_def(graph_def: Any, inputs: Sequence[str], outputs: Sequence[st
     try:
         import tensorflow as tf
     except ImportError as e:  # pragma: no cover - the extra is installed in the tests
-        raise Error.GRAPH_NEEDS_TF.exception(error=str(e)) from e
+        raise GraphError.NEEDS_TF.exception(error=str(e)) from e
     in_t, out_t = _tensors(inputs, "inputs"), _tensors(outputs, "outputs")
     graph_def = _nodes.load(graph_def, tf)
     nodes = _nodes.parse(graph_def, tf)
@@ -193,7 +194,7 @@ def import_graph_def(graph_def: Any, inputs: Sequence[str], outputs: Sequence[st
 
     def run(*args: Any) -> list[Any]:
         if len(args) != len(in_t):
-            Error.GRAPH_ARGUMENT_COUNT.raise_(expected=len(in_t), names=names, given=len(args))
+            GraphError.ARGUMENT_COUNT.raise_(expected=len(in_t), names=names, given=len(args))
         feeds = {t: _feed(a, f"{t[0]}:{t[1]}", spec) for t, a, spec in zip(in_t, args, specs, strict=True)}
         runner = _Runner(graph, Context(array_ids, tensor_array_capacity), options)
         return [jnp.asarray(v) for v in runner.outputs(feeds, out_t)]

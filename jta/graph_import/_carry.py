@@ -18,8 +18,8 @@ from jax.core import Tracer
 
 from .. import raw_ops
 from .._core.array import empty as empty_array
-from .._records.catalogue import Error
 from ._frames import Frame
+from ._messages import GraphError
 from ._resources import Resources, Stack
 
 
@@ -96,7 +96,7 @@ def like(v: Any, like: Any, f: Frame, var: str) -> Any:
                 "gather (embedding_lookup) grows its IndexedSlices each step: jax.grad of the imported forward graph "
                 "gives TensorFlow's gradient under jax.jit (where the forward loops have a static trip count or "
                 "bound, e.g. maximum_iterations=)." if f.pops else "")
-        Error.GRAPH_LOOP_STRUCTURE.raise_(frame=f.name, what=f"a loop variable changes shape from {np.shape(like)} "
+        GraphError.LOOP_STRUCTURE.raise_(frame=f.name, what=f"a loop variable changes shape from {np.shape(like)} "
                                           f"to {shape_of(v)} (shape invariants are supported only outside jax.jit, "
                                           f"where the loop runs step by step; the variable's Merge node: {var}).{grad}")
     return jnp.asarray(v, like.dtype)

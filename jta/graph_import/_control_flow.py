@@ -24,9 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import errors
-from .._records.catalogue import Error
 from . import _resources
 from ._loops import DEAD, Dyn, Loops, select
+from ._messages import GraphError
 from ._nodes import Node, Tensor
 from ._ops import OPS, is_static
 from ._resources import Resources
@@ -133,7 +133,7 @@ class Runner(Loops):
         value = _resources.known(env.get(pred))
         if value is not None and value is not DEAD and not is_static(value) and not isinstance(value, Dyn):
             dead = node.inputs[1 - live]
-            Error.GRAPH_INTERNAL.raise_(node=node.name, op=node.op, error=f"its input {dead[0]}:{dead[1]} has no "
+            GraphError.INTERNAL.raise_(node=node.name, op=node.op, error=f"its input {dead[0]}:{dead[1]} has no "
                                         f"value, though the predicate {pred[0]}:{pred[1]} is only known at run time")
 
     def _merge(self, node: Node, args: list[Any], env: dict[Tensor, Any]) -> tuple[Any, Any]:
@@ -149,17 +149,17 @@ class Runner(Loops):
         pred = self._branch_predicate(node.inputs[i], node.inputs[j])
         if pred is None or len(live) > 2:
             ga, gb = self.g.guards.get(node.inputs[i], frozenset()), self.g.guards.get(node.inputs[j], frozenset())
-            Error.GRAPH_LOOP_STRUCTURE.raise_(frame=node.name, what=f"a Merge whose inputs are not two branches "
+            GraphError.LOOP_STRUCTURE.raise_(frame=node.name, what=f"a Merge whose inputs are not two branches "
                                               f"({len(live)} live, guards {sorted(ga)} and {sorted(gb)})")
         p = _resources.known(env[pred[0]])
         if isinstance(a, str) or isinstance(b, str):
             if a != b:
-                Error.GRAPH_MERGE_HANDLES.raise_(node=node.name, a=a, b=b)
+                GraphError.MERGE_HANDLES.raise_(node=node.name, a=a, b=b)
             return a, jnp.where(p, i, j) if pred[1] else jnp.where(p, j, i)
         t, f = (a, b) if pred[1] else (b, a)
         if np.shape(t) != np.shape(f):
             if not self.g.only_before_exit(node.name, pred[0]):
-                Error.GRAPH_MERGE_SHAPES.raise_(node=node.name, a=np.shape(a), b=np.shape(b), way_out=_merge_way_out(node))
+                GraphError.MERGE_SHAPES.raise_(node=node.name, a=np.shape(a), b=np.shape(b), way_out=_merge_way_out(node))
             # The False side runs only in the step after which the loop exits, and feeds only the next
             # step's variables, which nothing reads then (pfor's converted while loop returns [] there).
             return t, np.asarray(i if pred[1] else j, np.int32)
@@ -193,14 +193,14 @@ class Runner(Loops):
         runtime = frozenset((p, pol) for p, pol in guard if not is_static(_resources.known(env.get(p))))
         selected, change = select(ok, new, res, self.made_under(new, runtime))
         if selected is None:
-            Error.GRAPH_GUARDED_STATE.raise_(node=node.name, op=node.op, what=change)
+            GraphError.GUARDED_STATE.raise_(node=node.name, op=node.op, what=change)
         return selected
 
     def _not_static(self, node: Node, args: list[Any], error: Exception) -> Exception:
-        """``error`` (an op's :data:`Error.GRAPH_NOT_STATIC`) with the way out where the value is known
+        """``error`` (an op's :data:`GraphError.NOT_STATIC`) with the way out where the value is known
         outside ``jax.jit``: the size of an array a while loop grows at run time (``stack()``,
         ``concat()``), or a value computed in a loop body traced as a ``lax`` loop."""
-        head, tail = f"Node {node.name} ({node.op}): ", Error.GRAPH_NOT_STATIC.template.split("{what}")[1]
+        head, tail = f"Node {node.name} ({node.op}): ", GraphError.NOT_STATIC.template.split("{what}")[1]
         text = str(error)
         if not (text.startswith(head) and text.endswith(tail)):
             return error
@@ -215,7 +215,7 @@ class Runner(Loops):
                     "with concrete inputs, where the loop runs step by step and its counters are known)")
         else:
             return error
-        return Error.GRAPH_NOT_STATIC.exception(node=node.name, op=node.op, what=text[len(head):-len(tail)] + hint)
+        return GraphError.NOT_STATIC.exception(node=node.name, op=node.op, what=text[len(head):-len(tail)] + hint)
 
     def _only_where(self, node: Node, args: list[Any], res: Resources, ok: Any
                     ) -> Optional[tuple[Resources, list[Any]]]:

@@ -41,7 +41,6 @@ import numpy as np
 
 from .. import errors, loops
 from .._core import capacities
-from .._records.catalogue import Error
 from . import _resources
 from ._carry import (  # noqa: F401
     DEAD,
@@ -58,6 +57,7 @@ from ._carry import (  # noqa: F401
     unwritten,
 )
 from ._frames import Frame, Graph
+from ._messages import GraphError
 from ._nodes import Tensor
 from ._ops import is_static
 from ._resources import Context, Recorder, Resources, known
@@ -229,7 +229,7 @@ class Loops(abc.ABC):
                 res, final = self._scan(f, outer, init, n, traj, finals, res, taken)
             except Unstable as why:
                 if n > self.opt.max_unroll:
-                    Error.GRAPH_LOOP_STRUCTURE.raise_(frame=name, what=f"cannot be a lax.scan ({why}) and its "
+                    GraphError.LOOP_STRUCTURE.raise_(frame=name, what=f"cannot be a lax.scan ({why}) and its "
                                                       f"{n} steps are more than max_unroll={self.opt.max_unroll}; "
                                                       f"pass max_unroll={n} or more, or call the imported function "
                                                       f"outside jax.jit (it then runs the loop step by step)")
@@ -274,7 +274,7 @@ class Loops(abc.ABC):
         guard = frozenset((p, polarity) for p, polarity in self.g.frame_guards.get(f.name, ()))
         selected, change = select(taken, after, before, self.made_under(after, guard))
         if selected is None:
-            Error.GRAPH_GUARDED_LOOP.raise_(frame=f.name, kind=kind, what=change)
+            GraphError.GUARDED_LOOP.raise_(frame=f.name, kind=kind, what=change)
         return selected
 
     def body(self, f: Frame, outer: dict[Tensor, Any], res: Resources, values: dict[str, Any],
@@ -356,14 +356,14 @@ class Loops(abc.ABC):
             if attempt == 1:
                 if n is None:  # a while loop has no fallback: say what changes and what to do
                     what, way_out = self._carry_change(res, carry, out_res, out_carry)
-                    Error.GRAPH_LOOP_CARRY.raise_(frame=f.name, what=what, way_out=way_out)
+                    GraphError.LOOP_CARRY.raise_(frame=f.name, what=what, way_out=way_out)
                 raise Unstable("the loop body changes the structure of its carry")
             res = self._create(f, res, out_res, rec, n)
         return res
 
     def _carry_change(self, res: Resources, carry: dict[str, Any], out_res: Resources, out_carry: dict[str, Any]
                       ) -> tuple[str, str]:
-        """What of the carry a step changes, and the way out, for :data:`Error.GRAPH_LOOP_CARRY`."""
+        """What of the carry a step changes, and the way out, for :data:`GraphError.LOOP_CARRY`."""
         unroll = _STEPWISE + (f" A loop whose trip count is static is unrolled instead (up to max_unroll="
                               f"{self.opt.max_unroll} steps): feed what decides the trip count as a constant.")
         for handle, after in out_res.arrays.arrays.items():
@@ -392,7 +392,7 @@ class Loops(abc.ABC):
         return "its resources change their static structure", unroll
 
     def _refuse(self, f: Frame, res: Resources, error: Exception) -> None:
-        """Raises :data:`Error.GRAPH_LOOP_CARRY` for a body that failed while traced for a ``lax.while_loop``
+        """Raises :data:`GraphError.LOOP_CARRY` for a body that failed while traced for a ``lax.while_loop``
         because a TensorArray it writes cannot keep a static structure (a ``dynamic_size`` array without a
         capacity, an element shape that is not known), naming the array and the way out; else ``error``."""
         if getattr(error, "plan_number", None) is not None:  # jta.checked gives it a buffer and traces again
@@ -415,7 +415,7 @@ class Loops(abc.ABC):
                        "element_shape=...), infer_shape=True). ")
         else:
             raise error
-        raise Error.GRAPH_LOOP_CARRY.exception(frame=f.name, what=what, way_out=way_out + _STEPWISE) from error
+        raise GraphError.LOOP_CARRY.exception(frame=f.name, what=what, way_out=way_out + _STEPWISE) from error
 
     def made_under(self, res: Resources, guard: frozenset[tuple[Tensor, bool]]) -> frozenset[str]:
         """The arrays of ``res`` whose ``TensorArrayV3`` node runs under every condition of ``guard``."""
@@ -461,7 +461,7 @@ class Loops(abc.ABC):
         if f.name not in self.frame_rows:  # one number per loop: all its stacks grow together
             planned = capacities.planned_rows()
             if planned is None:
-                Error.GRAPH_STACK_CAPACITY.raise_(stack=handle, frame=f.name)
+                GraphError.STACK_CAPACITY.raise_(stack=handle, frame=f.name)
             self.frame_rows[f.name] = planned
         rows, loop = self.frame_rows[f.name]
         self.planned[handle] = (loop, before + rows)

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._records.catalogue import Error
+from ._messages import GraphError
 
 Tensor = tuple[str, int]  # (producing node, output index)
 Shape = Optional[tuple[Optional[int], ...]]  # None: unknown rank
@@ -141,19 +141,19 @@ def load(graph: Any, tf: Any) -> Any:
     if isinstance(graph, tf.Graph):
         return graph.as_graph_def()
     if not isinstance(graph, (str, bytes)) and not hasattr(graph, "__fspath__"):
-        Error.GRAPH_SOURCE.raise_(given=_describe(graph))
+        GraphError.SOURCE.raise_(given=_describe(graph))
     try:
         with open(graph, "rb") as f:
             data = f.read()
     except FileNotFoundError as error:
-        raise Error.GRAPH_NO_FILE.exception(path=str(error.filename)) from None
+        raise GraphError.NO_FILE.exception(path=str(error.filename)) from None
     graph_def = tf.compat.v1.GraphDef()
     try:
         graph_def.ParseFromString(data)
     except DecodeError as error:
-        raise Error.GRAPH_BAD_FILE.exception(path=str(graph), size=len(data), error=error) from None
+        raise GraphError.BAD_FILE.exception(path=str(graph), size=len(data), error=error) from None
     if not graph_def.node:
-        Error.GRAPH_BAD_FILE.raise_(path=str(graph), size=len(data), error="it holds no nodes")
+        GraphError.BAD_FILE.raise_(path=str(graph), size=len(data), error="it holds no nodes")
     return graph_def
 
 

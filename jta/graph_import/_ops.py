@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._records.catalogue import Error
+from ._messages import GraphError
 from ._nodes import Node
 
 Op = Callable[[Node, list[Any]], list[Any]]
@@ -44,7 +44,7 @@ def as_numpy(v: Any) -> Any:
 
 def static_value(node: Node, v: Any, what: str) -> np.ndarray:
     if not is_static(v):
-        Error.GRAPH_NOT_STATIC.raise_(node=node.name, op=node.op, what=what)
+        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=what)
     return np.asarray(v)
 
 
@@ -408,7 +408,7 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
     params, indices = args[:2]
     axis = int(static_value(node, args[2], "the axis")) if len(args) > 2 else 0
     if node.attr("batch_dims", 0):
-        Error.GRAPH_NOT_STATIC.raise_(node=node.name, op=node.op, what="batch_dims=0")
+        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what="batch_dims=0")
     return [as_numpy(xp_of(params, indices).take(params, indices, axis=axis))]
 
 
@@ -435,7 +435,7 @@ def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
             out[flat] = stacked
             return [out]
         return [out.at[flat].set(stacked)]
-    Error.GRAPH_NOT_STATIC.raise_(node=node.name, op=node.op, what="the indices")
+    GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what="the indices")
 
 
 @_reg("ReverseSequence")

@@ -23,7 +23,7 @@ TensorFlow's kernels differ from LAPACK's conventions in a few places, followed 
 * ``Bitcast`` rereads the bytes with ``jax.lax.bitcast_convert_type``; a 64-bit type needs
   ``jax_enable_x64`` (JAX would hold it narrower, so its bytes would not be TensorFlow's).
 * ``Where``'s output shape is the number of true entries: it runs on constants and on concrete
-  (eager) inputs; under ``jit`` it raises ``GRAPH_NOT_STATIC`` naming the node.
+  (eager) inputs; under ``jit`` it raises ``GraphError.NOT_STATIC`` naming the node.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._records.catalogue import Error
+from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, is_static, registrar, result_dtype, static_value, xp_of
 
@@ -376,7 +376,7 @@ def _bitcast(node: Node, args: list[Any]) -> list[Any]:
         return [x.view(dtype).reshape(x.shape[:-1]) if x.dtype.itemsize < dtype.itemsize else x.view(dtype)]
     for t in (x.dtype, dtype):
         if jax.dtypes.canonicalize_dtype(t) != t:  # JAX holds it narrower: its bytes are not TensorFlow's
-            Error.GRAPH_UNSUPPORTED.raise_(items=f"  - node {node.name} (Bitcast from {np.dtype(x.dtype).name} to "
+            GraphError.UNSUPPORTED.raise_(items=f"  - node {node.name} (Bitcast from {np.dtype(x.dtype).name} to "
                                            f"{dtype.name}): {np.dtype(t).name} needs jax_enable_x64")
     b = _to_bytes(x)
     size_in, size_out = np.dtype(x.dtype).itemsize, dtype.itemsize
@@ -389,7 +389,7 @@ def _bitcast(node: Node, args: list[Any]) -> list[Any]:
 def _where(node: Node, args: list[Any]) -> list[Any]:
     """The coordinates (int64, ``[true count, rank]``) of the true (non-zero) entries, in row-major
     order. Its shape depends on the values: it runs on constants and on concrete (eager) inputs, and
-    under ``jit`` it raises ``GRAPH_NOT_STATIC``."""
+    under ``jit`` it raises ``GraphError.NOT_STATIC``."""
     (x,) = args
     try:
         value = np.asarray(x)

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._records.catalogue import Error
+from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, registrar, simple, static_value, xp_of
 
@@ -34,7 +34,7 @@ _HIGHEST = jax.lax.Precision.HIGHEST  # TF's CPU kernels compute in full float32
 def _channels_first(node: Node) -> bool:
     fmt = str(node.attr("data_format", "NHWC"))
     if fmt not in ("NHWC", "NCHW", "NDHWC", "NCDHW"):
-        Error.GRAPH_UNSUPPORTED.raise_(items=f"  - data_format {fmt} of node {node.name} ({node.op})")
+        GraphError.UNSUPPORTED.raise_(items=f"  - data_format {fmt} of node {node.name} ({node.op})")
     return fmt.startswith("NC")
 
 
@@ -55,7 +55,7 @@ def _pads(node: Node, sizes: Sequence[int], window: Sequence[int], strides: Sequ
         explicit = list(node.attr("explicit_paddings", []))
         return [(int(explicit[2 * a]), int(explicit[2 * a + 1])) for a in axes]
     if padding != "SAME":
-        Error.GRAPH_UNSUPPORTED.raise_(items=f"  - padding {padding} of node {node.name} ({node.op})")
+        GraphError.UNSUPPORTED.raise_(items=f"  - padding {padding} of node {node.name} ({node.op})")
     pads = []
     for n, k, s, d in zip(sizes, window, strides, dilations, strict=True):
         total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._records.catalogue import Error
+from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, Op, as_numpy, is_static, registrar, result_dtype, simple, static_value, xp_of
 
@@ -151,7 +151,7 @@ def _nd_index(indices: Any) -> tuple[Any, ...]:
 def _gather_nd(node: Node, args: list[Any]) -> list[Any]:
     params, indices = args
     if node.attr("batch_dims", 0):
-        Error.GRAPH_NOT_STATIC.raise_(node=node.name, op=node.op, what="batch_dims=0")
+        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what="batch_dims=0")
     return [as_numpy(params[_nd_index(indices)]) if is_static(params) and is_static(indices)
             else jnp.asarray(params)[_nd_index(jnp.asarray(indices))]]
 

@@ -26,7 +26,7 @@ from jax.core import Tracer
 from .. import raw_ops
 from .._core import capacities
 from .._core.array import known_size
-from .._records.catalogue import Error
+from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static, registrar
 
@@ -132,7 +132,7 @@ def known(v: Any) -> Any:
 def _ta_new(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[Resources, list[Any]]:
     size = known(args[0])
     if isinstance(size, Tracer):  # the buffer's shape would depend on it
-        Error.GRAPH_NOT_STATIC.raise_(node=node.name, op=node.op, what=(
+        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=(
             "the size (here a value known at run time only: call the imported function outside jax.jit, with "
             "concrete inputs, or feed it as a constant; a dynamic_size=True array of size 0 grows instead)"))
     state = res.arrays
@@ -261,7 +261,7 @@ def _stack_push(ctx: Context, node: Node, args: list[Any], res: Resources) -> tu
         s = Stack(const=v)
     elif s.const is not None:
         if not (isinstance(v, str) or is_static(v)) or const_key(v) != s.const:
-            Error.GRAPH_LOOP_STRUCTURE.raise_(frame=node.name, what="a stack of handles got a different value")
+            GraphError.LOOP_STRUCTURE.raise_(frame=node.name, what="a stack of handles got a different value")
     elif s.data is not None:
         data = s.data
         if not ctx.depth:  # in line: one more slot (a loop's buffer has room for that loop's pushes only)
@@ -285,7 +285,7 @@ def _stack_pop(ctx: Context, node: Node, args: list[Any], res: Resources) -> tup
         v = jax.lax.dynamic_index_in_dim(s.data, jnp.maximum(top, 0), 0, keepdims=False)
         return Resources(res.arrays, {**res.stacks, h: Stack((), s.data, top)}), [v]
     if not s.items:
-        Error.GRAPH_LOOP_STRUCTURE.raise_(frame=node.name, what="pop from an empty stack")
+        GraphError.LOOP_STRUCTURE.raise_(frame=node.name, what="pop from an empty stack")
     return Resources(res.arrays, {**res.stacks, h: Stack(s.items[:-1])}), [s.items[-1]]
 
 

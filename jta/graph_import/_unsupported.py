@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._records.catalogue import Error
 from ._frames import Graph
+from ._messages import GraphError
 
 _V2_CONTROL_FLOW = frozenset({"While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
                               "PartitionedCall", "StatefulPartitionedCall"})
@@ -64,4 +64,4 @@ def check(graph: Graph, needed: set[str], fed: set[str], known: set[str]) -> Non
             rest -= set(ops)
     if rest:
         ways_out.append(f"Other op types ({', '.join(sorted(rest))}): {_OTHER}")
-    Error.GRAPH_UNSUPPORTED.raise_(items="\n".join(items + ways_out))
+    GraphError.UNSUPPORTED.raise_(items="\n".join(items + ways_out))

@@ -1,0 +1,69 @@
+"""The importer's messages: what ``jta.import_graph_def`` refuses, and why (all jta's own).
+
+They share :class:`jta._records.catalogue.Message` with the TensorArray errors (class, template,
+``raise_``) but live here, with the code that raises them.
+"""
+
+from __future__ import annotations
+
+from .._records.catalogue import Message
+from ..errors import UnimplementedError
+
+__all__ = ["GraphError"]
+
+
+class GraphError(Message):
+    """Static refusals of the importer, codes 401-499."""
+
+    UNSUPPORTED = (401, UnimplementedError, "jta.import_graph_def cannot run this graph; unsupported:\n{items}")
+    NEEDS_TF = (402, ImportError, "jta.import_graph_def parses graphs with TensorFlow: pip install "
+                      "\"jta[tf]\" ({error}).")
+    UNKNOWN_TENSOR = (403, ValueError, "jta.import_graph_def: the graph has no tensor {tensor!r} ({what}).")
+    ARGUMENT_COUNT = (404, TypeError, "The imported graph takes {expected} inputs ({names}), got {given}.")
+    NOT_STATIC = (405, UnimplementedError, "Node {node} ({op}): {what} must be static (computable from "
+                        "constants and shapes while tracing), but it depends on the inputs' values.")
+    STACK_CAPACITY = (406, UnimplementedError, "Stack {stack}: pushed inside the while loop {frame}, whose "
+                            "trip count is not static here; pass stack_capacity=N to jta.import_graph_def, or call the "
+                            "imported function through jta.checked, which learns it.")
+    LOOP_STRUCTURE = (407, UnimplementedError, "While loop {frame}: {what}")
+    MERGE_HANDLES = (408, UnimplementedError, "Node {node}: a Merge of different resources ({a} and {b}) "
+                           "under a condition that is only known at run time.")
+    MERGE_SHAPES = (409, UnimplementedError, "Node {node}: a Merge of shapes {a} and {b} under a condition "
+                          "that is only known at run time (the result's shape would depend on it). {way_out}")
+    SOURCE = (410, TypeError, "jta.import_graph_def takes a GraphDef, a tf.Graph or the path of a binary "
+                    ".pb file, not {given}.")
+    NO_FILE = (411, FileNotFoundError, "jta.import_graph_def: there is no file {path!r} (it takes a GraphDef, "
+                     "a tf.Graph or the path of a binary .pb file).")
+    BAD_FILE = (412, ValueError, "jta.import_graph_def: {path!r} ({size} bytes) is not a binary GraphDef "
+                      "({error}). It takes a GraphDef, a tf.Graph or the path of a binary .pb file (one written "
+                      "by tf.io.write_graph(..., as_text=False) or GraphDef.SerializeToString()); parse a text "
+                      ".pbtxt into a GraphDef with google.protobuf.text_format.Parse first.")
+    TENSOR_NAMES = (413, TypeError, "jta.import_graph_def: {what} must be a list of tensor names such as "
+                          "['x:0'], got {given}.")
+    NO_OUTPUT = (414, ValueError, "jta.import_graph_def ({what}): The name {tensor!r} refers to a Tensor "
+                       "which does not exist. The operation, {node!r}, exists but only has {count} outputs.")
+    FEED_SHAPE = (415, ValueError, "Cannot feed value of shape {shape} for Tensor {tensor}, which has "
+                        "shape {expected}")
+    FEED_INT = (416, TypeError, "Type of feed value {value} with type {kind} is not compatible with "
+                      "Tensor type {dtype}. Try explicitly setting the type of the feed tensor to a larger "
+                      "type (e.g. int64).")
+    LOOP_CARRY = (417, UnimplementedError, "While loop {frame}: the loop body changes the structure of its carry "
+                        "({what}), so the loop is neither a lax.scan nor a lax.while_loop. {way_out}")
+    INTERNAL = (418, UnimplementedError, "Node {node} ({op}): jta.import_graph_def failed inside with {error}. "
+                      "This is a construct the importer does not handle; please report it with the graph.")
+    TRACED_ARRAY = (422, UnimplementedError, "Node {node} ({op}): under jax.jit its TensorArray ({array}) meets "
+                          "a limit of traced code: {error} The way out: call the imported function outside "
+                          "jax.jit (with concrete inputs its loops run step by step), or give the TensorArray a "
+                          "full element_shape= where the graph creates it.")
+    GUARDED_LOOP = (420, UnimplementedError, "While loop {frame}: it sits in a cond branch whose predicate is "
+                          "only known at run time, so it runs as {kind} in both branches and its effects must be "
+                          "dropped where its branch is not taken, but {what}, so the states with and without it "
+                          "differ in structure, not only in values. Feed the cond's predicate as a constant (the "
+                          "other branch is then pruned), or let the loop be a lax.scan: give its TensorArrays a "
+                          "full element_shape= and pass tensor_array_capacity= / stack_capacity=.")
+    GUARDED_STATE = (421, UnimplementedError, "Node {node} ({op}): it sits in a cond branch whose predicate is "
+                           "only known at run time, so both branches run and their TensorArrays and stacks are "
+                           "selected between, but {what}, so the two states differ in structure, not only in "
+                           "values. Feed the cond's predicate as a constant (the other branch is then pruned), or "
+                           "give the TensorArray a full element_shape= where it is created (and pass "
+                           "tensor_array_capacity= for a dynamic_size one).")
