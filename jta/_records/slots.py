@@ -97,9 +97,10 @@ def replay(flags: jax.Array, slots: jax.Array, ops: tuple[str, ...]) -> tuple[ja
     j = jnp.where((j >= 0) & (j < n), j, n)  # n: no slot
     count = j.shape[0]
     p = jnp.arange(count, dtype=jnp.int32)
-    op_of = np.tile(np.asarray([OPS.index(op) for op in ops], np.int32), steps)
+    # (``steps`` may be a symbolic dimension of jax.export: no NumPy on it.)
+    op_of = jnp.broadcast_to(np.asarray([OPS.index(op) for op in ops], np.int32), (steps, per_step)).reshape(-1)
     is_read, is_write = op_of >= OPS.index("read"), op_of < OPS.index("read")
-    never = np.int32(count)
+    never = jnp.asarray(core.dimension_as_value(count), jnp.int32)
     # Per slot: its first op, its first read, and (negated, 1: none) its last write of either
     # kind, its last forward write and its last clearing read.
     keys = jnp.stack([p, jnp.where(is_read, p, never), jnp.where(is_write, -p, 1),
