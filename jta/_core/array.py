@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any, Optional, Union
+from typing import Any, Optional, TypeVar, Union
 
 import jax
 import jax.numpy as jnp
@@ -37,7 +37,7 @@ from . import shapes
 from .inputs import static_int
 from .memory import check_buffer
 
-__all__ = ["ArrayMeta", "ArrayData", "become", "empty", "logical_size", "known_size", "require_static_size", "same_array"]
+__all__ = ["ArrayMeta", "ArrayData", "ArrayT", "become", "empty", "logical_size", "known_size", "require_static_size", "same_array"]
 
 _LEAVES = ("_data", "_flags", "_traced_size", "_error", "_flow")
 
@@ -101,6 +101,9 @@ _HINT_DYNAMIC = ("dynamic_size without capacity: the size is static, so writing 
                  "creating the array")
 
 
+ArrayT = TypeVar("ArrayT", bound="ArrayData")  # a function returns the class it was given
+
+
 class ArrayData:
     """Leaves and metadata of a TensorArray; :class:`jta.TensorArray` adds TensorFlow's API."""
 
@@ -127,8 +130,8 @@ class ArrayData:
         object.__setattr__(self, "_meta", meta)
         return self
 
-    def replace(self, *, data: Any = ..., flags: Any = ..., traced_size: Any = ..., error: Any = ...,
-                flow: Any = ..., **meta: Any) -> Any:
+    def replace(self: ArrayT, *, data: Any = ..., flags: Any = ..., traced_size: Any = ..., error: Any = ...,
+                flow: Any = ..., **meta: Any) -> ArrayT:
         """A copy with the given leaves and metadata fields replaced (same class)."""
         leaves: dict[str, Any] = dict(zip(_LEAVES, self.tree_flatten()[0], strict=True))
         for key, value in (("_data", data), ("_flags", flags), ("_traced_size", traced_size),

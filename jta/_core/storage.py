@@ -9,7 +9,7 @@ their inputs in TensorFlow's order first, then call exactly one of these per ele
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -19,20 +19,26 @@ from jax import lax
 from .._records import records, slots
 from .._records.catalogue import Error
 from . import buffer, shapes
-from .array import ArrayData, logical_size, raise_if_concrete
+from .array import ArrayData, ArrayMeta, ArrayT, logical_size, raise_if_concrete
 from .memory import check_buffer
 
 Index = buffer.Index
 
 
 # -- sizes and forms ------------------------------------------------------------------------
-def grow(ta: Any, n: int) -> Any:
+def _slots(m: ArrayMeta) -> tuple[tuple[int, shapes.Shape], ...]:
+    """The per-slot table ``((flags, shape), ...)`` of an array in the per-slot form."""
+    assert m.slots is not None, "an array in the one-buffer form has no slot table"
+    return m.slots
+
+
+def grow(ta: ArrayT, n: int) -> ArrayT:
     """Grow a statically sized array to ``n`` slots (eager code and Python indices)."""
     m = ta._meta
     if not ta.is_dense:
         check_buffer(ta.name, f"growing to size {n}", n, m.element_shape, m.dtype, m.checks)
-        extra = n - len(m.slots)
-        changes: dict[str, Any] = dict(slots=m.slots + ((0, None),) * extra, data=tuple(ta._data) + (None,) * extra)
+        extra = n - len(_slots(m))
+        changes: dict[str, Any] = dict(slots=_slots(m) + ((0, None),) * extra, data=tuple(ta._data) + (None,) * extra)
         if m.static_size is not None:
             changes["static_size"] = n
         return ta.replace(**changes)
@@ -46,10 +52,11 @@ def grow(ta: Any, n: int) -> Any:
             flags = jnp.concatenate([flags, jnp.zeros((pad,), jnp.int32)])
     if m.static_size is not None:
         return ta.replace(data=data, flags=flags, static_size=n)
+    assert ta._traced_size is not None  # (no static size: a traced one)
     return ta.replace(data=data, flags=flags, traced_size=jnp.maximum(ta._traced_size, n))
 
 
-def pin_shape(ta: Any, shape: tuple[int, ...]) -> Any:
+def pin_shape(ta: ArrayT, shape: tuple[int, ...]) -> ArrayT:
     """``identical_element_shapes``: the first write fixes the element shape."""
     m = ta._meta
     if not m.infer_shape or shapes.fully_defined(m.element_shape):
@@ -58,7 +65,7 @@ def pin_shape(ta: Any, shape: tuple[int, ...]) -> Any:
     return to_dense(ta) if can_be_dense(ta) else ta
 
 
-def python_shape(ta: Any, shape: tuple[int, ...]) -> Any:
+def python_shape(ta: ArrayT, shape: tuple[int, ...]) -> ArrayT:
     """An empty unstack/scatter: TF's Python layer fixes ``shape``, the kernel learns nothing."""
     m = ta._meta
     if not m.infer_shape or shapes.fully_defined(m.element_shape):
@@ -73,19 +80,20 @@ def can_be_dense(ta: ArrayData) -> bool:
     return all(shape is None or tuple(shape) == m.element_shape for _, shape in m.slots)
 
 
-def to_dense(ta: Any) -> Any:
+def to_dense(ta: ArrayT) -> ArrayT:
     m = ta._meta
     shape = shapes.dims(m.element_shape)
-    check_buffer(ta.name, "fixing the element shape", len(m.slots), shape, m.dtype, m.checks)
+    slots = _slots(m)
+    check_buffer(ta.name, "fixing the element shape", len(slots), shape, m.dtype, m.checks)
     # Only the written slots are stacked: one operand per slot made the first write into a large
     # array (whose element shape it fixes) compile a stack of thousands of zeros.
     written = [k for k, v in enumerate(ta._data) if v is not None]
     # An array with a capacity gets its whole buffer now, as it would have had with its element shape.
-    rows = len(m.slots) if m.capacity is None else max(m.capacity, len(m.slots))
+    rows = len(slots) if m.capacity is None else max(m.capacity, len(slots))
     data = jnp.zeros((rows, *shape), m.dtype)
     if written:
         data = data.at[np.asarray(written, np.int32)].set(jnp.stack([ta._data[k] for k in written]))
-    bits = [bits for bits, _ in m.slots] + [0] * (rows - len(m.slots))
+    bits = [bits for bits, _ in slots] + [0] * (rows - len(slots))
     flags = jnp.asarray(np.asarray(bits, np.int32)) if m.checks else None
     return ta.replace(data=data, flags=flags, slots=None)
 
@@ -105,12 +113,13 @@ def _needs_capacity(ta: ArrayData, what: str) -> None:
 
 
 # -- error records ----------------------------------------------------------------------------
-def high_word(error: jax.Array, value: Any) -> Any:
+def high_word(error: Optional[jax.Array], value: Any) -> Any:
     """What a record narrower than ``value`` loses of it: an array made before x64 was enabled
     has a 32-bit record, which keeps the (signed) low word of an int64 index or length; this is
     ``(value - low) >> 32``, which the catalogue adds back (a ``<field>_high`` field), so that
     ``2**32`` is reported as itself, not as 0; so does a ``uint32`` value past ``2**31`` in a
     32-bit record. ``0`` when the record keeps ``value`` whole."""
+    assert error is not None, "records are kept with checks on only"
     value = jnp.asarray(value)
     if value.dtype == jnp.uint32 and error.dtype == jnp.int32:  # kept as a negative low word past 2**31
         return (value >> 31).astype(jnp.int32)
@@ -119,17 +128,19 @@ def high_word(error: jax.Array, value: Any) -> Any:
     return (value - value.astype(error.dtype).astype(value.dtype)) >> 32
 
 
-def record_index(error: jax.Array, bad: Any, code: Error, index: Any, size: Any) -> jax.Array:
+def record_index(error: Optional[jax.Array], bad: Any, code: Error, index: Any, size: Any) -> jax.Array:
     """Record an error whose fields are ``(index, size, index_high)`` (an index out of range)."""
+    assert error is not None, "records are kept with checks on only"
     return records.record(error, bad, code, index, size, high_word(error, index))
 
 
-def record_first(error: jax.Array, codes: Any, *fields: Any) -> jax.Array:
+def record_first(error: Optional[jax.Array], codes: Any, *fields: Any) -> jax.Array:
     """Record the error of the first position whose entry of ``codes`` (one error code per
     position, 0: none) is set, with up to three ``fields`` (each one per position, or a scalar).
 
     TensorFlow's multi-index kernels (``ReadMany``, ``WriteOrAggregateMany``, Split's writes) go
     through the positions in order and stop at the first failure, so that is the one reported."""
+    assert error is not None, "records are kept with checks on only"
     codes = jnp.asarray(codes)
     if codes.shape[0] == 0:
         return error
@@ -143,7 +154,7 @@ def _is_static(ta: ArrayData, i: Any) -> bool:
     return isinstance(i, int) and ta._meta.static_size is not None
 
 
-def _check_index(ta: Any, i: Any, grows: bool, grow_size: bool, out_of_range: Error, beyond: Error
+def _check_index(ta: ArrayData, i: Any, grows: bool, grow_size: bool, out_of_range: Error, beyond: Error
                  ) -> tuple[Any, Any, Any, Any]:
     """The range check of one index: ``(index, ok, error, traced_size)``; ``ok`` is ``True`` for
     a static index (the kernel has checked it). An array that ``grows`` (a ``dynamic_size`` array
@@ -175,7 +186,7 @@ def _mark(flags: jax.Array, error: Any, j: Index, op: str) -> tuple[jax.Array, A
     return slots.update(flags, error, j, op)
 
 
-def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
+def dense_write(ta: ArrayT, i: Index, value: jax.Array) -> ArrayT:
     """Write (or, for a gradient array, add) ``value`` at slot ``i`` of the buffer."""
     m = ta._meta
     data, flags = ta._data, ta._flags
@@ -204,25 +215,27 @@ def dense_write(ta: Any, i: Index, value: jax.Array) -> Any:
     return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
 
 
-def slots_write(ta: Any, i: int, value: jax.Array) -> Any:
+def slots_write(ta: ArrayT, i: int, value: jax.Array) -> ArrayT:
     m = ta._meta
-    bits, shape = m.slots[i]
+    table = _slots(m)
+    bits, shape = table[i]
     if bits & records.READ:
         Error.WRITE_AFTER_READ.raise_(name=ta.name, index=i)
     old = ta._data[i]
     if bits & records.WRITTEN:
         if not m.is_accumulator:
             Error.WRITTEN_TWICE.raise_(name=ta.name, index=i)
+        assert shape is not None  # (a written slot has a shape)
         if tuple(shape) != tuple(value.shape):
             Error.AGGREGATE_SHAPE.raise_(name=ta.name, index=i, existing=shapes.debug_str(shape),
                                          shape=shapes.debug_str(tuple(value.shape)))
         if old is not None:
             value = old + value
-    slots = m.slots[:i] + ((bits | records.WRITTEN, tuple(value.shape)),) + m.slots[i + 1:]
+    slots = table[:i] + ((bits | records.WRITTEN, tuple(value.shape)),) + table[i + 1:]
     return ta.replace(slots=slots, data=ta._data[:i] + (value,) + ta._data[i + 1:])
 
 
-def dense_read(ta: Any, i: Index, mark: bool) -> tuple[Any, jax.Array]:
+def dense_read(ta: ArrayT, i: Index, mark: bool) -> tuple[ArrayT, jax.Array]:
     """The value at slot ``i``; with ``mark`` the slot is marked read (and cleared)."""
     m = ta._meta
     data, flags = ta._data, ta._flags
@@ -246,9 +259,10 @@ def unknown_shape_read(ta: ArrayData, i: int) -> Exception:
     return Error.UNKNOWN_SHAPE_READ.exception(name=ta.name, index=i, element_shape=shapes.debug_str(ta._meta.element_shape))
 
 
-def slots_read(ta: Any, i: int, mark: bool) -> tuple[Any, jax.Array]:
+def slots_read(ta: ArrayT, i: int, mark: bool) -> tuple[ArrayT, jax.Array]:
     m = ta._meta
-    bits, shape = m.slots[i]
+    table = _slots(m)
+    bits, shape = table[i]
     if not bits & records.WRITTEN:
         if not shapes.fully_defined(m.element_shape):
             raise unknown_shape_read(ta, i)
@@ -260,12 +274,12 @@ def slots_read(ta: Any, i: int, mark: bool) -> tuple[Any, jax.Array]:
         value = jnp.zeros(shapes.dims(shape), m.dtype)
     if not mark:
         return ta, value
-    slots = m.slots[:i] + ((bits | records.WRITTEN | records.READ, shape),) + m.slots[i + 1:]
+    slots = table[:i] + ((bits | records.WRITTEN | records.READ, shape),) + table[i + 1:]
     return ta.replace(slots=slots), value
 
 
 # -- many elements --------------------------------------------------------------------------
-def dense_gather(ta: Any, idx: Any, static: bool, mark: bool) -> tuple[Any, jax.Array]:
+def dense_gather(ta: ArrayT, idx: Any, static: bool, mark: bool) -> tuple[ArrayT, jax.Array]:
     """The rows ``idx`` (NumPy when ``static``: then in range and checked in order already)."""
     m = ta._meta
     data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
@@ -307,7 +321,7 @@ def dense_gather(ta: Any, idx: Any, static: bool, mark: bool) -> tuple[Any, jax.
     return (raise_if_concrete(ta) if mark else ta), value
 
 
-def _sizes_as_written(ta: Any, idx: Any, size: Any) -> Any:
+def _sizes_as_written(ta: ArrayData, idx: Any, size: Any) -> Any:
     """Per position of ``idx``, the array's size when that write happens: a ``dynamic_size`` array
     grows with each write (``LockedWriteOrAggregate``), so a failing position reports the size the
     writes before it left; any other array has one ``size``."""
@@ -319,11 +333,12 @@ def _sizes_as_written(ta: Any, idx: Any, size: Any) -> Any:
     return jnp.maximum(logical_size(ta), lax.cummax(before))
 
 
-def _record_writes(error: jax.Array, codes: Any, given: Any, sizes: Any, shape_errors: Any) -> jax.Array:
+def _record_writes(error: Optional[jax.Array], codes: Any, given: Any, sizes: Any, shape_errors: Any) -> jax.Array:
     """Record the first failing write of a scatter: ``codes`` are the slots' errors, fields
     ``(index, size, index_high)``; ``shape_errors`` (or ``None``) are ``(codes, length, expected)``
     of the value checks a split's write makes before the slot's (``LockedWriteOrAggregate``
     checks the shape, then the slot), which win at their position."""
+    assert error is not None, "records are kept with checks on only"
     fields = (given, sizes, high_word(error, given))
     if shape_errors is not None:
         shape_codes, length, expected = shape_errors
@@ -333,7 +348,7 @@ def _record_writes(error: jax.Array, codes: Any, given: Any, sizes: Any, shape_e
     return record_first(error, codes, *fields)
 
 
-def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array, shape_errors: Any = None) -> Any:
+def dense_scatter(ta: ArrayT, idx: Any, static: bool, value: jax.Array, shape_errors: Any = None) -> ArrayT:
     """Write ``value[k]`` at rows ``idx[k]`` (NumPy when ``static``: then in range and checked).
     ``shape_errors``: per position, a value check that comes first (see ``_record_writes``)."""
     m = ta._meta
@@ -350,6 +365,7 @@ def dense_scatter(ta: Any, idx: Any, static: bool, value: jax.Array, shape_error
         limit = cap if m.dynamic_size else logical_size(ta)
         max_index = jnp.max(idx)
         if m.dynamic_size:
+            assert size is not None  # (a dynamic_size array has a traced size)
             size = jnp.maximum(size, jnp.minimum(max_index + 1, cap).astype(jnp.int32))
         ok = (idx >= 0) & (idx < limit)
         if m.checks:

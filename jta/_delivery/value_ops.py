@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from .._core import kernels
-from .._core.array import ArrayData
+from .._core.array import ArrayData, ArrayT
 from .._core.storage import as_index
 from .._records import records
 from .._records.primitives import emit
@@ -55,21 +55,21 @@ def throw_array(ta: ArrayData) -> None:
 
 # The value ops: the only way the public modules read, gather or concatenate, so none can
 # return a value without reporting the record that made it (tests/test_architecture.py).
-def read(ta: Any, index: Any, mark: bool) -> tuple[Any, jax.Array]:
+def read(ta: ArrayT, index: Any, mark: bool) -> tuple[ArrayT, jax.Array]:
     """``kernels.read``, then the record of the slot read is reported."""
     ta, value = kernels.read(ta, index, mark=mark)
     _check_slots(ta, jnp.reshape(as_index(index), (1,)))
     return ta, value
 
 
-def gather(ta: Any, indices: Any, mark: bool, element_shape: Any = None) -> tuple[Any, jax.Array]:
+def gather(ta: ArrayT, indices: Any, mark: bool, element_shape: Any = None) -> tuple[ArrayT, jax.Array]:
     """``kernels.pack_or_gather``, then the records of the slots gathered are reported."""
     ta, value = kernels.pack_or_gather(ta, indices, mark=mark, element_shape=element_shape)
     _check_slots(ta, as_index(indices).reshape(-1))
     return ta, value
 
 
-def concat(ta: Any, mark: bool, element_shape_except0: Any = None) -> tuple[Any, jax.Array, Any]:
+def concat(ta: ArrayT, mark: bool, element_shape_except0: Any = None) -> tuple[ArrayT, jax.Array, Any]:
     """``kernels.concat``, then the array's record is reported."""
     ta, value, lengths = kernels.concat(ta, mark=mark, element_shape_except0=element_shape_except0)
     _check_slots(ta, None)
