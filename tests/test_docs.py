@@ -67,6 +67,8 @@ def test_page_examples_run_and_print_what_the_page_shows(page: Path):
         pytest.skip(f"{name} imports TensorFlow, which is not installed")
     namespace: dict = {"__name__": "__main__"}
     x64 = jax.config.jax_enable_x64
+    tf = sys.modules.get("tensorflow")  # a page may switch TF's control flow version: restored after it
+    v2 = tf.compat.v1.control_flow_v2_enabled() if tf is not None else True  # (TF's default)
     try:
         for line, source, expected in found:
             code = compile("\n" * (line - 1) + source, str(page), "exec")
@@ -78,6 +80,9 @@ def test_page_examples_run_and_print_what_the_page_shows(page: Path):
                     f"{name}:{line}: the block printed\n{stdout.getvalue()}\nbut the page shows\n{expected}"
     finally:
         jax.config.update("jax_enable_x64", x64)
+        tf = sys.modules.get("tensorflow")
+        if tf is not None and tf.compat.v1.control_flow_v2_enabled() != v2:
+            (tf.compat.v1.enable_control_flow_v2 if v2 else tf.compat.v1.disable_control_flow_v2)()
 
 
 def test_performance_tables_are_generated_from_the_benchmark_json():

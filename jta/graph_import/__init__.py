@@ -6,6 +6,11 @@ table (:mod:`jta.graph_import._ops`; not tf2jax's handlers, which import TensorF
 read ``NodeDef`` protos and lack the gradient ops these graphs are made of), control flow v1
 from :mod:`jta.graph_import._control_flow` (with :mod:`jta.graph_import._frames` and :mod:`jta.graph_import._loops`),
 TensorArrays and stacks from :mod:`jta.graph_import._resources` through :mod:`jta.raw_ops`.
+
+TF2 programs (a ``tf.function``, a SavedModel) come in through :func:`import_function` and
+:func:`import_saved_model` (:mod:`jta.graph_import._tf2`): functional control flow and the function
+library run in :mod:`jta.graph_import._functions` and :mod:`jta.graph_import._tf2_loops`, TensorLists in
+:mod:`jta.graph_import._lists`, with the same table of ordinary ops.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from ._loops import Options, Unstable
 from ._messages import GraphError
 from ._ops import OPS
 from ._resources import RESOURCE_OPS, Context
+from ._tf2 import import_function, import_saved_model, supported_tf2_ops
 
-__all__ = ["import_graph_def", "supported_ops"]
+__all__ = ["import_function", "import_graph_def", "import_saved_model", "supported_ops", "supported_tf2_ops"]
 
 
 def supported_ops() -> list[str]:

@@ -7,7 +7,7 @@ They share :class:`jta._records.catalogue.Message` with the TensorArray errors (
 from __future__ import annotations
 
 from .._records.catalogue import Message
-from ..errors import UnimplementedError
+from ..errors import InvalidArgumentError, UnimplementedError
 
 __all__ = ["GraphError"]
 
@@ -67,3 +67,30 @@ class GraphError(Message):
                            "values. Feed the cond's predicate as a constant (the other branch is then pruned), or "
                            "give the TensorArray a full element_shape= where it is created (and pass "
                            "tensor_array_capacity= for a dynamic_size one).")
+    # -- TF2 programs: jta.import_function / jta.import_saved_model (codes 430+) ---------------
+    TF2_UNSUPPORTED = (430, UnimplementedError, "jta.import_function cannot run this function; unsupported:\n{items}")
+    TF2_SOURCE = (431, TypeError, "jta.import_function takes a tf.function (traced with the example arguments) or "
+                       "a ConcreteFunction, not {given}.")
+    TF2_ARGUMENTS = (432, TypeError, "The imported function takes {expected} arguments ({names}), got {given}.")
+    TF2_PARAMS = (433, KeyError, "The imported function reads variable {name!r}, which params lacks (params holds: "
+                       "{known}).")
+    LIST_MISUSE = (434, InvalidArgumentError, "Node {node} ({op}): {error}")
+    LIST_CAPACITY = (435, UnimplementedError, "Node {node} ({op}): {what} The way out: give the loop a static bound "
+                          "(maximum_iterations= of tf.while_loop, or a for loop over tf.range(n) with a static n), "
+                          "or call the imported function eagerly (outside jax.jit and jax.grad), where loops run "
+                          "step by step.")
+    TF2_LOOP = (436, UnimplementedError, "Loop {node} ({op}): {what}")
+    SIGNATURE = (437, KeyError, "jta.import_saved_model: the SavedModel at {path!r} has no signature or "
+                      "tf.function attribute {name!r} (signatures: {known}).")
+    PADDED_STACK = (438, UnimplementedError, "Node {node} ({op}): the list's length is only known at run time "
+                         "(it was written in a loop whose trip count the data decides, under jax.jit or jax.grad), "
+                         "so TensorFlow's result has a shape JAX cannot give. The ways out: call the imported "
+                         "function eagerly with concrete arguments (its loops then run step by step and the stack "
+                         "has TensorFlow's shape), or import with pad_stacks=True: the stack then has as many rows "
+                         "as the loop's bound, the rows past the length zeros (as a fixed-size TensorArray's unwritten "
+                         "rows are), which sums and gradients do not see.")
+    TF2_BRANCH = (439, UnimplementedError, "Node {node} ({op}): its predicate is only known at run time, so it is "
+                       "a lax.cond/lax.switch, whose branches must give outputs of one structure, shape and dtype "
+                       "(TensorLists of one static length), but they do not ({error}). Pass the predicate as a "
+                       "concrete argument of an eager call (the branch not taken is then pruned), or make the "
+                       "branches agree.")

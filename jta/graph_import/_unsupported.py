@@ -25,12 +25,14 @@ _RANDOM_PREFIXES = ("Random", "StatelessRandom", "StatelessTruncated", "Stateles
 # (what the kind is, does an op type belong to it, what to do), in the order they are reported.
 _KINDS: tuple[tuple[str, Callable[[str], bool], str], ...] = (
     ("control flow v2", lambda op: op in _V2_CONTROL_FLOW or "TensorList" in op,
-     "the graph uses TF2's functional control flow (bodies in the function library); jta runs TF1's "
-     "control flow v1: build the graph after tf.compat.v1.disable_control_flow_v2() (or "
-     "tf.compat.v1.disable_v2_behavior())."),
+     "the graph uses TF2's functional control flow (bodies in the function library), which "
+     "jta.import_graph_def does not run: import a tf.function with jta.import_function(fn, *example_args) "
+     "(or a SavedModel with jta.import_saved_model(path)), which run it natively; a TF1 graph can instead "
+     "be built after tf.compat.v1.disable_control_flow_v2() (or tf.compat.v1.disable_v2_behavior())."),
     ("variables", lambda op: op in _VARIABLES,
      "freeze the graph first: tf.compat.v1.graph_util.convert_variables_to_constants(session, graph_def, "
-     "output_names) makes each variable a constant (or feed their values through placeholders)."),
+     "output_names) makes each variable a constant (or feed their values through placeholders); a "
+     "tf.function's variables become jta.import_function's params."),
     ("random numbers", lambda op: op.startswith(_RANDOM_PREFIXES),
      "TensorFlow's random streams cannot be reproduced in JAX: feed the random values (a dropout mask, "
      "noise, sampled candidates) as inputs through a placeholder, or build the graph without them "

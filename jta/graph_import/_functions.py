@@ -1,0 +1,349 @@
+"""A TF2 function graph and its library as bodies that run node by node on JAX values.
+
+A ``tf.function`` graph is a DAG: control flow is *functional* (``While``, ``If``, ``Case`` and the
+call ops name functions of the graph's library) and there are no frames, ``Switch`` or ``Merge``.
+So each function becomes a :class:`Body` — its nodes in one topological order — and
+:class:`Evaluator` runs a body the way TensorFlow's executor would, but with JAX values:
+
+* ordinary ops come from the TF1 importer's table (:data:`jta.graph_import._ops.OPS`), which
+  computes in numpy where every input is static, so shapes, sizes and trip counts stay known;
+* TensorList ops from :mod:`jta.graph_import._lists` (values, not resources);
+* ``PartitionedCall``/``StatefulPartitionedCall`` (and ops named after a library function) are
+  inlined; ``If``/``StatelessIf``/``Case`` run the branch taken where the predicate is static and
+  become ``lax.cond``/``lax.switch`` where it is not; ``While`` goes to
+  :mod:`jta.graph_import._tf2_loops`;
+* variables are :class:`Var` handles whose values come from ``params``.
+
+The *probe* mode runs a body where some values are :data:`UNKNOWN` (only the static part is
+computed): the loops use it to find trip counts and bounds without running anything traced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.core import Tracer
+
+from . import _lists
+from ._messages import GraphError
+from ._nodes import Node, Tensor, parse, tensor_name
+from ._ops import OPS, is_static
+
+__all__ = ["Body", "Evaluator", "Library", "UNKNOWN", "Var", "CONTROL_OPS"]
+
+
+class _Unknown:
+    """A value the probe does not know (it depends on the inputs' values)."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounded:
+    """To the probe: a value it does not know but that is at most ``bound`` (the step count of a loop
+    whose trip count the data decides under a static bound): a gradient loop that runs that many steps
+    (``Less(counter, forward_count)``) is then bounded too."""
+
+    bound: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Var:
+    """A captured variable's resource handle: its value is ``params[name]``."""
+
+    name: str
+
+
+@jax.tree_util.register_pytree_node_class
+class Opt:
+    """An optional (``OptionalFromValue``/``OptionalNone``): what a cond inside a loop hands its gradient
+    (the intermediates of the branch taken). ``value`` is a tuple of values or None; ``has`` a bool."""
+
+    def __init__(self, value: Optional[tuple[Any, ...]], has: Any):
+        self.value, self.has = value, has
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], None]:
+        return (self.value, self.has), None
+
+    @classmethod
+    def tree_unflatten(cls, aux: None, children: Any) -> Opt:
+        return cls(*children)
+
+
+OPTIONAL_OPS = ("OptionalFromValue", "OptionalNone", "OptionalGetValue", "OptionalHasValue")
+CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
+IF_OPS = ("If", "StatelessIf")
+CASE_OPS = ("Case", "StatelessCase")
+WHILE_OPS = ("While", "StatelessWhile")
+VAR_OPS = ("ReadVariableOp", "VariableShape", "ResourceGather")
+PASS_OPS = ("Identity", "IdentityN", "NoOp", "Placeholder", "StopGradient", "PreventGradient",
+            "EnsureShape", "CheckNumerics")
+CONTROL_OPS = (*CALL_OPS, *IF_OPS, *CASE_OPS, *WHILE_OPS, *VAR_OPS, *PASS_OPS, *OPTIONAL_OPS)
+
+
+@dataclasses.dataclass
+class Body:
+    """One function: its nodes, argument placeholders (in order) and output tensors."""
+
+    name: str
+    nodes: dict[str, Node]
+    inputs: list[str]
+    outputs: list[Tensor]
+    order: list[str] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.order = _topological(self.nodes, self.outputs)
+
+    def passthrough(self, k: int) -> Optional[int]:
+        """The argument output ``k`` returns unchanged (through ``Identity``), or None."""
+        node, index = self.outputs[k]
+        while node in self.nodes and self.nodes[node].op in ("Identity",) and index == 0:
+            node, index = self.nodes[node].inputs[0]
+        return self.inputs.index(node) if node in self.inputs and index == 0 else None
+
+
+def _topological(nodes: dict[str, Node], outputs: list[Tensor]) -> list[str]:
+    """The nodes the outputs reach (data and control edges), producers first."""
+    order: list[str] = []
+    state: dict[str, int] = {}
+    for root in [t[0] for t in outputs]:
+        stack = [(root, False)]
+        while stack:
+            name, done = stack.pop()
+            if done:
+                state[name] = 2
+                order.append(name)
+                continue
+            if name in state or name not in nodes:
+                continue
+            state[name] = 1
+            stack.append((name, True))
+            node = nodes[name]
+            stack.extend((n, False) for n in (*node.control, *(t[0] for t in node.inputs)) if n not in state)
+    return order
+
+
+class Library:
+    """The graph's function library, each function converted to a :class:`Body` when first reached."""
+
+    def __init__(self, library: Any):
+        self.fdefs = {f.signature.name: f for f in library.function}
+        self.bodies: dict[str, Body] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.fdefs
+
+    def body(self, name: str) -> Body:
+        if name not in self.bodies:
+            self.bodies[name] = _convert(self.fdefs[name])
+        return self.bodies[name]
+
+
+def _convert(fdef: Any) -> Body:
+    import tensorflow as tf
+    from tensorflow.python.framework.function_def_to_graph import function_def_to_graph_def
+
+    graph_def, flat = function_def_to_graph_def(fdef)
+    nodes = fix_attrs(graph_def, parse(graph_def, tf))
+    inputs = [a.name for a in fdef.signature.input_arg]
+    outputs = [tensor_name(flat.get(fdef.ret[a.name], fdef.ret[a.name])) for a in fdef.signature.output_arg]
+    return Body(fdef.signature.name, nodes, inputs, outputs)
+
+
+def fix_attrs(graph_def: Any, nodes: dict[str, Node]) -> dict[str, Node]:
+    """The node table with lists of functions (``Case``'s ``branches``), which the TF1 parser skips."""
+    for n in graph_def.node:
+        for key, value in n.attr.items():
+            if value.WhichOneof("value") == "list" and len(value.list.func):
+                nodes[n.name].attrs[key] = [f.name for f in value.list.func]
+    return nodes
+
+
+def reached(lib: Library, top: Body) -> list[Body]:
+    """``top`` and every library function its nodes reach, each once."""
+    seen, todo, out = set(), [top], []
+    while todo:
+        body = todo.pop()
+        out.append(body)
+        for n in body.order:
+            for name in called(body.nodes[n], lib):
+                if name not in seen:
+                    seen.add(name)
+                    todo.append(lib.body(name))
+    return out
+
+
+def called(node: Node, lib: Library) -> list[str]:
+    """The library functions ``node`` calls."""
+    if node.op in lib:
+        return [node.op]
+    names = []
+    for key in ("f", "then_branch", "else_branch", "cond", "body", "branches"):
+        v = node.attr(key)
+        for name in (v if isinstance(v, list) else [v]):
+            if isinstance(name, str) and name in lib:
+                names.append(name)
+    return names
+
+
+def concrete(v: Any) -> Any:
+    """``v`` as numpy when it is a concrete (not traced) JAX scalar: a predicate or a count fed to an
+    eager call is then static, as it is to TensorFlow (the branch not taken is never run)."""
+    if isinstance(v, jax.Array) and not isinstance(v, Tracer) and v.ndim == 0:
+        return np.asarray(v)
+    return v
+
+
+class Evaluator:
+    """Runs bodies on JAX values; one instance per call of the imported function."""
+
+    def __init__(self, lib: Library, params: dict[str, Any], loop: Callable[..., Optional[list[Any]]],
+                 probe: bool = False, pad_stacks: bool = False):
+        # ``loop(evaluator, node, args)`` runs a While (jta.graph_import._tf2_loops.run, which imports this module)
+        self.lib, self.params, self.loop, self.probe, self.pad_stacks = lib, params, loop, probe, pad_stacks
+        self.bounds: dict[int, tuple[Any, int]] = {}  # id(traced count) -> (the count, its static bound)
+
+    def call(self, body: Body, args: list[Any]) -> list[Any]:
+        env: dict[Tensor, Any] = {}
+        unknown: set[str] = set()
+        for name, value in zip(body.inputs, args, strict=True):
+            env[(name, 0)] = value
+        for n in body.order:
+            node = body.nodes[n]
+            if n in body.inputs:
+                continue
+            ins = [UNKNOWN if t[0] in unknown else env[t] for t in node.inputs]
+            outs = self.node(node, ins)
+            if outs is None:
+                unknown.add(n)
+                continue
+            for k, v in enumerate(outs):
+                env[(n, k)] = v
+        return [UNKNOWN if t[0] in unknown else env[t] for t in body.outputs]
+
+    def node(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
+        """The node's outputs (None: all unknown to the probe)."""
+        op = node.op
+        if op in ("Identity", "StopGradient", "PreventGradient", "EnsureShape", "CheckNumerics", "Snapshot"):
+            return [args[0]]
+        if op == "IdentityN":
+            return list(args)
+        if op == "NoOp":
+            return []
+        if op == "OptionalNone":
+            return [Opt(None, False)]
+        if op == "OptionalFromValue":
+            return [Opt(tuple(args), True)]
+        if op in CALL_OPS or op in self.lib:
+            return self.call(self.lib.body(node.attr("f") if op in CALL_OPS else op), args)
+        if op in IF_OPS or op in CASE_OPS:
+            return self._branch(node, args)
+        if op in WHILE_OPS:
+            return self.loop(self, node, args)
+        if self.probe:
+            unknown = [a is UNKNOWN or isinstance(a, _lists.TList) or
+                       (not is_static(a) and not isinstance(a, Var)) for a in args]
+            if op in ("Less", "LessEqual") and isinstance(args[1], Bounded) and is_static(args[0]):
+                beyond = int(args[0]) >= args[1].bound + (op == "LessEqual")
+                return [np.bool_(False)] if beyond else None
+            if op in ("LogicalAnd", "LogicalOr") and any(unknown):
+                absorbing = op == "LogicalOr"
+                if any(is_static(a) and np.shape(a) == () and bool(a) is absorbing for a in args):
+                    return [np.bool_(absorbing)]
+            if any(unknown) and not (op in ("Shape", "Size", "Rank", "ShapeN") and
+                                     not any(a is UNKNOWN for a in args)):
+                return None
+        if op in VAR_OPS:
+            return self._variable(node, args)
+        if op == "OptionalHasValue":
+            return [np.bool_(args[0].has) if isinstance(args[0].has, bool) else args[0].has]
+        if op == "OptionalGetValue":
+            if args[0].value is None:
+                GraphError.LIST_MISUSE.raise_(node=node.name, op=op, error="The optional variant has no value.")
+            return list(args[0].value)
+        if op in _lists.LIST_OPS:
+            if op == "TensorListStack" and not args[0].static and not self.pad_stacks:
+                GraphError.PADDED_STACK.raise_(node=node.name, op=op)
+            return _lists.LIST_OPS[op](node, args)
+        if any(isinstance(a, _lists.TList) for a in args):
+            if op == "ZerosLike":
+                return [_lists.zeros_like(args[0])]
+            if op == "AddN":
+                return [_lists.add_n(node, args)]
+        return OPS[op](node, args)
+
+    def _variable(self, node: Node, args: list[Any]) -> list[Any]:
+        var = args[0]
+        if var.name not in self.params:
+            GraphError.TF2_PARAMS.raise_(name=var.name, known=", ".join(sorted(self.params)) or "nothing")
+        value = self.params[var.name]
+        if node.op == "VariableShape":
+            return [np.asarray(np.shape(value), node.attr("out_type", np.dtype("int32")))]
+        value = jnp.asarray(value, jax.dtypes.canonicalize_dtype(node.attr("dtype")))
+        if node.op == "ReadVariableOp":
+            return [value]
+        return [jnp.take(value, jnp.asarray(args[1]), axis=0)]
+
+    def _branch(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
+        """``If``/``Case``: the branch taken where the predicate is static, else ``lax.cond``/``lax.switch``."""
+        pred, rest = concrete(args[0]), args[1:]
+        names = node.attr("branches") if node.op in CASE_OPS else [node.attr("else_branch"), node.attr("then_branch")]
+        bodies = [self.lib.body(n) for n in names]
+        if is_static(pred):
+            if node.op in CASE_OPS:
+                k = int(pred)
+                k = k if 0 <= k < len(bodies) else len(bodies) - 1  # TF runs the last branch out of range
+            else:
+                k = int(bool(np.any(pred) if np.ndim(pred) == 0 else np.size(pred) > 0))
+            return self.call(bodies[k], rest)
+        if self.probe:
+            return None
+        if node.op in CASE_OPS:
+            n = len(bodies)
+            index = jnp.asarray(pred, jnp.int32)
+            index = jnp.where((index < 0) | (index >= n), n - 1, index)
+        else:
+            # TF's If: a scalar is true where nonzero; a non-scalar where it is not empty (a static fact)
+            index = (jnp.asarray(pred) != 0).astype(jnp.int32) if jnp.ndim(pred) == 0 else \
+                jnp.int32(jnp.size(pred) > 0)
+        fns = [lambda b=b: _as_jax(self.call(b, rest)) for b in bodies]
+        if any(b.nodes[n].op == "OptionalNone" for b in bodies for n in b.order):
+            fns = _fill_optionals(fns)
+        try:
+            return list(jax.lax.switch(index, fns))
+        except TypeError as error:  # the branches' outputs differ in structure, shape or dtype
+            raise GraphError.TF2_BRANCH.exception(node=node.name, op=node.op, error=str(error)[:500]) from error
+
+
+def _as_jax(values: list[Any]) -> list[Any]:
+    """Branch outputs as JAX values (``lax.cond`` needs matching array leaves, not numpy constants)."""
+    return [v if isinstance(v, _lists.TList) else Opt(v.value, jnp.asarray(v.has)) if isinstance(v, Opt)
+            else jnp.asarray(v) for v in values]
+
+
+def _fill_optionals(fns: list[Callable[[], list[Any]]]) -> list[Callable[[], list[Any]]]:
+    """Branches whose empty optionals (``OptionalNone``) hold zeros shaped as the other branches' values,
+    so that every branch gives outputs of one structure (a ``lax.switch`` needs that)."""
+    shapes = [jax.eval_shape(fn) for fn in fns]
+    templates: dict[int, Any] = {}
+    for outs in shapes:
+        for j, v in enumerate(outs):
+            if isinstance(v, Opt) and v.value is not None:
+                templates.setdefault(j, v.value)
+
+    def filled(fn: Callable[[], list[Any]]) -> Callable[[], list[Any]]:
+        def run() -> list[Any]:
+            outs = fn()
+            return [Opt(tuple(jnp.zeros(t.shape, t.dtype) for t in templates[j]), v.has)
+                    if isinstance(v, Opt) and v.value is None and j in templates else v for j, v in enumerate(outs)]
+        return run
+    return [filled(fn) for fn in fns]

@@ -1,0 +1,459 @@
+"""TF2's TensorList ops as JAX values: a fixed-capacity buffer and a length.
+
+A ``tf.TensorArray`` inside a ``tf.function`` (and every accumulator of a ``GradientTape`` through
+a loop) is a *TensorList*: a value, not a resource. It is not run on jta's ``TensorArray``
+machinery (:mod:`jta.raw_ops`) on purpose: that machinery exists for ``TensorArrayV3``'s resource
+semantics (write-once elements, clear-after-read, the gradient array's flow chaining) and its error
+records, none of which a TensorList has — a list may be overwritten, read any number of times, and
+is passed by value through ``While``/``If`` like any tensor. A plain buffer is the whole of it:
+
+* ``items``: ``(capacity, *element_shape)``, or None while no element has been set and the
+  element shape is not fully known (TensorFlow reads unset elements as zeros only where the shape
+  is known, and so does this);
+* ``length``: a Python ``int`` where it is known while tracing (outside loops, and after a loop
+  whose trip count is static), else a traced ``int32`` (inside a loop, or after one the data ends);
+* ``parts``: the elements one by one, where they have different shapes (``TensorListSplit`` into
+  ragged pieces); only ``Concat``, ``GetItem``, ``Length`` and ``Stack`` of equal pieces read them.
+
+Outside loops a list grows by concatenation (lengths are static); inside a loop the loop sizes the
+buffer first (:mod:`jta.graph_import._tf2_loops`) and a write lands in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.core import Tracer
+
+from ._messages import GraphError
+from ._nodes import Node
+from ._ops import is_static, registrar, static_value
+
+__all__ = ["LIST_OPS", "TList"]
+
+
+@jax.tree_util.register_pytree_node_class
+class TList:
+    """One TensorList value (a pytree: ``items`` and ``length`` are its leaves)."""
+
+    def __init__(self, items: Any, length: Any, dtype: Any, shape: Optional[tuple[Optional[int], ...]],
+                 parts: Optional[tuple[Any, ...]] = None, const: Any = None):
+        self.items, self.length, self.dtype, self.shape, self.parts = items, length, dtype, shape, parts
+        # ``const``: every element is this static value (a key of it). A tape's accumulator of a static
+        # value (an element shape, a length pushed in each forward step) pops it static in the gradient
+        # loop, where it sizes a TensorListReserve.
+        self.const = const
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], Any]:
+        # A static length is part of the structure (it stays a Python int through jax.eval_shape).
+        if isinstance(self.length, int):
+            return (self.items, self.parts), (self.dtype, self.shape, self.length, self.const)
+        return (self.items, self.length, self.parts), (self.dtype, self.shape, None, self.const)
+
+    @classmethod
+    def tree_unflatten(cls, aux: Any, children: Any) -> TList:
+        if aux[2] is not None:
+            return cls(children[0], aux[2], aux[0], aux[1], children[1], aux[3])
+        return cls(children[0], children[1], aux[0], aux[1], children[2], aux[3])
+
+    @property
+    def static(self) -> bool:
+        return isinstance(self.length, int)
+
+    def element_shape(self) -> Optional[tuple[Optional[int], ...]]:
+        """The elements' shape: the buffer's where there is one, else the declared one."""
+        if self.items is not None and self.dtype != VARIANT:
+            return tuple(self.items.shape[1:])
+        return self.shape
+
+    def traced(self) -> TList:
+        """This list with its length a JAX value (a loop carry's)."""
+        return TList(self.items, jnp.asarray(self.length, jnp.int32), self.dtype, self.shape, self.parts, self.const)
+
+    def __repr__(self) -> str:
+        shape = None if self.items is None else jax.tree_util.tree_map(np.shape, self.items)
+        return f"TList(length={self.length}, dtype={self.dtype}, items={shape}, shape={self.shape})"
+
+
+VARIANT = "variant"  # the element dtype of a list of lists
+LIST_OPS: dict[str, Callable[[Node, list[Any]], list[Any]]] = {}
+_reg = registrar(LIST_OPS)
+
+
+def _misuse(node: Node, error: str) -> None:
+    GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=error)
+
+
+def _decl_shape(node: Node, v: Any) -> Optional[tuple[Optional[int], ...]]:
+    """An ``element_shape`` input: ``-1`` (unknown rank) or a vector with ``-1`` for unknown dims."""
+    v = np.asarray(static_value(node, v, "the element shape"))
+    if v.ndim == 0:
+        return None
+    return tuple(None if int(d) < 0 else int(d) for d in v)
+
+
+def _full(shape: Optional[tuple[Optional[int], ...]]) -> bool:
+    return shape is not None and all(d is not None for d in shape)
+
+
+def _merge_shape(a: Optional[tuple[Optional[int], ...]], b: Optional[tuple[Optional[int], ...]]) -> Any:
+    if a is None or b is None:
+        return b if a is None else a
+    return tuple(x if x is not None else y for x, y in zip(a, b, strict=False)) if len(a) == len(b) else a
+
+
+def _dtype(node: Node) -> Any:
+    dtype = node.attr("element_dtype")
+    return VARIANT if dtype == VARIANT else jax.dtypes.canonicalize_dtype(dtype)
+
+
+def _static_int(v: Any) -> Optional[int]:
+    if isinstance(v, int) or is_static(v):
+        return int(v)
+    if isinstance(v, jax.Array) and not isinstance(v, Tracer):
+        return int(v)
+    return None
+
+
+def materialize(lst: TList, node: Node, capacity: int, shape: Any = None) -> TList:
+    """``lst`` with a buffer of at least ``capacity`` rows (unset rows zeros): needs the element shape."""
+    if lst.dtype == VARIANT:
+        return _materialize_lists(lst, capacity, shape)
+    if lst.parts is not None:
+        lst = _unparts(lst, node)
+    shape = _merge_shape(lst.element_shape(), shape)
+    if lst.items is None:
+        if not _full(shape):
+            _misuse(node, "Tried to stack elements of an empty list with non-fully-defined element_shape: "
+                          f"{_shape_text(shape)}")
+        return TList(jnp.zeros((capacity, *shape), lst.dtype), lst.length, lst.dtype, lst.shape)
+    have = lst.items.shape[0]
+    if have >= capacity:
+        return lst
+    pad = jnp.zeros((capacity - have, *lst.items.shape[1:]), lst.items.dtype)
+    return TList(jnp.concatenate([lst.items, pad]), lst.length, lst.dtype, lst.shape)
+
+
+def _shape_text(shape: Any) -> str:
+    return "<unknown>" if shape is None else "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _unparts(lst: TList, node: Node) -> TList:
+    parts = lst.parts or ()
+    shapes = {tuple(p.shape) for p in parts}
+    if len(shapes) > 1:
+        GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what=(
+            f"the list holds elements of different shapes {sorted(shapes)} (from TensorListSplit), which only "
+            "TensorListConcat, TensorListGetItem and TensorListLength read here"))
+    items = jnp.stack(parts) if parts else None
+    return TList(items, lst.length, lst.dtype, lst.shape)
+
+
+def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> TList:
+    """``lst`` with element ``index`` set to ``item`` (growing a static list where allowed)."""
+    item = jnp.asarray(item, lst.dtype)
+    if lst.parts is not None:
+        lst = _unparts(lst, node)
+    i = _static_int(index)
+    if lst.static and i is not None:
+        if i < 0 or (i >= lst.length and not resize):
+            _misuse(node, f"Trying to modify element {i} in a list with {lst.length} elements.")
+        length = max(lst.length, i + 1)
+        if lst.items is not None and tuple(lst.items.shape[1:]) != tuple(item.shape):
+            _misuse(node, f"Tried to set element with shape {list(item.shape)} in a list with element shape "
+                          f"{list(lst.items.shape[1:])}")
+        lst = materialize(TList(lst.items, lst.length, lst.dtype, lst.shape), node, length, item.shape)
+        return TList(lst.items.at[i].set(item), length, lst.dtype, lst.shape)
+    if lst.items is None or (lst.static and not resize and lst.items.shape[0] < lst.length):
+        lst = materialize(lst, node, lst.length if lst.static else 0, item.shape)
+    if lst.static and resize:
+        GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
+            "a write at an index only known at run time may grow the list outside a loop that sized it."))
+    length = lst.length if not resize else jnp.maximum(lst.length, jnp.asarray(index, jnp.int32) + 1)
+    return TList(lst.items.at[index].set(item), length, lst.dtype, lst.shape)
+
+
+# -- construction -----------------------------------------------------------------------------
+@_reg("EmptyTensorList")
+def _empty(node: Node, args: list[Any]) -> list[Any]:
+    return [TList(None, 0, _dtype(node), _decl_shape(node, args[0]))]
+
+
+@_reg("TensorListReserve")
+def _reserve(node: Node, args: list[Any]) -> list[Any]:
+    # A traced element shape is one a gradient loop popped from the accumulator of a static shape (its
+    # value is the shape of what is set later): an unknown shape here, learned from the first write.
+    shape = _decl_shape(node, args[0]) if is_static(args[0]) else None
+    n = _static_int(args[1])
+    if n is None:
+        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what="the number of elements")
+    items = jnp.zeros((n, *(shape or ())), _dtype(node)) if _full(shape) else None
+    return [TList(items, n, _dtype(node), shape)]
+
+
+@_reg("TensorListFromTensor")
+def _from_tensor(node: Node, args: list[Any]) -> list[Any]:
+    x = jnp.asarray(args[0])
+    return [TList(x, int(x.shape[0]), x.dtype, _merge_shape(_decl_shape(node, args[1]), tuple(x.shape[1:])))]
+
+
+@_reg("TensorListSplit")
+def _split(node: Node, args: list[Any]) -> list[Any]:
+    x, shape, lengths = jnp.asarray(args[0]), args[1], static_value(node, args[2], "the lengths")
+    if int(np.sum(lengths)) != x.shape[0]:
+        _misuse(node, f"Unable to split tensor of shape {list(x.shape)}: the sum of lengths is {int(np.sum(lengths))}")
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+    parts = tuple(x[offsets[k]:offsets[k + 1]] for k in range(len(lengths)))
+    return [TList(None, len(parts), x.dtype, _decl_shape(node, shape), parts)]
+
+
+# -- element access ---------------------------------------------------------------------------
+@_reg("TensorListSetItem")
+def _set_item(node: Node, args: list[Any]) -> list[Any]:
+    lst, index, item = args
+    return [_with_item(lst, node, index, item, bool(node.attr("resize_if_index_out_of_bounds", False)))]
+
+
+@_reg("TensorListGetItem")
+def _get_item(node: Node, args: list[Any]) -> list[Any]:
+    lst, index, shape = args
+    i = _static_int(index)
+    if lst.static and i is not None and not 0 <= i < lst.length:
+        _misuse(node, f"Trying to access element {i} in a list with {lst.length} elements.")
+    if lst.parts is not None and i is not None:
+        return [lst.parts[i]]
+    lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
+    return [lst.items[index]]
+
+
+def _key(v: Any) -> Any:
+    v = np.asarray(v)
+    return v.dtype.str, v.shape, v.tobytes()
+
+
+@_reg("TensorListPushBack")
+def _push_back(node: Node, args: list[Any]) -> list[Any]:
+    lst, item = args
+    if lst.dtype == VARIANT:
+        return [_push_list(node, lst, item)]
+    empty = lst.static and lst.length == 0
+    if lst.static and lst.items is None and (empty or lst.parts is not None):
+        # pushed where the length is static (outside loops, in an unrolled one): the elements are kept one
+        # by one, so a static value pops static (a trip count, a shape for the gradient loop) and the
+        # elements may differ in shape (a loop variable with a shape invariant)
+        parts = (*(lst.parts or ()), np.asarray(item, lst.dtype) if is_static(item) else jnp.asarray(item, lst.dtype))
+        const = _key(item) if is_static(item) and (empty or lst.const == _key(item)) else None
+        return [TList(None, lst.length + 1, lst.dtype, lst.shape, parts, const)]
+    out = _with_item(lst, node, lst.length, item, True)
+    if is_static(item) and (empty or lst.const == _key(item)):
+        out.const = _key(item)
+    return [out]
+
+
+@_reg("TensorListPopBack")
+def _pop_back(node: Node, args: list[Any]) -> list[Any]:
+    lst, shape = args
+    if lst.static and lst.length == 0:
+        _misuse(node, "Trying to pop from an empty list.")
+    if lst.parts is not None and lst.dtype != VARIANT and lst.static:
+        return [TList(None, lst.length - 1, lst.dtype, lst.shape, lst.parts[:-1], lst.const), lst.parts[-1]]
+    if lst.dtype == VARIANT:
+        last = lst.length - 1
+        if lst.parts is not None:
+            return [TList(None, last, lst.dtype, lst.shape, lst.parts[:-1]), lst.parts[-1]]
+        return [TList(lst.items, last, lst.dtype, lst.shape), jax.tree_util.tree_map(lambda b: b[last], lst.items)]
+    lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
+    last = lst.length - 1
+    if lst.const is not None:
+        dtype, shape, data = lst.const
+        return [TList(lst.items, last, lst.dtype, lst.shape, None, lst.const),
+                np.frombuffer(data, np.dtype(dtype)).reshape(shape).copy()]
+    return [TList(lst.items, last, lst.dtype, lst.shape), lst.items[last]]
+
+
+@_reg("TensorListLength")
+def _length(node: Node, args: list[Any]) -> list[Any]:
+    n = args[0].length
+    return [np.asarray(n, np.int32) if isinstance(n, int) else jnp.asarray(n, jnp.int32)]
+
+
+@_reg("TensorListElementShape")
+def _element_shape(node: Node, args: list[Any]) -> list[Any]:
+    lst = args[0]
+    shape = lst.element_shape() if lst.parts is None else lst.shape
+    dtype = node.attr("shape_type", np.dtype("int32"))
+    if shape is None:
+        return [np.asarray(-1, dtype)]
+    return [np.asarray([-1 if d is None else d for d in shape], dtype)]
+
+
+@_reg("TensorListResize")
+def _resize(node: Node, args: list[Any]) -> list[Any]:
+    lst, size = args
+    n = _static_int(size)
+    if lst.parts is not None:
+        lst = _unparts(lst, node)
+    if n is not None and lst.static:
+        if lst.items is None:
+            return [TList(None, n, lst.dtype, lst.shape)]
+        items = lst.items[:n] if n <= lst.items.shape[0] else materialize(lst, node, n).items
+        if n > lst.length:  # the new elements are unset
+            items = items.at[lst.length:].set(0)
+        return [TList(items, n, lst.dtype, lst.shape)]
+    lst = materialize(lst, node, lst.length if lst.static else 0)
+    size = jnp.asarray(size, jnp.int32)
+    rows = jnp.arange(lst.items.shape[0]).reshape((-1,) + (1,) * (lst.items.ndim - 1))
+    keep = (rows < size) & (rows < lst.length)
+    return [TList(jnp.where(keep, lst.items, 0), size, lst.dtype, lst.shape)]
+
+
+# -- whole-list reads and writes --------------------------------------------------------------
+@_reg("TensorListStack")
+def _stack(node: Node, args: list[Any]) -> list[Any]:
+    lst, shape = args
+    if lst.parts is not None:
+        lst = _unparts(lst, node)
+    if not lst.static:  # run-time length: the padded buffer (rows past the length are zeros)
+        return [materialize(lst, node, 0, _decl_shape(node, shape)).items]
+    lst = materialize(lst, node, lst.length, _decl_shape(node, shape))
+    return [lst.items[:lst.length]]
+
+
+@_reg("TensorListGather")
+def _gather(node: Node, args: list[Any]) -> list[Any]:
+    lst, indices, shape = args
+    if lst.parts is not None:
+        lst = _unparts(lst, node)
+    if is_static(indices) and lst.static and np.size(indices) and (np.max(indices) >= lst.length or
+                                                                    np.min(indices) < 0):
+        _misuse(node, f"Trying to access element {int(np.max(indices))} in a list with {lst.length} elements.")
+    lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
+    return [lst.items[jnp.asarray(indices)]]
+
+
+def _scatter(node: Node, lst: TList, tensor: Any, indices: Any) -> TList:
+    tensor = jnp.asarray(tensor, lst.dtype)
+    if lst.parts is not None:
+        lst = _unparts(lst, node)
+    if is_static(indices) and lst.static:
+        top = int(np.max(indices)) + 1 if np.size(indices) else 0
+        lst = materialize(lst, node, max(lst.length, top), tuple(tensor.shape[1:]))
+        return TList(lst.items.at[indices].set(tensor), max(lst.length, top), lst.dtype, lst.shape)
+    lst = materialize(lst, node, lst.length if lst.static else 0, tuple(tensor.shape[1:]))
+    return TList(lst.items.at[jnp.asarray(indices)].set(tensor), lst.length, lst.dtype, lst.shape)
+
+
+@_reg("TensorListScatterIntoExistingList")
+def _scatter_existing(node: Node, args: list[Any]) -> list[Any]:
+    return [_scatter(node, args[0], args[1], args[2])]
+
+
+@_reg("TensorListScatter", "TensorListScatterV2")
+def _scatter_new(node: Node, args: list[Any]) -> list[Any]:
+    tensor, indices, shape = args[:3]
+    n = _static_int(args[3]) if len(args) > 3 else -1
+    lst = TList(None, max(n or 0, 0), _dtype(node), _decl_shape(node, shape))
+    return [_scatter(node, lst, tensor, static_value(node, indices, "the indices"))]
+
+
+@_reg("TensorListConcat", "TensorListConcatV2")
+def _concat(node: Node, args: list[Any]) -> list[Any]:
+    lst = args[0]
+    if lst.parts is not None:
+        pieces = list(lst.parts)
+        return [jnp.concatenate(pieces), np.asarray([p.shape[0] for p in pieces], np.int64)]
+    shape = _decl_shape(node, args[1]) if len(args) > 1 else node.attr("element_shape")
+    if not lst.static:
+        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what="the list's length")
+    lst = materialize(lst, node, lst.length, shape)
+    items = lst.items[:lst.length]
+    if items.ndim < 2:
+        _misuse(node, "Concat requires elements to be at least vectors, found scalars instead.")
+    lengths = np.full(lst.length, items.shape[1], np.int64)
+    return [items.reshape((-1, *items.shape[2:])), lengths]
+
+
+# -- list values in ordinary ops (the tape's gradient sums and zeros) --------------------------
+def zeros_like(lst: TList) -> TList:
+    if lst.parts is not None:
+        return TList(None, lst.length, lst.dtype, lst.shape, jax.tree_util.tree_map(jnp.zeros_like, lst.parts))
+    items = None if lst.items is None else jax.tree_util.tree_map(jnp.zeros_like, lst.items)
+    return TList(items, lst.length, lst.dtype, lst.shape)
+
+
+def add_n(node: Node, lists: list[TList]) -> TList:
+    """The sum of lists element by element (an unset element counts as zeros)."""
+    known = [lst for lst in lists if lst.items is not None or lst.parts is not None]
+    if not known:
+        return lists[0]
+    out = known[0] if known[0].parts is None else _unparts(known[0], node)
+    if out.dtype == VARIANT:  # lists of lists of one structure: the sum leaf by leaf
+        items = jax.tree_util.tree_map(lambda *xs: sum(xs[1:], xs[0]), *[lst.items for lst in known])
+        return TList(items, out.length, out.dtype, out.shape)
+    items = out.items
+    for lst in known[1:]:
+        other = lst if lst.parts is None else _unparts(lst, node)
+        rows = max(items.shape[0], other.items.shape[0])
+        items = materialize(TList(items, 0, out.dtype, None), node, rows).items + \
+            materialize(other, node, rows).items
+    return TList(items, out.length, out.dtype, out.shape)
+
+
+# -- lists of lists (a tape's accumulators of an inner loop's lists) -----------------------------
+# With a static length they hold their elements one by one (``parts``: an unrolled loop's inner lists
+# may differ in length); as a loop's carry, a buffer: a list whose leaves have one more leading axis,
+# row k of every leaf element k (the elements must then have one structure).
+def rows(items: Any) -> int:
+    """The capacity of a buffer (of arrays, or of lists of one structure); 0 where it has no leaves."""
+    leaves = jax.tree_util.tree_leaves(items)
+    return int(leaves[0].shape[0]) if leaves else 0
+
+
+def _materialize_lists(lst: TList, capacity: int, template: Any) -> TList:
+    """A list of lists with room for ``capacity`` elements (``template``: an element buffer's abstract value)."""
+    if lst.parts is not None:
+        if len({jax.tree_util.tree_structure(p) for p in lst.parts}) > 1:
+            GraphError.TF2_LOOP.raise_(node="a list of lists", op="TensorListPushBack", what=(
+                "its lists differ in structure (inner loops of different lengths), so it cannot be a loop's carry."))
+        stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *lst.parts) if lst.parts else None
+        lst = TList(stacked, lst.length, lst.dtype, lst.shape)
+    items = lst.items if lst.items is not None else template
+    if items is None:
+        return lst
+    have = 0 if lst.items is None else rows(items)
+    if have >= capacity and lst.items is not None:
+        return lst
+
+    def grow(leaf: Any) -> Any:
+        pad = jnp.zeros((capacity - have, *leaf.shape[1:]), leaf.dtype)
+        return pad if lst.items is None else jnp.concatenate([leaf, pad])
+    return TList(jax.tree_util.tree_map(grow, items), lst.length, lst.dtype, lst.shape)
+
+
+def _push_list(node: Node, lst: TList, item: Any) -> TList:
+    if isinstance(item, (np.ndarray, np.generic, jax.Array)):  # elements are lists or optionals
+        _misuse(node, f"Tried to push a tensor into a list of variants: {item!r}")
+    if lst.items is not None and jax.tree_util.tree_structure(lst.items) != jax.tree_util.tree_structure(item):
+        GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what=(
+            f"the lists pushed into a list of lists differ in structure ({lst.items!r} and {item!r})."))
+    if lst.static and lst.items is None:
+        parts = lst.parts or ()
+        if len(parts) != lst.length:
+            GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what="a list of lists with unset elements.")
+        return TList(None, lst.length + 1, lst.dtype, lst.shape, (*parts, item))
+    one = jax.tree_util.tree_map(lambda e: jnp.asarray(e)[None], item)
+    if lst.static:
+        if rows(lst.items) > lst.length:
+            items = jax.tree_util.tree_map(lambda b, e: b.at[lst.length].set(e[0]), lst.items, one)
+        else:
+            items = jax.tree_util.tree_map(lambda b, e: jnp.concatenate([b[:lst.length], e]), lst.items, one)
+        return TList(items, lst.length + 1, lst.dtype, lst.shape)
+    if lst.items is None:
+        GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what="a list of lists is pushed where its "
+                                        "length is only known at run time, before its buffer was sized.")
+    items = jax.tree_util.tree_map(lambda b, e: b.at[lst.length].set(e[0].astype(b.dtype)), lst.items, one)
+    return TList(items, lst.length + 1, lst.dtype, lst.shape)

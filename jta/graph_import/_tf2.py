@@ -1,0 +1,277 @@
+"""TF2 programs as JAX functions: :func:`import_function` and :func:`import_saved_model`.
+
+The contract is tf2jax's (``jax_fn, params = import_function(fn, *example_args)``; then
+``jax_fn(params, *args)``), so users of either know the other; the difference is underneath:
+the function library runs natively (:mod:`jta.graph_import._functions`), loops become ``lax.scan``
+or ``jta.while_loop`` so ``jax.grad`` reverses them (:mod:`jta.graph_import._tf2_loops`), and every
+TensorList op runs (:mod:`jta.graph_import._lists`) — including the accumulators a
+``tf.GradientTape`` inside the function adds, so a train step imports as well as its forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _lists, _ops_linalg, _ops_nn, _ops_tf2jax, _tf2_loops  # noqa: F401 - _ops_* register their ops
+from ._functions import CONTROL_OPS, Body, Evaluator, Library, Var, fix_attrs, reached
+from ._messages import GraphError
+from ._nodes import parse, tensor_name
+from ._ops import OPS
+
+__all__ = ["import_function", "import_saved_model", "supported_tf2_ops"]
+
+
+def supported_tf2_ops() -> list[str]:
+    """Every op type :func:`import_function` runs, sorted.
+
+    ```python
+    >>> from jta.graph_import import supported_tf2_ops
+    >>> "TensorListPushBack" in supported_tf2_ops() and "StatelessWhile" in supported_tf2_ops()
+    True
+
+    ```
+    """
+    return sorted({*OPS, *_lists.LIST_OPS, *CONTROL_OPS})
+
+
+def _concrete_function(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if hasattr(fn, "get_concrete_function"):
+        return fn.get_concrete_function(*args, **kwargs)
+    if hasattr(fn, "graph") and hasattr(fn, "structured_outputs"):
+        return fn
+    GraphError.TF2_SOURCE.raise_(given=f"{type(fn).__name__} {fn!r}"[:200])
+
+
+def _var_name(v: Any) -> str:
+    name = v.name
+    return name[:-2] if name.endswith(":0") else name
+
+
+def import_function(fn: Any, *example_args: Any, pad_stacks: bool = False,
+                    **example_kwargs: Any) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """A ``tf.function`` (or a ``ConcreteFunction``) as a pure JAX function and its parameters.
+
+    **Arguments:**
+
+    - `fn`: a ``tf.function``, traced with the example arguments, or a ``ConcreteFunction``.
+    - `example_args`, `example_kwargs`: what ``fn`` is traced with (arrays or ``tf.TensorSpec``).
+    - `pad_stacks`: under ``jit`` or ``grad``, a list written in a loop whose trip count the data
+      decides has a run-time length, and stacking it would need a shape JAX cannot give: by default
+      that is refused; with ``pad_stacks=True`` the stack has the loop bound's rows, those past the
+      length zeros. (Eager calls with concrete arguments run such loops step by step: exact shapes.)
+
+    **Returns:** ``(jax_fn, params)``: ``params`` maps each captured variable's name (without
+    ``:0``) to its value; ``jax_fn(params, *args)`` returns the nest ``fn(*args)`` returns, eagerly
+    and under ``jit``, and is differentiable with respect to ``params`` and ``args``: loops are
+    ``lax.scan`` (static or bounded trip count) or ``jta.while_loop``. A ``tf.GradientTape`` inside
+    ``fn`` runs too (its gradient loops pop the accumulators of the forward ones). Every op the
+    outputs need, in every function they reach, is checked first: one ``UnimplementedError`` lists
+    the unsupported ones.
+
+    ```python
+    >>> import numpy as np, jax, tensorflow as tf, jta
+    >>> w = tf.Variable(np.float32(2.0), name="w")
+    >>> @tf.function
+    ... def f(x):
+    ...     return tf.reduce_sum(tf.map_fn(lambda r: tf.tanh(r * w), x))
+    >>> jax_fn, params = jta.import_function(f, np.ones((3, 2), np.float32))
+    >>> sorted(params)
+    ['w']
+    >>> bool(np.isclose(jax.jit(jax_fn)(params, np.ones((3, 2), np.float32)), f(np.ones((3, 2), np.float32))))
+    True
+
+    ```
+    """
+    try:
+        import tensorflow as tf
+    except ImportError as e:  # pragma: no cover - the extra is installed in the tests
+        raise GraphError.NEEDS_TF.exception(error=str(e)) from e
+    concrete = _concrete_function(fn, example_args, example_kwargs)
+    return _import_concrete(concrete, tf, pad_stacks)
+
+
+def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
+    graph_def = concrete.graph.as_graph_def()
+    nodes = fix_attrs(graph_def, parse(graph_def, tf))
+    lib = Library(graph_def.library)
+    by_handle = {id(v.handle): v for v in concrete.variables}
+    captured = {id(ext): internal for ext, internal in concrete.graph.captures}
+    variables: dict[str, Any] = {}
+    for ext_id, internal in captured.items():
+        if ext_id in by_handle:
+            variables[internal.op.name] = by_handle[ext_id]
+    inputs = [t.op.name for t in concrete.inputs]
+    n_args = len(inputs) - len(concrete.captured_inputs)
+    leaves, treedef = jax.tree_util.tree_flatten(concrete.structured_outputs, is_leaf=lambda x: x is None)
+    is_tensor = [isinstance(t, (tf.Tensor, tf.TensorSpec)) for t in leaves]
+    composite = [type(t).__name__ for t, ok in zip(leaves, is_tensor, strict=True) if not ok and t is not None]
+    if composite:
+        GraphError.TF2_UNSUPPORTED.raise_(items=f"  - composite outputs ({', '.join(composite)}): return dense "
+                                                "tensors (tf.convert_to_tensor of an IndexedSlices gradient)")
+    # The structured outputs name their graph tensors; a loaded function's are specs, in the order of its
+    # outputs (a forward a tape went through has more outputs: the accumulators its gradient pops).
+    tensors = [t for t, ok in zip(leaves, is_tensor, strict=True) if ok]
+    outputs = [tensor_name(t.name) for t in (tensors if all(isinstance(t, tf.Tensor) for t in tensors)
+                                             else concrete.outputs[:len(tensors)])]
+    top = Body("<top>", nodes, inputs, outputs)
+    _check(lib, top)
+    names = _unique_names(variables)
+    params = {names[n]: jnp.asarray(v.numpy()) for n, v in variables.items()}
+    handles = [Var(names[n]) if n in variables else None for n in inputs[n_args:]]
+    for n, h in zip(inputs[n_args:], handles, strict=True):
+        if h is None:
+            GraphError.TF2_UNSUPPORTED.raise_(items=f"  - the captured value {n} is not a variable (capture it as "
+                                                    "a tf.Variable or pass it as an argument)")
+    shapes = [None if t.shape.rank is None else tuple(t.shape.as_list()) for t in concrete.inputs[:n_args]]
+    specs = [(t.dtype.as_numpy_dtype if t.dtype.is_numpy_compatible else None) for t in concrete.inputs[:n_args]]
+    arg_text = ", ".join(inputs[:n_args])
+    arg_names = _argument_names(concrete, n_args)
+
+    def jax_fn(params: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if kwargs:  # a signature's arguments by name, after any given by position
+            rest = arg_names[len(args):]
+            if set(kwargs) != set(rest):
+                GraphError.TF2_ARGUMENTS.raise_(expected=n_args, names=arg_text, given=(
+                    f"{len(args)} by position and {', '.join(sorted(kwargs))} by name"))
+            args = args + tuple(kwargs[k] for k in rest)
+        if len(args) != n_args:
+            GraphError.TF2_ARGUMENTS.raise_(expected=n_args, names=arg_text, given=len(args))
+        flat = [jnp.asarray(a, jax.dtypes.canonicalize_dtype(d)) if d is not None else a
+                for a, d in zip(args, specs, strict=True)]
+        for a, name, shape in zip(flat, inputs, shapes, strict=False):
+            if shape is not None and (len(shape) != jnp.ndim(a) or any(
+                    e is not None and e != d for d, e in zip(jnp.shape(a), shape, strict=True))):
+                # the graph was traced for these shapes (Keras bakes static sizes into constants)
+                GraphError.FEED_SHAPE.raise_(shape=tuple(jnp.shape(a)), tensor=f"{name}:0", expected=tuple(shape))
+        ev = Evaluator(lib, dict(params), _tf2_loops.run, pad_stacks=pad_stacks)
+        values = iter(ev.call(top, [*flat, *handles]))
+        out = [next(values) if ok else t for t, ok in zip(leaves, is_tensor, strict=True)]
+        return jax.tree_util.tree_unflatten(treedef, [jnp.asarray(v) if isinstance(v, (np.ndarray, np.generic))
+                                                      else v for v in out])
+
+    jax_fn.__doc__ = f"The imported {concrete.name}: (params, {arg_text})."
+    return jax_fn, params
+
+
+def _unique_names(variables: dict[str, Any]) -> dict[str, str]:
+    """Each captured variable's ``params`` key: its name without ``:0``; where names repeat (two
+    ``tf.Variable(...)`` without a name are both ``Variable:0``), ``_1``, ``_2``, ... in capture order."""
+    keys: dict[str, str] = {}
+    taken: set[str] = set()
+    for placeholder, v in variables.items():
+        base = key = _var_name(v)
+        k = 0
+        while key in taken:
+            k += 1
+            key = f"{base}_{k}"
+        keys[placeholder] = key
+        taken.add(key)
+    return keys
+
+
+def _argument_names(concrete: Any, n_args: int) -> list[str]:
+    """The arguments' names in the order of the function's flat inputs (keywords are taken by name)."""
+    try:
+        spec_args, spec_kwargs = concrete.structured_input_signature
+        names = [getattr(s, "name", None) or f"arg{k}" for k, s in enumerate(
+            jax.tree_util.tree_leaves((spec_args, spec_kwargs)))]
+        return names[:n_args]
+    except (AttributeError, TypeError, ValueError):  # pragma: no cover - an old TensorFlow
+        return [f"arg{k}" for k in range(n_args)]
+
+
+_ASSIGN = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApplyGradientDescent",
+           "ResourceApplyAdam", "ResourceApplyMomentum", "ResourceApplyKerasMomentum")
+_RANDOM = ("RandomUniform", "RandomStandardNormal", "StatelessRandomUniformV2", "StatelessRandomNormalV2",
+           "StatelessRandomGetKeyCounter", "RandomUniformInt", "TruncatedNormal")
+
+_V1_CONTROL_FLOW = ("Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond", "TensorArrayV3",
+                    "TensorArrayWriteV3", "TensorArrayReadV3", "StackV2", "StackPushV2", "StackPopV2")
+
+
+def _check(lib: Library, top: Body) -> None:
+    """One ``UnimplementedError`` listing every unsupported op of every function the outputs reach."""
+    known = set(supported_tf2_ops())
+    found: dict[str, list[str]] = {}
+    nested: list[str] = []  # reserved lists of lists (pushed ones, a tape's accumulators of inner lists, run)
+    for body in reached(lib, top):
+        for n in body.order:
+            op = body.nodes[n].op
+            where = f"{body.name}/{n}" if body.name != "<top>" else n
+            if op not in known and op not in lib:
+                found.setdefault(op, []).append(where)
+            elif op == "TensorListReserve" and body.nodes[n].attr("element_dtype") == "variant":
+                nested.append(where)
+    if not found and not nested:
+        return
+    items = []
+    if nested:
+        more = f" and {len(nested) - 3} more" if len(nested) > 3 else ""
+        items.append(f"  - TensorListReserve of TensorLists ({len(nested)}: {', '.join(nested[:3])}{more}): only "
+                     "lists of lists that are pushed to (a tape's accumulators of an inner loop's lists) run")
+    for op, where in sorted(found.items()):
+        more = f" and {len(where) - 3} more" if len(where) > 3 else ""
+        items.append(f"  - op type {op} ({len(where)} node{'s' * (len(where) > 1)}: {', '.join(where[:3])}{more})")
+    ways = []
+    assign = sorted(op for op in found if op in _ASSIGN or op.startswith("ResourceApply"))
+    if assign:
+        ways.append(f"Variable updates ({', '.join(assign)}): the imported function is pure; return the new "
+                    "values (or the gradients) from the tf.function instead of assigning them, and apply the "
+                    "update in JAX (optax).")
+    random = sorted(op for op in found if op in _RANDOM or "Random" in op)
+    if random:
+        ways.append(f"Random numbers ({', '.join(random)}): TensorFlow's random streams cannot be reproduced in "
+                    "JAX: pass the random values (a dropout mask, noise) as arguments of the tf.function.")
+    v1 = sorted(op for op in found if op in _V1_CONTROL_FLOW)
+    if v1:
+        ways.append(f"Control flow v1 ({', '.join(v1)}): the function was traced after "
+                    "tf.compat.v1.disable_control_flow_v2(); trace it after tf.compat.v1.enable_control_flow_v2() "
+                    "(TF2's default), or import the TF1 graph with jta.import_graph_def.")
+    rest = sorted(set(found) - set(assign) - set(random) - set(v1))
+    if rest:
+        ways.append(f"Other op types ({', '.join(rest)}): jta.graph_import.supported_tf2_ops() lists what runs; "
+                    "compute these outside the tf.function and pass the results as arguments, or please report "
+                    "the op with the function.")
+    if nested:
+        ways.append("Reserved lists of lists: build the list with push_back (TensorListPushBack), or take the "
+                    "gradient outside the tf.function: import its forward and differentiate it with jax.grad.")
+    GraphError.TF2_UNSUPPORTED.raise_(items="\n".join(items + ways))
+
+
+def import_saved_model(path: str, name: str = "serving_default", *,
+                       pad_stacks: bool = False) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """A SavedModel's signature (or ``tf.function`` attribute) as a pure JAX function and its parameters.
+
+    ``name`` is a signature key (the outputs are then the signature's dict and the arguments may be
+    given by keyword) or the name of a ``tf.function`` attribute of the loaded object (with an
+    input signature). Otherwise as :func:`import_function`.
+
+    ```python
+    >>> import tempfile, numpy as np, tensorflow as tf, jta
+    >>> m = tf.Module()
+    >>> m.w = tf.Variable(np.float32(3.0), name="w")
+    >>> m.f = tf.function(lambda x: {"y": x * m.w}, input_signature=[tf.TensorSpec([2], tf.float32, name="x")])
+    >>> path = tempfile.mkdtemp()
+    >>> tf.saved_model.save(m, path, signatures={"serving_default": m.f})
+    >>> jax_fn, params = jta.import_saved_model(path)
+    >>> jax_fn(params, x=np.ones(2, np.float32))["y"].tolist()
+    [3.0, 3.0]
+
+    ```
+    """
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(path)
+    if name in loaded.signatures:
+        concrete = loaded.signatures[name]
+    elif hasattr(loaded, name) and hasattr(getattr(loaded, name), "get_concrete_function"):
+        concrete = getattr(loaded, name).get_concrete_function()
+    else:
+        GraphError.SIGNATURE.raise_(path=str(path), name=name, known=", ".join(sorted(loaded.signatures)) or "none")
+    jax_fn, params = _import_concrete(concrete, tf, pad_stacks)
+    return jax_fn, params

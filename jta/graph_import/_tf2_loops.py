@@ -1,0 +1,250 @@
+"""TF2's functional ``While``/``StatelessWhile`` as ``lax.scan``, or as ``jta.while_loop``.
+
+``jax.grad`` reverses a ``lax.scan`` but not a ``lax.while_loop``, and a TensorList pushed in a loop
+needs a buffer sized before the loop. So the trip count is found first, by a *probe*: cond and body
+run on the static part of the carry only (loop counters, bounds, shapes; everything that depends
+on the inputs' values is unknown), step after step until the condition is static ``False``:
+
+* every step's condition static: the trip count is exact, and the loop is a ``lax.scan`` of that
+  many steps (afterwards the static part of the carry and the lists' lengths are known again);
+* some steps' conditions unknown: the probe's count is a *bound* (``maximum_iterations``, the
+  ``n`` of an autograph ``for i in tf.range(n)`` with ``break``, which passes
+  ``maximum_iterations=-1`` and keeps the bound in the condition only): a ``lax.scan`` of that many
+  steps in which a step whose condition is false leaves the carry as it is (a ``lax.cond``);
+* no bound: ``jta.while_loop``, which ``jax.grad`` reverses too (its lists must not grow).
+
+Eagerly (concrete inputs, outside ``jit`` and ``grad``) a loop without an exact trip count runs
+step by step in Python, so lists keep static lengths and stacks have TensorFlow's shapes. A loop of
+at most :data:`MAX_UNROLL` steps that cannot be a scan (a value of its carry must stay static inside,
+as an inner loop's trip count; a loop variable changes shape) is unrolled the same way.
+
+Before a scan, one step is traced abstractly (``jax.eval_shape``) to learn what the body does to
+each list of the carry: its element shape (an ``EmptyTensorList`` learns it from its first push)
+and how much it grows per step; each list's buffer then gets its capacity.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.core import Tracer
+
+from .. import errors
+from ..loops import while_loop
+from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete
+from ._lists import VARIANT, TList, materialize, rows
+from ._messages import GraphError
+from ._nodes import Node
+from ._ops import is_static
+
+__all__ = ["run", "PROBE_LIMIT"]
+
+PROBE_LIMIT = 10_000  # probe steps before a loop counts as unbounded
+MAX_UNROLL = 64  # a loop of at most this many steps that cannot be a lax.scan is unrolled
+
+
+def _is_const(v: Any) -> bool:
+    return is_static(v) or isinstance(v, Var)
+
+
+def _trips(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any]) -> tuple[Optional[int], bool, list[Any]]:
+    """``(steps, exact, final probe state)``: the trip count (exact) or a bound on it, None if unbounded."""
+    probe = Evaluator(ev.lib, ev.params, run, probe=True, pad_stacks=ev.pad_stacks)
+    state = [a if _is_const(a) else Bounded(ev.bounds[id(a)][1]) if id(a) in ev.bounds else UNKNOWN
+             for a in args]
+    exact, steps = True, 0
+    while steps <= PROBE_LIMIT:
+        c = probe.call(cond, state)[0]
+        if c is UNKNOWN:
+            exact = False
+        elif not bool(np.asarray(c)):
+            return steps, exact, state
+        state = probe.call(body, state)
+        steps += 1
+    return None, False, state
+
+
+def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
+    """A ``While``/``StatelessWhile`` node's outputs (None: unknown to a probe)."""
+    cond, body = ev.lib.body(node.attr("cond")), ev.lib.body(node.attr("body"))
+    args = [concrete(a) for a in args]
+    if ev.probe and not all(_is_const(a) for a in args):
+        return None
+    steps, exact, final = _trips(ev, node, cond, body, args)
+    if steps is not None and not any(v is UNKNOWN for v in final):
+        return final  # every value static (shape arithmetic, or the probe ran it all): computed already
+    if not exact and _concrete(args):
+        return _python_loop(ev, cond, body, args)
+    if exact and steps is not None and steps <= MAX_UNROLL:
+        try:
+            return _scan(ev, node, cond, body, args, steps, exact, final)
+        except (errors.UnimplementedError, errors.InvalidArgumentError):
+            # A static value of the carry is needed as such inside (an inner loop's trip count, a list's
+            # length): a short loop is unrolled instead, so it stays static, as TensorFlow would see it.
+            return _python_loop(ev, cond, body, args)
+    return _scan(ev, node, cond, body, args, steps, exact, final)
+
+
+def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], steps: Optional[int], exact: bool,
+          final: list[Any]) -> list[Any]:
+    """The loop as a ``lax.scan`` (``steps`` exact or a bound) or, without a bound, ``jta.while_loop``."""
+    fixed = [k for k, a in enumerate(args) if isinstance(a, Var) or body.passthrough(k) == k]
+    growth, shapes, consts = _discover(ev, body, args, fixed)
+    capacity = steps if steps is not None else 0
+    carry = {}
+    for k, a in enumerate(args):
+        if k in fixed:
+            continue
+        if isinstance(a, TList):
+            c = _prepare(node, a, growth[k], shapes[k], capacity, steps is None)
+            carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, consts[k])  # a copy: _consts edits it
+        else:
+            carry[k] = jnp.asarray(a)
+    variants = [k for k in carry if isinstance(args[k], TList) and args[k].dtype == VARIANT and args[k].static]
+    if variants:  # their elements (lists, optionals) as the scan carries them: from a step on that carry
+        _variant_templates(ev, node, body, args, carry, variants, capacity, growth)
+    if any(c is not None for c in consts.values()):
+        _consts(ev, body, args, carry)
+
+    def merge(c: dict[int, Any]) -> list[Any]:
+        return [c[k] if k in c else args[k] for k in range(len(args))]
+
+    def step_body(c: dict[int, Any]) -> dict[int, Any]:
+        out = ev.call(body, merge(c))
+        return {k: _like(node, out[k], c[k]) for k in c}
+
+    def truth(c: dict[int, Any]) -> Any:
+        return jnp.asarray(ev.call(cond, merge(c))[0]).astype(bool).reshape(())
+
+    if steps is None:
+        out = while_loop(truth, step_body, carry)
+    elif exact:
+        out, _ = jax.lax.scan(lambda c, _: (step_body(c), None), carry, None, length=steps)
+    else:
+        out, _ = jax.lax.scan(lambda c, _: (jax.lax.cond(truth(c), step_body, lambda c: c, c), None),
+                              carry, None, length=steps)
+    result = merge(out)
+    if not exact and steps is not None:  # a counter of a bounded loop is at most its probe's final value
+        for k, v in enumerate(final):
+            if k in out and is_static(v) and np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.integer) \
+                    and is_static(args[k]) and int(v) >= int(args[k]):
+                ev.bounds[id(result[k])] = (result[k], int(v))
+    if exact:  # the static part of the carry is known after the loop, and so are the lists' lengths
+        for k, v in enumerate(final):
+            if k not in fixed and is_static(v):
+                result[k] = v
+            elif isinstance(result[k], TList) and isinstance(args[k], TList) and args[k].static and \
+                    growth.get(k) is not None:
+                r = result[k]
+                result[k] = TList(r.items, args[k].length + steps * growth[k], r.dtype, r.shape, r.parts, r.const)
+    return result
+
+
+def _concrete(args: list[Any]) -> bool:
+    """No value of the carry is traced: an eager call, whose loop can run step by step."""
+    return not any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(args))
+
+
+def _python_loop(ev: Evaluator, cond: Body, body: Body, args: list[Any]) -> list[Any]:
+    state = args
+    while bool(np.asarray(ev.call(cond, state)[0])):
+        state = [concrete(v) for v in ev.call(body, state)]
+    return state
+
+
+def _discover(ev: Evaluator, body: Body, args: list[Any], fixed: list[int]) -> tuple[dict[int, Any], ...]:
+    """Per list of the carry: its growth per step (None: not static), its element shape and its
+    constant (:class:`TList`'s ``const``; checked again on the scan's carry by :func:`_consts`), from one
+    abstract step of the body where the static values stay static (a write at the loop counter has a
+    static index)."""
+    lists = [k for k, a in enumerate(args) if isinstance(a, TList) and k not in fixed]
+    if not lists:
+        return {}, {}, {}
+
+    def one(dyn: dict[int, Any]) -> list[Any]:
+        out = ev.call(body, [dyn.get(k, a) for k, a in enumerate(args)])
+        return [out[k] for k in lists]
+
+    outs = jax.eval_shape(one, {k: a for k, a in enumerate(args) if not _is_const(a)})
+    growth, shapes, consts = {}, {}, {}
+    for k, out in zip(lists, outs, strict=True):
+        a = args[k]
+        growth[k] = out.length - a.length if isinstance(out.length, int) and a.static else None
+        if a.dtype == VARIANT:  # a list of lists: its buffer's abstract value is the template
+            shapes[k] = out.items if out.items is not None or not out.parts else jax.tree_util.tree_map(
+                lambda e: jax.ShapeDtypeStruct((1, *e.shape), e.dtype), out.parts[0])
+        elif out.items is not None:
+            shapes[k] = tuple(out.items.shape[1:])
+        else:  # pushed one by one (a static length): the last element's shape
+            shapes[k] = tuple(out.parts[-1].shape) if out.parts else None
+        consts[k] = out.const
+    return growth, shapes, consts
+
+
+def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], carry: dict[int, Any],
+                       variants: list[int], steps: int, growth: dict[int, Any]) -> None:
+    """Size the lists of lists (or of optionals) of the carry from one abstract step on the carry
+    (where the lists they receive are already buffers with traced lengths), not on the arguments."""
+    def one(c: dict[int, Any]) -> dict[int, Any]:
+        out = ev.call(body, [c[k] if k in c else a for k, a in enumerate(args)])
+        return {k: out[k] for k in variants}
+
+    outs = jax.eval_shape(one, {**carry, **{k: args[k] for k in variants}})
+    for k in variants:
+        out = outs[k]
+        template = out.items if out.items is not None or not out.parts else jax.tree_util.tree_map(
+            lambda e: jax.ShapeDtypeStruct((1, *e.shape), e.dtype), out.parts[-1])
+        c = _prepare(node, args[k], growth[k], template, steps, False)
+        carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, None)
+
+
+def _consts(ev: Evaluator, body: Body, args: list[Any], carry: dict[int, Any]) -> None:
+    """Keep a list's ``const`` only where one step of the scan's body (its carry traced) keeps it."""
+    for _ in range(3):
+        def one(c: dict[int, Any]) -> dict[int, Any]:
+            out = ev.call(body, [c[k] if k in c else a for k, a in enumerate(args)])
+            return {k: out[k] for k in c}
+
+        out = jax.eval_shape(one, carry)
+        changed = False
+        for k, v in carry.items():
+            if isinstance(v, TList) and v.const is not None and out[k].const != v.const:
+                v.const, changed = None, True
+        if not changed:
+            return
+
+
+def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: int, unbounded: bool) -> TList:
+    """A list of the carry with its buffer sized for the loop."""
+    if growth == 0 and shape is None and lst.items is None:
+        return TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts)  # the loop does not touch it
+    if unbounded and growth != 0:
+        GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
+            "the loop has no static bound on its trip count and grows a TensorList, whose buffer must be "
+            "sized before the loop."))
+    have = lst.length if lst.static else rows(lst.items)
+    capacity = have + steps * (1 if growth is None else max(growth, 0))
+    lst = materialize(lst, node, capacity, shape)
+    return lst if growth == 0 else lst.traced()
+
+
+def _like(node: Node, new: Any, old: Any) -> Any:
+    """A body output shaped and typed as the carry it replaces (``lax.scan`` needs the same types)."""
+    if isinstance(old, TList):
+        if not isinstance(new, TList):
+            GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what="the body turns a TensorList into a tensor.")
+        if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(old):
+            new = new.traced() if not isinstance(old.length, int) and isinstance(new.length, int) else new
+        if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(old):
+            GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what=(
+                f"the body changes the structure of a TensorList of its carry ({old!r} becomes {new!r})."))
+        return jax.tree_util.tree_map(lambda n, o: jnp.asarray(n).astype(o.dtype), new, old)
+    value = jnp.asarray(new).astype(old.dtype)
+    if value.shape != old.shape:
+        GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what=(
+            f"a loop variable changes shape from {old.shape} to {value.shape} (shape_invariants); a lax loop "
+            "needs fixed shapes."))
+    return value

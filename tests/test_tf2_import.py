@@ -1,0 +1,280 @@
+"""TF2 programs through ``jta.import_function`` / ``jta.import_saved_model``, against TensorFlow.
+
+The eight programs of issue 28 (:mod:`tests.helpers.tf2_programs`): each forward ``tf.function`` and
+its train step (a ``GradientTape`` inside the ``tf.function``: the tape's accumulator lists and
+gradient loops) imported and compared with TensorFlow's own call, under ``jax.jit`` by default and
+eagerly too under ``--long``; ``jax.grad`` of the imported forward against the tape's gradients.
+Loops whose trip count the data decides (``early_exit``, ``greedy_decoder``) run step by step
+eagerly (TensorFlow's shapes), and under ``jit`` either are refused at the stack (code 438) or,
+with ``pad_stacks=True``, give the stack padded with zero rows.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import jta  # noqa: E402
+from jta.graph_import import _functions, _lists, supported_tf2_ops  # noqa: E402
+from jta.graph_import._messages import GraphError  # noqa: E402
+from tests.helpers import budget, tf2_programs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = ROOT / "docs" / "_generated" / "tf2_ops.md"
+COMMAND = "python -m tests.test_tf2_import"
+
+DYNAMIC = ("early_exit", "greedy_decoder")  # the trip count is the data's
+
+
+def _close(got: Any, want: Any, pad: bool = False) -> None:
+    leaves, ref = jax.tree_util.tree_leaves(got), [np.asarray(x) for x in tf.nest.flatten(want)]
+    assert len(leaves) == len(ref)
+    for a, b in zip(leaves, ref, strict=True):
+        a = np.asarray(a)
+        if pad and a.ndim and a.shape != b.shape:  # a padded stack: TF's rows, then zeros
+            np.testing.assert_array_equal(a[b.shape[0]:], 0)
+            a = a[:b.shape[0]]
+        assert a.shape == b.shape, (a.shape, b.shape)
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+
+
+def _key(v: Any) -> str:
+    """A variable's params key: its name without ``:0`` (a Keras 3 variable's ``name`` is its last part)."""
+    return getattr(v, "path", None) or v.name.removesuffix(":0")
+
+
+def _loss(jax_fn: Any, args: tuple[Any, ...]) -> Any:
+    def loss(params: dict[str, Any]) -> Any:
+        outs = jax.tree_util.tree_leaves(jax_fn(params, *args))
+        return sum(jnp.sum(jnp.square(o)) for o in outs if jnp.issubdtype(o.dtype, jnp.floating))
+    return loss
+
+
+@pytest.fixture(scope="module", params=list(tf2_programs.PROGRAMS))
+def program(request: pytest.FixtureRequest) -> tf2_programs.Program:
+    return tf2_programs.PROGRAMS[request.param]()
+
+
+def test_forward_train_and_grad(program: tf2_programs.Program) -> None:
+    """Values and train steps under jit (eagerly too under --long), jax.grad against the tape."""
+    pad = program.name in DYNAMIC
+    _check_program(program, ("jit", "eager") if budget.LONG or pad else ("jit",))
+
+
+def _check_program(program: tf2_programs.Program, modes: tuple[str, ...]) -> None:
+    pad = program.name in DYNAMIC
+    for kind in ("forward", "train"):
+        fn = getattr(program, kind)
+        want = fn(*program.args)
+        jax_fn, params = jta.import_function(fn, *program.args, pad_stacks=pad)
+        assert sorted(params) == sorted(_key(v) for v in program.variables)
+        for mode in modes:
+            run = jax.jit(jax_fn) if mode == "jit" else jax_fn
+            _close(run(params, *program.args), want, pad=pad and mode == "jit")
+    jax_fn, params = jta.import_function(program.forward, *program.args, pad_stacks=pad)
+    grads = jax.jit(jax.grad(_loss(jax_fn, program.args)))(params)
+    loss, tape = program.train(*program.args)
+    for v, g in zip(program.variables, tape, strict=True):
+        np.testing.assert_allclose(grads[_key(v)], tf.convert_to_tensor(g).numpy(), rtol=2e-4, atol=2e-5)
+
+
+def test_forward_after_a_tape_went_through_it() -> None:
+    """A tape through a tf.function rewrites its While (accumulator outputs): the import is the same."""
+    p = tf2_programs.scan(seed=4)
+    x = tf.constant(p.args[0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(p.forward(x) ** 2)
+    want = tape.gradient(loss, x)
+    jax_fn, params = jta.import_function(p.forward, *p.args)
+    graph = p.forward.get_concrete_function(*p.args).graph.as_graph_def()
+    assert any(n.op == "TensorListPushBack" for f in graph.library.function for n in f.node_def)
+    grad = jax.jit(jax.grad(lambda v: jnp.sum(jax_fn(params, v) ** 2)))(p.args[0])
+    np.testing.assert_allclose(grad, want, rtol=2e-4, atol=2e-5)
+
+
+def test_keras3_lstm() -> None:
+    """A Keras 3 layer (a stateful While, variables named by path): forward and train step under jit."""
+    _check_program(tf2_programs.keras3_lstm(), ("jit",))
+
+
+@pytest.mark.long_only
+@pytest.mark.parametrize("name", list(tf2_programs.KERAS))
+def test_keras_layers(name: str) -> None:
+    """SimpleRNN, Bidirectional, stacked layers, Keras 3: eagerly and under jit, with jax.grad."""
+    _check_program(tf2_programs.KERAS[name](), ("jit", "eager"))
+
+
+@pytest.mark.long_only
+@pytest.mark.parametrize("name", list(tf2_programs.NESTED))
+def test_nested_loops(name: str) -> None:
+    """Loops in loops: the train step's accumulators of the inner lists are lists of lists."""
+    _check_program(tf2_programs.NESTED[name](), ("jit", "eager"))
+
+
+def test_cond_in_a_loop() -> None:
+    """A data-dependent if in a scanned loop: its gradient's optionals are accumulated per step."""
+    _check_program(tf2_programs.cond_in_loop(), ("jit",))
+
+
+@pytest.mark.long_only
+@pytest.mark.parametrize("name", list(tf2_programs.MORE))
+def test_more_programs(name: str) -> None:
+    """Conds in loops (eagerly too), loop variables with shape invariants."""
+    _check_program(tf2_programs.MORE[name](), ("jit", "eager"))
+
+
+@pytest.mark.long_only
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("name", list(tf2_programs.PROGRAMS))
+def test_program_family(name: str, seed: int) -> None:
+    """The eight program classes again with other seeds (other weights, inputs and trip counts)."""
+    _check_program(tf2_programs.PROGRAMS[name](seed), ("jit", "eager"))
+
+
+def test_unbounded_loop_is_jta_while_loop() -> None:
+    """No bound at all: jta.while_loop, whose gradient jta.checked sizes; a growing list is refused (435)."""
+    w = tf.Variable(np.float32(0.8), name="w")
+
+    @tf.function
+    def f(x: Any) -> Any:
+        return tf.while_loop(lambda i, v: v > 0.1, lambda i, v: (i + 1, v * w), (0, x))
+
+    @tf.function
+    def train(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = f(x)[1] ** 2
+        return loss, tape.gradient(loss, w)
+
+    x = np.float32(3.0)
+    jax_fn, params = jta.import_function(f, x)
+    _close(jax.jit(jax_fn)(params, x), f(x))
+    grad = jta.checked(jax.grad(lambda p: jax_fn(p, x)[1] ** 2))(params)
+    np.testing.assert_allclose(grad["w"], train(x)[1], rtol=1e-5)
+    step, params = jta.import_function(train, x)
+    _close(step(params, x), train(x))  # eagerly: step by step
+    with pytest.raises(jta.errors.UnimplementedError) as info:
+        jax.jit(step)(params, x)
+    assert GraphError.LIST_CAPACITY.matches(info.value)
+
+
+def test_dynamic_stack_under_jit_is_refused() -> None:
+    """A stack whose length the data decides has no JAX shape under jit: refused, naming the way out."""
+    p = tf2_programs.greedy_decoder()
+    jax_fn, params = jta.import_function(p.forward, *p.args)
+    _close(jax_fn(params, *p.args), p.forward(*p.args))  # eagerly: step by step, TF's shape
+    with pytest.raises(jta.errors.UnimplementedError, match="pad_stacks=True") as info:
+        jax.jit(jax_fn)(params, *p.args)
+    assert GraphError.PADDED_STACK.matches(info.value)
+
+
+def test_refusal_lists_ops_inside_library_functions() -> None:
+    """Every unsupported op of every reached function, in one error, with TF2's ways out."""
+    v = tf.Variable(np.ones(3, np.float32), name="v")
+
+    @tf.function
+    def f(x: Any) -> Any:
+        y = tf.map_fn(lambda r: r * tf.random.uniform([3]), x)
+        v.assign_add(tf.reduce_sum(y, 0))
+        return y
+
+    with pytest.raises(jta.errors.UnimplementedError) as info:
+        jta.import_function(f, np.ones((2, 3), np.float32))
+    text = str(info.value)
+    assert GraphError.TF2_UNSUPPORTED.matches(info.value)
+    for needle in ("RandomUniform", "AssignAddVariableOp", "map_while_body", "optax", "as arguments"):
+        assert needle in text, (needle, text)
+
+
+def test_list_misuse_has_tensorflow_texts() -> None:
+    """Reading past a list's end fails with TensorFlow's text (code 434)."""
+    @tf.function
+    def f(x: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=2, element_shape=())
+        return ta.write(0, x).read(3)
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Trying to access element 3 in a list with 2 elements"):
+        f(np.float32(1))
+    jax_fn, params = jta.import_function(f, np.float32(1))
+    with pytest.raises(jta.errors.InvalidArgumentError, match="Trying to access element 3 in a list with 2 elements"):
+        jax_fn(params, np.float32(1))
+
+
+def test_list_semantics_overwrite_and_unset_rows() -> None:
+    """Overwrites are allowed, reads do not clear, unwritten rows of a known shape stack as zeros."""
+    @tf.function
+    def f(x: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=4, element_shape=(2,))
+        ta = ta.write(1, x).write(1, 2 * x)
+        a = ta.read(1)
+        return ta.stack(), a + ta.read(1)
+
+    x = np.arange(2, dtype=np.float32)
+    jax_fn, params = jta.import_function(f, x)
+    _close(jax.jit(jax_fn)(params, x), f(x))
+
+
+def test_cond_and_case_static_and_traced() -> None:
+    """If/Case: pruned where the predicate is static, lax.cond/lax.switch where it is not."""
+    @tf.function
+    def f(x: Any, k: Any) -> Any:
+        y = tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: -x)
+        z = tf.switch_case(k, [lambda: y + 1.0, lambda: y * y, lambda: tf.sin(y)])
+        return tf.cond(tf.shape(x)[0] > 1, lambda: z, lambda: -z)
+
+    jax_fn, params = jta.import_function(f, np.ones(3, np.float32), np.int32(0))
+    for x in (np.array([1.0, -2.0, 0.5], np.float32), np.array([-1.0, 0.2, 0.1], np.float32)):
+        for k in (0, 1, 2, 7):
+            _close(jax.jit(jax_fn)(params, x, np.int32(k)), f(x, np.int32(k)))
+            _close(jax_fn(params, x, np.int32(k)), f(x, np.int32(k)))
+
+
+def test_saved_model_signature(tmp_path: Any) -> None:
+    """A SavedModel's signature: keyword arguments, the signature's dict of outputs."""
+    p = tf2_programs.scan()
+    module = tf.Module()
+    module.w = p.variables[0]
+    module.f = tf.function(lambda x: {"ys": p.forward(x)},
+                           input_signature=[tf.TensorSpec(p.args[0].shape, tf.float32, name="x")])
+    tf.saved_model.save(module, str(tmp_path), signatures={"serving_default": module.f})
+    jax_fn, params = jta.import_saved_model(str(tmp_path))
+    want = p.forward(*p.args)
+    np.testing.assert_allclose(jax.jit(jax_fn)(params, x=p.args[0])["ys"], want, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(jax_fn(params, p.args[0])["ys"], want, rtol=2e-5, atol=1e-6)
+    with pytest.raises(KeyError, match="no signature"):
+        jta.import_saved_model(str(tmp_path), name="nope")
+
+
+# -- the coverage table of docs/tf2-import.md ---------------------------------------------------
+def coverage_markdown() -> str:
+    """The TF2-only op types (the ordinary ones are the TF1 importer's table), by group."""
+    groups = {"TensorList ops": sorted(_lists.LIST_OPS), "Functional control flow, calls and variables":
+              sorted(_functions.CONTROL_OPS)}
+    lines = [f"<!-- generated by `{COMMAND}` from the op registry; do not edit -->", ""]
+    for group, names in groups.items():
+        lines += [f"**{group}** ({len(names)}): " + ", ".join(f"`{n}`" for n in names), ""]
+    lines.append(f"**All op types** jta.import_function runs: {len(supported_tf2_ops())} (the TF1 importer's "
+                 "ordinary ops, listed in [Importing TF1 graphs](graph-import.md), and the above).")
+    return "\n".join(lines) + "\n"
+
+
+def test_coverage_table_is_generated_from_the_registry() -> None:
+    assert TABLE.exists() and TABLE.read_text(encoding="utf-8") == coverage_markdown(), \
+        f"{TABLE.relative_to(ROOT)} is stale: run {COMMAND}"
+    assert f'--8<-- "{TABLE.name}"' in (ROOT / "docs" / "tf2-import.md").read_text(encoding="utf-8")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        sys.exit(f"usage: {COMMAND}   (writes {TABLE.relative_to(ROOT)})")
+    TABLE.write_text(coverage_markdown(), encoding="utf-8")
+    print(f"wrote {TABLE.relative_to(ROOT)}")
