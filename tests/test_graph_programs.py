@@ -266,3 +266,10 @@ def test_generator_is_reproducible_and_covers_its_constructs() -> None:
     assert a.outputs[0] == "loss:0" and a.expected[0].shape == ()
     ops = {n.op for n in a.graph_def.node}
     assert {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"} <= ops, ops
+
+
+def test_codes_are_unique_across_catalogues() -> None:
+    """A traced record holds only a code, decoded in any catalogue (``Message.by_code``)."""
+    codes = [m.code for catalogue in (Error, GraphError) for m in catalogue]
+    assert len(codes) == len(set(codes))
+    assert all(Error.by_code(m.code) is m for catalogue in (Error, GraphError) for m in catalogue)

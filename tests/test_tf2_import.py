@@ -209,6 +209,41 @@ def test_list_misuse_has_tensorflow_texts() -> None:
         jax_fn(params, np.float32(1))
 
 
+def _tf_text(f: Any, *args: Any) -> str:
+    """The message TensorFlow's kernel raises for ``f(*args)`` (its first line, past TF's prefix)."""
+    with pytest.raises(tf.errors.InvalidArgumentError) as caught:
+        f(*args)
+    return next(line for line in str(caught.value).splitlines() if "elements." in line).strip()
+
+
+@pytest.mark.parametrize("op", ["read", "gather", "write"])
+@pytest.mark.parametrize("mode", ["eager", "checked", "jit"])
+def test_an_index_known_at_run_time_is_checked_not_clamped(op: str, mode: str) -> None:
+    """A TensorList index that is a traced argument is range-checked in compiled code, with
+    TensorFlow's text: eagerly, under ``jta.checked``, and under a bare ``jax.jit`` (``jta.throw()``)."""
+    @tf.function
+    def f(x: Any, i: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=3, element_shape=()).unstack(x)
+        if op == "read":
+            return ta.read(i)
+        if op == "gather":
+            return ta.gather(tf.stack([0, i, 1]))
+        return ta.write(i, 5.0).stack()
+
+    x = np.arange(3, dtype=np.float32)
+    jax_fn, params = jta.import_function(f, x, np.int32(1))
+    _close(jax.jit(jax_fn)(params, x, np.int32(2)), f(x, np.int32(2)))
+    want = _tf_text(f, x, np.int32(7))
+    run = {"eager": jax_fn, "checked": jta.checked(jax_fn),
+           "jit": lambda *a: jax.block_until_ready(jax.jit(jax_fn)(*a))}[mode]
+    with pytest.raises((jta.errors.InvalidArgumentError, jax.errors.JaxRuntimeError)) as caught:
+        run(params, x, np.int32(7))
+    if mode == "jit":  # a bare jit raises JAX's error; jta.throw() gives TensorFlow's
+        with pytest.raises(jta.errors.InvalidArgumentError) as caught:
+            jta.throw()
+    assert str(caught.value).endswith(want), (str(caught.value), want)
+
+
 def test_list_semantics_overwrite_and_unset_rows() -> None:
     """Overwrites are allowed, reads do not clear, unwritten rows of a known shape stack as zeros."""
     @tf.function

@@ -22,6 +22,7 @@ from .._core import kernels
 from .._core.array import ArrayData, ArrayT
 from .._core.storage import as_index
 from .._records import records
+from .._records.catalogue import Message
 from .._records.primitives import emit
 
 
@@ -52,6 +53,17 @@ def throw_array(ta: ArrayData) -> None:
     """Raise ``ta``'s first recorded error now when concrete, else report it (``primitives.emit``)."""
     _check_slots(ta, None)
 
+
+
+def report(name: str, bad: Any, message: Message, *fields: Any, extra: Optional[dict[str, str]] = None) -> None:
+    """Report ``message`` (fields: up to three integers, in the order of ``message.fields``) where
+    ``bad`` holds, for a check that is not a TensorArray's (the importer's TensorLists): raised now
+    when concrete, else reported as every value op's record is."""
+    record = records.record(records.no_error(), bad, message.code, *fields)
+    if records.is_concrete(record):
+        records.raise_if_error(name, record, None, extra)
+    else:
+        emit(record, name, extra, deferred=False)
 
 # The value ops: the only way the public modules read, gather or concatenate, so none can
 # return a value without reporting the record that made it (tests/test_architecture.py).

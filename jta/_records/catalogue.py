@@ -65,6 +65,18 @@ class Message(enum.Enum):
         return self.exception(name=name, **fields, **extra)
 
 
+    @classmethod
+    def by_code(cls, code: int) -> Message:
+        """The member of any catalogue (``Error``, the importer's ``GraphError``) whose code is ``code``:
+        a traced record holds only the code, so codes are unique across catalogues."""
+        if code not in _BY_CODE:
+            _BY_CODE.update((m.code, m) for catalogue in Message.__subclasses__() for m in catalogue)
+        return _BY_CODE[code]
+
+
+_BY_CODE: dict[int, Message] = {}
+
+
 class Error(Message):
     """``(code, exception class, template, traced fields)``; code 0 is reserved for "no error"."""
 
@@ -253,12 +265,6 @@ class Error(Message):
                           "jta.checkify or with donated arguments, or the size differs between the stack() calls "
                           "of one run, as inside a loop body): use stack_padded(), or call it through "
                           "jta.checked without donation, outside the loop.", ("size", "guess", "plan"))  # jta
-    @classmethod
-    def by_code(cls, code: int) -> Error:
-        return _BY_CODE[code]
-
-
-_BY_CODE = {e.code: e for e in Error}
 
 
 def _wide(fields: dict[str, int]) -> dict[str, int]:

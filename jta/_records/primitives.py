@@ -38,7 +38,7 @@ from jax._src.interpreters import ad
 from jax._src.interpreters import partial_eval as pe
 from jax.interpreters import batching, mlir
 
-from .catalogue import Error
+from .catalogue import Message
 
 RECORD_SIZE = 5  # a functionalized record: code, three values, site
 
@@ -55,7 +55,7 @@ class Site:
     def exception(self, code: int, values: Any) -> Exception:
         """The exception for a record's ``code`` and integer ``values``: TensorFlow's class and
         text, with a note (PEP 678) naming the array and the source line."""
-        return noted(Error.by_code(code).from_record(self.name, values, dict(self.fields)), self.name, self.where)
+        return noted(Message.by_code(code).from_record(self.name, values, dict(self.fields)), self.name, self.where)
 
     def to_json(self) -> list[Any]:
         return [self.name, [list(kv) for kv in self.fields], self.where]

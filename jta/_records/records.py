@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
-from .catalogue import Error
+from .catalogue import Error, Message
 from .primitives import merge, noted, packed
 from .primitives import no_error as no_error  # the core's empty record
 
@@ -83,7 +83,7 @@ def make_exception(name: str, error: Any, flags: Any, extra: dict[str, str] | No
         return None
     code = int(error[0])
     if code:
-        return Error.by_code(code).from_record(name, error[1:], extra or {})
+        return Message.by_code(code).from_record(name, error[1:], extra or {})
     if flags is not None:
         flags = np.asarray(flags)
         bad = np.nonzero(flags & ERROR_BITS)[0]

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
+from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static, registrar, static_value
@@ -86,6 +87,19 @@ _reg = registrar(LIST_OPS)
 
 def _misuse(node: Node, error: str) -> None:
     GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=error)
+
+
+def _check(node: Node, bad: Any, message: GraphError, *fields: Any) -> None:
+    """TensorFlow's check of an index or a length: raised now when static or concrete, else
+    reported from compiled code through jta's error channel (never a silently clamped index)."""
+    value_ops.report(node.name, bad, message, *fields, extra={"op": node.op})
+
+
+def _first_out_of_range(indices: Any, size: Any) -> tuple[Any, Any]:
+    """Whether any of ``indices`` is outside ``[0, size)``, and the first such (TF's kernels stop there)."""
+    indices = jnp.atleast_1d(jnp.asarray(indices, jnp.int32))
+    bad = (indices < 0) | (indices >= size)
+    return jnp.any(bad), indices[jnp.argmax(bad)] if indices.size else jnp.int32(0)
 
 
 def _decl_shape(node: Node, v: Any) -> Optional[tuple[Optional[int], ...]]:
@@ -161,7 +175,7 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
     i = _static_int(index)
     if lst.static and i is not None:
         if i < 0 or (i >= lst.length and not resize):
-            _misuse(node, f"Trying to modify element {i} in a list with {lst.length} elements.")
+            GraphError.LIST_MODIFY.raise_(name=node.name, op=node.op, index=i, size=lst.length)
         length = max(lst.length, i + 1)
         if lst.items is not None and tuple(lst.items.shape[1:]) != tuple(item.shape):
             _misuse(node, f"Tried to set element with shape {list(item.shape)} in a list with element shape "
@@ -173,7 +187,14 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
     if lst.static and resize:
         GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
             "a write at an index only known at run time may grow the list outside a loop that sized it."))
-    length = lst.length if not resize else jnp.maximum(lst.length, jnp.asarray(index, jnp.int32) + 1)
+    at = jnp.asarray(index, jnp.int32)
+    if resize:  # grows the list, within the buffer its loop sized
+        _check(node, at < 0, GraphError.LIST_MODIFY, at, lst.length, 0)
+        _check(node, at >= rows(lst.items), GraphError.LIST_BEYOND_CAPACITY, at, rows(lst.items), 0)
+        length = jnp.maximum(lst.length, at + 1)
+    else:
+        _check(node, (at < 0) | (at >= lst.length), GraphError.LIST_MODIFY, at, lst.length, 0)
+        length = lst.length
     return TList(lst.items.at[index].set(item), length, lst.dtype, lst.shape)
 
 
@@ -223,10 +244,12 @@ def _get_item(node: Node, args: list[Any]) -> list[Any]:
     lst, index, shape = args
     i = _static_int(index)
     if lst.static and i is not None and not 0 <= i < lst.length:
-        _misuse(node, f"Trying to access element {i} in a list with {lst.length} elements.")
+        GraphError.LIST_ACCESS.raise_(name=node.name, op=node.op, index=i, size=lst.length)
     if lst.parts is not None and i is not None:
         return [lst.parts[i]]
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
+    at = jnp.asarray(index, jnp.int32)
+    _check(node, (at < 0) | (at >= lst.length), GraphError.LIST_ACCESS, at, lst.length, 0)
     return [lst.items[index]]
 
 
@@ -258,15 +281,17 @@ def _push_back(node: Node, args: list[Any]) -> list[Any]:
 def _pop_back(node: Node, args: list[Any]) -> list[Any]:
     lst, shape = args
     if lst.static and lst.length == 0:
-        _misuse(node, "Trying to pop from an empty list.")
+        GraphError.LIST_POP_EMPTY.raise_(name=node.name, op=node.op)
     if lst.parts is not None and lst.dtype != VARIANT and lst.static:
         return [TList(None, lst.length - 1, lst.dtype, lst.shape, lst.parts[:-1], lst.const), lst.parts[-1]]
     if lst.dtype == VARIANT:
+        _check(node, lst.length <= 0, GraphError.LIST_POP_EMPTY, lst.length)
         last = lst.length - 1
         if lst.parts is not None:
             return [TList(None, last, lst.dtype, lst.shape, lst.parts[:-1]), lst.parts[-1]]
         return [TList(lst.items, last, lst.dtype, lst.shape), jax.tree_util.tree_map(lambda b: b[last], lst.items)]
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
+    _check(node, lst.length <= 0, GraphError.LIST_POP_EMPTY, lst.length)
     last = lst.length - 1
     if lst.const is not None:
         dtype, shape, data = lst.const
@@ -328,9 +353,8 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
     lst, indices, shape = args
     if lst.parts is not None:
         lst = _unparts(lst, node)
-    if is_static(indices) and lst.static and np.size(indices) and (np.max(indices) >= lst.length or
-                                                                    np.min(indices) < 0):
-        _misuse(node, f"Trying to access element {int(np.max(indices))} in a list with {lst.length} elements.")
+    bad, first = _first_out_of_range(indices, lst.length)
+    _check(node, bad, GraphError.LIST_GATHER, first, lst.length, 0)
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
     return [lst.items[jnp.asarray(indices)]]
 

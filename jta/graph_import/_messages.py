@@ -94,3 +94,17 @@ class GraphError(Message):
                        "(TensorLists of one static length), but they do not ({error}). Pass the predicate as a "
                        "concrete argument of an eager call (the branch not taken is then pruned), or make the "
                        "branches agree.")
+    # Checks that may depend on run-time values: also recorded as data, so their codes are unique
+    # across catalogues (``Message.by_code`` decodes them).
+    LIST_ACCESS = (440, InvalidArgumentError, "Node {name} ({op}): Trying to access element {index} in a list with "
+                        "{size} elements.", ("index", "size", "index_high"))
+    LIST_MODIFY = (441, InvalidArgumentError, "Node {name} ({op}): Trying to modify element {index} in a list with "
+                        "{size} elements.", ("index", "size", "index_high"))
+    LIST_GATHER = (444, InvalidArgumentError, "Node {name} ({op}): Index {index} out o range; list only has {size} "
+                        "elements.", ("index", "size", "index_high"))  # (TensorFlow's typo)
+    LIST_POP_EMPTY = (442, InvalidArgumentError, "Node {name} ({op}): Trying to pop from an empty list.", ("size",))
+    LIST_BEYOND_CAPACITY = (443, UnimplementedError, "Node {name} ({op}): a write at element {index} grows the list "
+                                 "past the {capacity} elements it was sized for before its loop (jta's buffers have "
+                                 "static sizes). The way out: give the loop a static bound (maximum_iterations= of "
+                                 "tf.while_loop), or call the imported function eagerly.",
+                                 ("index", "capacity", "index_high"))
