@@ -16,7 +16,9 @@ bare ``jax.jit`` (value ops report through a host callback).
 * the extra kernels per step measured when this test was written (``MEASURED``) are a ceiling:
   a change that adds work to a loop step fails;
 * the goal: with checks on, a loop whose indices come from its counter costs no extra kernel per
-  step; ``checks=False`` costs none in W1 and W2 and at most one (the read) in W3. A case that
+  step; ``checks=False`` costs none in W1 and W2 and at most one (the read) in W3; a gradient's
+  two loops cost none, with checks on or off (differentiation hands JAX the loop an expert would
+  write, ``jta/_delivery/scan_rewrite.py``). A case that
   misses it is an xfail that states what it costs and why, and a case listed as a miss that
   meets it fails (strict), so that ``MEASURED`` follows every improvement.
 """
@@ -46,21 +48,21 @@ MEASURED = {
     ("W2", False, False): {"nochecks": (0,), "checkify": (0,), "barejit": (3,)},
     ("W3", False, True): {"nochecks": (1,), "checkify": (0,), "barejit": (6,)},
     ("W3", False, False): {"nochecks": (1,), "checkify": (0,), "barejit": (6,)},
-    ("W1", True, True): {"nochecks": (2, 2), "checkify": (1, 2), "barejit": (3, 3)},
-    ("W1", True, False): {"nochecks": (3, 1), "checkify": (2, 1), "barejit": (3, 3)},
-    ("W2", True, True): {"nochecks": (0, 3), "checkify": (0, 3), "barejit": (0, 6)},
-    ("W2", True, False): {"nochecks": (0, 3), "checkify": (0, 3), "barejit": (0, 6)},
-    ("W3", True, True): {"nochecks": (4, 4), "checkify": (4, 3), "barejit": (4, 9)},
-    ("W3", True, False): {"nochecks": (3, 4), "checkify": (3, 3), "barejit": (3, 9)},
+    ("W1", True, True): {"nochecks": (0, 0), "checkify": (0, 0), "barejit": (0, 3)},
+    ("W1", True, False): {"nochecks": (0, 0), "checkify": (0, 0), "barejit": (0, 3)},
+    ("W2", True, True): {"nochecks": (0, 0), "checkify": (0, 0), "barejit": (0, 3)},
+    ("W2", True, False): {"nochecks": (0, 0), "checkify": (0, 0), "barejit": (0, 3)},
+    ("W3", True, True): {"nochecks": (0, 1), "checkify": (0, 0), "barejit": (0, 6)},
+    ("W3", True, False): {"nochecks": (0, 1), "checkify": (0, 0), "barejit": (0, 6)},
 }
 
 REASONS = {
     "nochecks": "a write adds to its row (duplicate writes add up, as in TensorFlow's XLA lowering), so it "
                 "reads the row first",
-    "grad": "the backward loop reads the cotangent row through a conditional (the opaque read that "
-            "keeps reverse mode linear) at an index it loads from the loop's inputs, where a native "
-            "scan's cotangent is its stacked output at the counter; these are the differentiated "
-            "loops' own costs, with or without checks",
+    "grad": "with checks=False a write adds to its row, so the row W3's step reads is the row the previous "
+            "step wrote plus the buffer's row as the loop received it (a scanned input): the forward loop "
+            "adds them, one kernel per step (a buffer known to be zero there would not need it; jta does "
+            "not know that while tracing)",
     "barejit": "a bare jax.jit is not interpreted, so no one takes the bookkeeping out of the loop: the "
                "slot's flag update, the record's select and XLA's copy of the carried record run in "
                "every step (jta.checked / jax.jit(jta.checkify(f)) move them out)",
@@ -126,7 +128,9 @@ def test_the_counter_sees_the_loops_and_their_work():
     assert counts("W1", True, True, "native")[0] >= 5
 
 
-def _goal(workload: str, mode: str) -> int:
+def _goal(workload: str, grad: bool, mode: str) -> int:
+    if grad:  # reverse mode: hand-written cost in both loops, with checks on and off (issue 29)
+        return 0
     return (1 if workload == "W3" else 0) if mode == "nochecks" else 0
 
 
@@ -135,7 +139,7 @@ def test_kernels_per_step(case):
     """Never more than measured; the goal, or an xfail that says what it costs and why (strict:
     a case that meets the goal fails until ``MEASURED`` is lowered)."""
     workload, grad, batched, mode = case
-    measured, goal, got = MEASURED[(workload, grad, batched)][mode], _goal(workload, mode), extras(*case)
+    measured, goal, got = MEASURED[(workload, grad, batched)][mode], _goal(workload, grad, mode), extras(*case)
     assert all(g <= m for g, m in zip(got, measured, strict=True)), \
         f"{_id(case)}: {got} extra kernels per step, {measured} when measured"
     if max(measured) > goal:

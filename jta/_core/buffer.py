@@ -175,6 +175,40 @@ ad.primitive_jvps[add_row_p] = _add_row_jvp
 batching.primitive_batchers[add_row_p] = _add_row_batch
 
 
+def _add_block_impl(t_data: jax.Array, t_values: jax.Array, start: jax.Array) -> jax.Array:
+    rows = lax.dynamic_slice_in_dim(t_data, start, t_values.shape[0], 0)
+    return lax.dynamic_update_slice_in_dim(t_data, rows + t_values.astype(t_data.dtype), start, 0)
+
+
+def _add_block_transpose(ct: Any, t_data: Any, t_values: Any, start: Any) -> list[Any]:
+    if type(ct) is ad_util.Zero:
+        return [ad_util.Zero(t_data.aval) if ad.is_undefined_primal(t_data) else None,
+                ad_util.Zero(t_values.aval) if ad.is_undefined_primal(t_values) else None, None]
+    n = t_values.aval.shape[0] if ad.is_undefined_primal(t_values) else t_values.shape[0]
+    return [ct if ad.is_undefined_primal(t_data) else None,
+            lax.dynamic_slice_in_dim(ct, start, n, 0) if ad.is_undefined_primal(t_values) else None, None]
+
+
+def _add_block_jvp(primals: Any, tangents: Any) -> tuple[jax.Array, Any]:
+    (t_data, t_values, start), (d_data, d_values, _) = primals, tangents  # linear in the first two
+    if type(d_data) is ad_util.Zero and type(d_values) is ad_util.Zero:
+        return add_block_p.bind(t_data, t_values, start), ad_util.Zero(d_data.aval)
+    return add_block_p.bind(t_data, t_values, start), add_block_p.bind(
+        ad.instantiate_zeros(d_data), ad.instantiate_zeros(d_values), start)
+
+
+# ``t_data`` with ``t_values`` added to its rows ``start, start + 1, ...`` (in range): the tangent
+# of a block of row writes (``jta._delivery.scan_rewrite``), whose transpose passes the cotangent
+# buffer through and slices the block out, as ``add_row_p``'s does for one row.
+add_block_p = core.Primitive("jta_add_block")
+add_block_p.def_impl(_add_block_impl)
+add_block_p.def_abstract_eval(lambda t_data, t_values, start: t_data)
+mlir.register_lowering(add_block_p, mlir.lower_fun(_add_block_impl, multiple_results=False))
+ad.primitive_transposes[add_block_p] = _add_block_transpose
+ad.primitive_jvps[add_block_p] = _add_block_jvp
+batching.primitive_batchers[add_block_p] = lambda args, dims: (jax.vmap(_add_block_impl, in_axes=dims)(*args), 0)
+
+
 def add_at(data: jax.Array, index: Any, value: jax.Array, **kw: Any) -> jax.Array:
     """``data.at[index].add(value)``; for bool (which JAX cannot add) a logical or, as tf2xla does."""
     if data.dtype == np.bool_:

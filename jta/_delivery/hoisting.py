@@ -155,13 +155,7 @@ def plan(closed: core.ClosedJaxpr, num_consts: int, num_carry: int) -> Optional[
             return None
 
     counters = _counters(body, carry_in, carry_out, producers, num_consts, moved)
-    fixed = set(body.invars[:num_consts]) | set(body.invars[num_consts + num_carry:])
-    fixed |= {carry_in[k] for k in counters}
-    fixed |= {v for k, v in enumerate(carry_in) if carry_out[k] is v and k not in moved}
-    for eqn in body.eqns:
-        if id(eqn) not in skip and not eqn.effects and all(
-                isinstance(v, core.Literal) or v in fixed for v in eqn.invars):
-            fixed.update(eqn.outvars)
+    fixed = fixed_values(body, num_consts, num_carry, counters, frozenset(skip), moved)
 
     needed: list[core.Atom] = []
     for eqn in events.values():
@@ -178,6 +172,23 @@ def plan(closed: core.ClosedJaxpr, num_consts: int, num_carry: int) -> Optional[
             return None
     return Plan(frozenset(skip), records, flags, reports, counters, tuple(needed_vars),
                 _slice(body, needed_vars, producers))
+
+
+def fixed_values(body: core.Jaxpr, num_consts: int, num_carry: int, counters: dict[int, core.Atom],
+                 skip: frozenset[int], moved: Any = frozenset()) -> set[core.Var]:
+    """The body's values fixed for a step: computed from the consts, the scanned inputs, the
+    counters and the carries the body returns unchanged (``moved`` aside), by equations without
+    effects (``skip``: ``id`` of equations left out)."""
+    carry_in = body.invars[num_consts:num_consts + num_carry]
+    carry_out = body.outvars[:num_carry]
+    fixed = set(body.invars[:num_consts]) | set(body.invars[num_consts + num_carry:])
+    fixed |= {carry_in[k] for k in counters}
+    fixed |= {v for k, v in enumerate(carry_in) if carry_out[k] is v and k not in moved}
+    for eqn in body.eqns:
+        if id(eqn) not in skip and not eqn.effects and all(
+                isinstance(v, core.Literal) or v in fixed for v in eqn.invars):
+            fixed.update(eqn.outvars)
+    return fixed
 
 
 def _counters(body: core.Jaxpr, carry_in: list[core.Var], carry_out: list[Any],
@@ -332,3 +343,7 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
     t, r = first // len(fired), first % len(fired)
     record = _at(jnp.stack([at(t) for at in pick]), r)
     return outs, fired_all[first], record
+
+
+counters = _counters  # (used by ``scan_rewrite``, which proves its indices fixed as a plan does)
+slice_of = _slice

@@ -15,6 +15,11 @@ copying it, so that a JAX upgrade shows up as a failing test here, not as a sile
    callbacks run inside the user's bare ``jax.jit``, which jta does not wrap, so the filter
    stays, and passes every record that is not about a ``TensorArrayError``.
 
+4. **Differentiation of** ``lax.scan_p`` (``ad.primitive_linearizations``, ``ad.primitive_jvps``): a
+   scan whose TensorArray rows are written or read at indices fixed for each step is linearized
+   (or JVP'd) as the loop an expert would write, its rows as stacked outputs and scanned inputs
+   (``scan_rewrite``; section 4 below). Every other scan keeps JAX's rule.
+
 jta's own primitives (``jta_record``, ``jta_check``, ``jta_slot``, ``add_row``, the loops' linear
 primitive) register their rules where they are defined; they change nothing of JAX's.
 """
@@ -33,11 +38,12 @@ from jax import lax
 from jax._src import api_util, core
 from jax._src import linear_util as lu
 from jax._src import shard_map as shard_map_lib
-from jax._src.interpreters import batching
+from jax._src.interpreters import ad, batching
 from jax._src.interpreters import partial_eval as pe
 
 from .._records.primitives import RECORD_SIZE, bind, check_p, exception, first_failing_row, no_error
 from ..errors import TensorArrayError
+from . import scan_rewrite
 from .functionalize import RULES, SiteTable, eval_jaxpr, holds_checks, reports
 
 # -- 1. eager loops, conditionals and shard_map ---------------------------------------------------
@@ -206,3 +212,32 @@ class _QuietCallbacks(logging.Filter):
 
 
 logging.getLogger("jax._src.debugging").addFilter(_QuietCallbacks())
+
+
+# -- 4. differentiating a scan as the loop an expert would write ------------------------------------
+# Reverse mode through a scan that writes a TensorArray row per step saves the index per step and
+# carries the cotangent buffer through the backward loop, reading its row in every step; a scan
+# that reads a closed-over array adds every row's cotangent into a carried buffer. When the rows'
+# indices are fixed for each step (``scan_rewrite``), JAX is handed the same computation with the
+# rows as the scan's stacked outputs and scanned inputs, put in place (gathered) once after
+# (before) the loop, and differentiates a native scan. JAX's own rule does the work either way.
+_scan_linearize = ad.primitive_linearizations[lax.scan_p]
+_scan_jvp = ad.primitive_jvps[lax.scan_p]
+
+
+def _linearize_scan(is_vjp: bool, nzs: Any, *primals: Any, **params: Any) -> Any:
+    closed = scan_rewrite.rewritten(primals, params) if any(nzs) else None
+    if closed is None:
+        return _scan_linearize(is_vjp, nzs, *primals, **params)
+    return scan_rewrite.linearize(closed, is_vjp, nzs, primals)
+
+
+def _jvp_scan(primals: Any, tangents: Any, **params: Any) -> Any:
+    closed = scan_rewrite.rewritten(primals, params)
+    if closed is None:
+        return _scan_jvp(primals, tangents, **params)
+    return scan_rewrite.jvp(closed, primals, tangents)
+
+
+ad.primitive_linearizations[lax.scan_p] = _linearize_scan
+ad.primitive_jvps[lax.scan_p] = _jvp_scan
