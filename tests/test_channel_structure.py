@@ -178,6 +178,37 @@ def test_grad_of_checkpoint_of_scan_reports_a_dropped_write_without_callbacks():
     assert "callback" not in run.lower(1.0).as_text()
 
 
+def _invariant_read_after_counter_gather(xs, i):
+    """A reverse scan whose steps gather at the counter (failing at the first step, t = n - 1)
+    and then read at ``i`` (failing at every step): a loop-invariant read, which JAX evaluates
+    once before the primal loop when it differentiates the scan."""
+    ta = jta.TensorArray(jnp.float32, size=4, element_shape=(3,), clear_after_read=False).unstack(jnp.ones((4, 3)))
+
+    def body(c, tx):
+        t, x = tx
+        total = c + ta.gather(jnp.stack([t, jnp.int32(0)])).sum() * x.sum() + ta.read(i).sum() * c
+        return total, total
+    total, ys = lax.scan(body, 1.0, (jnp.arange(xs.shape[0], dtype=jnp.int32), xs), reverse=True)
+    return total + ys.sum()
+
+
+@pytest.mark.parametrize("transform", ["grad", "checkpoint", "linearize"])
+def test_a_loop_invariant_check_stays_in_the_differentiated_loop(transform):
+    """JAX hoists a scan body's loop-invariant work out of the loop when it differentiates it; a
+    check there would report before the first step's earlier error, and with no step at all."""
+    f = _invariant_read_after_counter_gather
+    g = {"grad": jax.grad(f), "checkpoint": jax.grad(jax.checkpoint(f)),
+         "linearize": lambda xs, i: jax.linearize(lambda xs: f(xs, i), xs)[1](xs)}[transform]
+    xs = np.ones((6, 3), np.float32)
+    expected = eager_error(g, xs, np.int32(4))
+    assert expected == (jta.errors.InvalidArgumentError, READ_PAST.format(index=5, size=4))
+    for run in (jta.checked(g), lambda *a: jta.throw(jax.jit(jta.checkify(g))(*a)[0])):
+        with pytest.raises(jta.errors.InvalidArgumentError) as info:
+            run(xs, np.int32(4))
+        assert str(info.value) == expected[1]
+        run(np.ones((0, 3), np.float32), np.int32(4))  # no step: no error
+
+
 def test_custom_vjp_keeps_the_users_rule_and_reports_as_data():
     @jax.custom_vjp
     def h(x, i):

@@ -20,15 +20,23 @@ copying it, so that a JAX upgrade shows up as a failing test here, not as a sile
    (or JVP'd) as the loop an expert would write, its rows as stacked outputs and scanned inputs
    (``scan_rewrite``; section 4 below). Every other scan keeps JAX's rule.
 
+5. **Reverse mode's hoisting of a scan's loop-invariant work** (``loops._scan_known_hoisting``, and
+   ``pe.partial_eval_jaxpr_custom_rules[scan_p]`` under ``jax.checkpoint``) and a partial-eval rule
+   for ``jta_check`` (``pe.custom_partial_eval_rules``): while JAX hoists, a check stays in the loop,
+   so a loop-invariant check neither reports ahead of an earlier error of the first step nor
+   fires when the loop runs no step (section 5 below).
+
 jta's own primitives (``jta_record``, ``jta_check``, ``jta_slot``, ``add_row``, the loops' linear
 primitive) register their rules where they are defined; they change nothing of JAX's.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -40,6 +48,7 @@ from jax._src import linear_util as lu
 from jax._src import shard_map as shard_map_lib
 from jax._src.interpreters import ad, batching
 from jax._src.interpreters import partial_eval as pe
+from jax._src.lax.control_flow import loops
 
 from .._records.primitives import RECORD_SIZE, bind, check_p, exception, first_failing_row, no_error
 from ..errors import TensorArrayError
@@ -241,3 +250,37 @@ def _jvp_scan(primals: Any, tangents: Any, **params: Any) -> Any:
 
 ad.primitive_linearizations[lax.scan_p] = _linearize_scan
 ad.primitive_jvps[lax.scan_p] = _jvp_scan
+
+
+# -- 5. reverse mode of a scan: checks stay in the loop ---------------------------------------------
+# ``jax.grad`` of a ``lax.scan`` splits its body into a primal and a tangent scan, and then
+# evaluates once, before the primal scan, everything of the body that depends only on its
+# constants: loop-invariant work, computed once instead of per step (``loops._scan_known_hoisting``;
+# under ``jax.checkpoint``, the same inside ``loops._scan_partial_eval_custom``). A check of a
+# loop-invariant op (``ta.read(i)`` of an array the loop closes over) would then fire before the
+# loop: ahead of an earlier op's error in the first step (the report is the first error in
+# program order), and even when the loop runs no step. While JAX hoists, a check is staged into
+# the loop as if its operands varied (the record it reports may still be computed outside).
+_HOISTING = contextvars.ContextVar("jta_scan_hoisting", default=False)
+
+
+def _hoisting(rule: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(rule)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        token = _HOISTING.set(True)
+        try:
+            return rule(*args, **kwargs)
+        finally:
+            _HOISTING.reset(token)
+    return wrapper
+
+
+def _check_partial_eval(trace: pe.JaxprTrace, *tracers: Any, **params: Any) -> Any:
+    if _HOISTING.get():
+        tracers = tuple(trace.instantiate_const(t) for t in tracers)  # known -> staged
+    return trace.default_process_primitive(check_p, tracers, params)
+
+
+loops._scan_known_hoisting = _hoisting(loops._scan_known_hoisting)
+pe.partial_eval_jaxpr_custom_rules[lax.scan_p] = _hoisting(pe.partial_eval_jaxpr_custom_rules[lax.scan_p])
+pe.custom_partial_eval_rules[check_p] = _check_partial_eval
