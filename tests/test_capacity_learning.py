@@ -219,3 +219,19 @@ def test_grad_with_shape_accumulator_over_an_array_grown_without_capacity():
         want = np.stack([np.repeat(t[:, None] + 1, 3, 1), np.full((n, 3), -1.0, np.float32)], 1)
         np.testing.assert_array_equal(rows[:n], want)
         np.testing.assert_array_equal(rows[n:], 0.0)  # a gradient array reads past its size as zeros (TF)
+
+
+@pytest.mark.parametrize("inner", ["jit", "jit-grad", "jit-jit"])
+def test_a_jax_jit_inside_the_checked_function_traces_again_with_what_was_learned(inner):
+    """A ``jax.jit`` inside the checked function caches its trace; the plan is part of JAX's trace
+    context, so it traces again with each plan (before, ``jta.checked`` reran for ever)."""
+    def f(x, idx):
+        ta = jta.TensorArray(jnp.float32, size=0, dynamic_size=True, element_shape=())
+        ta = jax.lax.fori_loop(0, idx.shape[0], lambda k, ta: ta.write(idx[k], x * k), ta)
+        return ta.stack().sum()
+
+    g = {"jit": jax.jit(f), "jit-grad": jax.jit(jax.grad(f)), "jit-jit": jax.jit(jax.jit(f))}[inner]
+    args = (np.float32(2.0), jnp.asarray([0, 1, 2, 5], jnp.int32))
+    with jax.disable_jit():
+        expected = g(*args)
+    np.testing.assert_allclose(jta.checked(g)(*args), expected)

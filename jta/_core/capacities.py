@@ -21,6 +21,8 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any, Optional
 
+from jax._src import config as jax_config
+
 from .._records import records
 from .._records.catalogue import Error
 from .._records.primitives import emit
@@ -45,12 +47,20 @@ class Plan:
 _PLAN: contextvars.ContextVar[Optional[Plan]] = contextvars.ContextVar("jta_capacity_plan", default=None)
 
 
+# The plan is part of JAX's trace context too, so that a ``jax.jit`` inside the checked function
+# traces again with each plan (a trace cached under another plan would never see the sizes learned).
+_PLAN_IN_TRACE_CONTEXT = jax_config.string_or_object_state(
+    "jta_capacity_plan", None, "jta.checked's learned sizes (jta._core.capacities); set by jta only",
+    include_in_trace_context=True)
+
+
 @contextlib.contextmanager
 def planned(sizes: dict[Key, int]) -> Iterator[None]:
     """Trace with the learned ``sizes``."""
     token = _PLAN.set(Plan(dict(sizes)))
     try:
-        yield
+        with _PLAN_IN_TRACE_CONTEXT(tuple(sorted(sizes.items()))):
+            yield
     finally:
         _PLAN.reset(token)
 

@@ -262,7 +262,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             if not record.any():  # no error: the common case, decided at once
                 return _returned(out)
             update = _learned(record, errors.sites, learned)
-            if update is None or donates:  # donated arguments are gone: the error says so
+            if update is None or update == learned or donates:  # (nothing new learned: never rerun for ever)
                 break
             sizes = {k for k in update if k[0] == "size" and update[k] != learned.get(k)}
             if sizes & relearned:

@@ -26,6 +26,10 @@ copying it, so that a JAX upgrade shows up as a failing test here, not as a sile
    so a loop-invariant check neither reports ahead of an earlier error of the first step nor
    fires when the loop runs no step (section 5 below).
 
+6. **A config option,** ``jta_capacity_plan`` (defined in ``jta._core.capacities``, part of JAX's
+   trace context): the sizes ``jta.checked`` learned, so that a ``jax.jit`` inside a checked
+   function traces again with each plan instead of reusing a trace made without it.
+
 jta's own primitives (``jta_record``, ``jta_check``, ``jta_slot``, ``add_row``, the loops' linear
 primitive) register their rules where they are defined; they change nothing of JAX's.
 """
