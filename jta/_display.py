@@ -11,7 +11,7 @@ a ``PartitionSpec`` per leaf...) are listed after ``leaves:`` in place of the sl
 A view never raises: should formatting fail anyway, a one-line header from static metadata is
 shown instead (:func:`_never_raises`).
 
-The slot strip shows each slot's bookkeeping bits (see ``jta._records.records``)::
+The slot strip shows each slot's bookkeeping flags (see ``jta._records.records``)::
 
     TensorArray<xs>(float32, size=5, element_shape=[2]) [W W r . .]
       W written  r read  c read+cleared  . empty  ! slot error  - spare capacity
@@ -107,7 +107,7 @@ def _short(x: Any) -> str:
 
 def leaves_note(ta: Any) -> Optional[str]:
     """``None`` when ``ta`` holds its leaves as arrays (concrete, deleted or traced); otherwise
-    what the leaves are, e.g. ``data=(5, 2), flags=(5,), error=(4,), flow=()`` for
+    what the leaves are, e.g. ``data=(5, 2), flags=(5,), record=(4,), flow=()`` for
     ``jax.tree.map(lambda x: x.shape, ta)``, ``data=float32[5,2], ...`` for ``jax.eval_shape``."""
     leaves = [(key.name, leaf) for key, leaf in ta.tree_flatten_with_keys()[0]]
     data = ta._data
@@ -148,7 +148,7 @@ def _sharding_str(data: Any) -> Optional[str]:
 
 # -- slots ----------------------------------------------------------------------------------
 def _code(bits: int, clears: bool) -> str:
-    if bits & records.ERROR_BITS:
+    if bits & records.ERROR_FLAGS:
         return "!"
     if bits & records.READ:
         return "c" if clears else "r"
@@ -173,7 +173,7 @@ def slot_rows(ta: Any) -> Any:
     m = ta._meta
     clears = bool(m.clear_after_read or m.is_accumulator)
     size = _size_of(ta)
-    if m.slots is not None:  # slots form: the bits are static
+    if m.slots is not None:  # slots form: the flags are static
         bits = np.asarray([f for f, _ in m.slots], np.int64)[None]
     else:
         if ta._flags is None:
@@ -242,9 +242,9 @@ def _header(ta: Any) -> str:
 
 def _error_text(ta: Any) -> Optional[str]:
     """The recorded error as ``Class: text``; :data:`TRACED` when not concrete; else ``None``."""
-    if ta._error is None:
+    if ta._record is None:
         return None
-    error = _value(ta._error)
+    error = _value(ta._record)
     flags = None if ta._flags is None else _value(ta._flags)
     if isinstance(error, str) or isinstance(flags, str):
         return error if isinstance(error, str) else flags

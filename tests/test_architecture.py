@@ -1,7 +1,7 @@
 """The package's shape: which part may import which, thin top layers, one error catalogue.
 
 The layout, one folder per layer (bottom first): ``jta.errors``; the record format
-(``jta/_records/``: the catalogue of errors, records and slot bits, their primitives); the
+(``jta/_records/``: the catalogue of errors, records and slot flags, their primitives); the
 storage and kernel core (``jta/_core/``), which computes records as data; delivery
 (``jta/_delivery/``: the value ops, the bare-jit callbacks, ``jta.checkify``'s interpreter and
 hoisting, jta's changes to JAX's rules, the API); the public modules (``tensor_array``,
@@ -175,7 +175,7 @@ def test_import_graph_is_acyclic():
 def test_top_layers_use_no_private_members_of_the_array(layer):
     """The Python and raw-op layers call public functions of the lower layers; they never reach
     into an array's underscore members (leaves, metadata)."""
-    private = {"_data", "_flags", "_traced_size", "_error", "_flow", "_meta"}
+    private = {"_data", "_flags", "_traced_size", "_record", "_flow", "_meta"}
     for n in ast.walk(MODULES[layer]):
         if isinstance(n, ast.Attribute) and n.attr in private:
             raise AssertionError(f"jta.{layer} line {n.lineno} reads .{n.attr}")

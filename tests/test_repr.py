@@ -308,14 +308,14 @@ def test_views_never_raise(case):
 def test_views_of_shape_trees_show_the_shapes():
     text = repr(_shapes(_ta().write(0, jnp.ones(2))))
     assert text == "TensorArray<xs>(float32, size=5, element_shape=[2]) [leaves: data=(5, 2), flags=(5,), " \
-                   "error=(4,), flow=()]"  # one line: no strip, no legend, no error
+                   "record=(4,), flow=()]"  # one line: no strip, no legend, no error
     assert "<i>leaves: data=(5, 2), flags=(5,)" in _shapes(_ta())._repr_html_()
     assert repr(jax.tree.map(lambda leaf: leaf.dtype, _ta())).endswith(
-        "[leaves: data=float32, flags=int32, error=int32, flow=float32]")
+        "[leaves: data=float32, flags=int32, record=int32, flow=float32]")
     assert repr(jax.tree.map(lambda leaf: object(), _ta())).endswith("[leaves: data=<object>, flags=<object>, "
-                                                                      "error=<object>, flow=<object>]")
+                                                                      "record=<object>, flow=<object>]")
     assert repr(jax.tree.map(lambda leaf: None, _ta())).endswith("[leaves: all None]")
-    assert repr(_shapes(_ragged())).endswith("ragged) [leaves: data=((2,), (3,), None), error=(4,), flow=()]")
+    assert repr(_shapes(_ragged())).endswith("ragged) [leaves: data=((2,), (3,), None), record=(4,), flow=()]")
     state = repr(_shapes(_state()))
     assert "TensorArray<xs_0>(float32, size=3, element_shape=[2]) [leaves: data=(3, 2)" in state
     assert "TensorArray<xs_0@gradients>(float32, size=3, element_shape=[2], grad) [leaves: data=(3, 2)" in state
@@ -331,13 +331,13 @@ def test_views_of_abstract_and_batched_arrays_show_the_batch():
     assert abstract.startswith("TensorArray<xs>(float32, size=?, element_shape=[], capacity=3, batch=(4,), dynamic)")
     assert "[leaves: data=float32[4,3], flags=int32[4,3], traced_size=int32[4]," in abstract
     assert repr(jax.eval_shape(lambda: _ta())).endswith("[leaves: data=float32[5,2], flags=int32[5], "
-                                                        "error=int32[4], flow=float32[]]")
+                                                        "record=int32[4], flow=float32[]]")
 
 
 def test_unexpected_failures_fall_back_to_one_line():
     """A record no kernel writes (error code 99) makes formatting fail: the view says so."""
     def corrupt(path, leaf):
-        return jnp.array([99, 0, 0, 0], jnp.int32) if jax.tree_util.keystr(path) == ".error" else leaf
+        return jnp.array([99, 0, 0, 0], jnp.int32) if jax.tree_util.keystr(path) == ".record" else leaf
 
     ta = jax.tree_util.tree_map_with_path(corrupt, _ta())
     line = "TensorArray<xs>(float32, size=5, element_shape=[2]) [not shown: KeyError while formatting]"

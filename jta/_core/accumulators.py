@@ -80,7 +80,7 @@ def _new(forward: Any, source: str, prepend: tuple[int, ...]) -> Any:
     es = None if m.element_shape is None else prepend + tuple(m.element_shape)
     meta = dataclasses.replace(m, element_shape=es, dynamic_size=False, clear_after_read=True,
                                name=handle(m.name, source), is_accumulator=True, closed=False)
-    error = None if forward._error is None else records.no_error()
+    error = None if forward._record is None else records.no_error()
     flow = forward._flow  # TensorArrayGradV3 passes the forward flow through
     cls = type(forward)
     if forward.is_dense:

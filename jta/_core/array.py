@@ -5,7 +5,7 @@ Leaves (``None`` where unused):
 * ``data``: the elements. **Dense** form (element shape fully known): one buffer
   ``[capacity, *element_shape]``, indexable at traced indices. **Slots** form (element shape not
   fully known, e.g. ragged ``infer_shape=False`` arrays): a tuple with one array (or ``None``) per
-  slot, whose per-slot bits and shapes are static (``ArrayMeta.slots``); indices must be Python
+  slot, whose per-slot flags and shapes are static (``ArrayMeta.slots``); indices must be Python
   ints. With ``infer_shape`` the first write fixes the element shape and the array turns dense.
 * ``flags``: one ``int32`` bitfield per slot (``jta._records.records``), dense form with checks on.
 * ``traced_size``: the logical size when it changes at run time (a ``dynamic_size`` array with a
@@ -39,7 +39,7 @@ from .memory import check_buffer
 
 __all__ = ["ArrayMeta", "ArrayData", "ArrayT", "become", "empty", "logical_size", "known_size", "require_static_size", "same_array"]
 
-_LEAVES = ("_data", "_flags", "_traced_size", "_error", "_flow")
+_LEAVES = ("_data", "_flags", "_traced_size", "_record", "_flow")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +111,7 @@ class ArrayData:
     _data: Any
     _flags: Optional[jax.Array]
     _traced_size: Optional[jax.Array]
-    _error: Optional[jax.Array]
+    _record: Optional[jax.Array]
     _flow: jax.Array
     _meta: ArrayMeta
 
@@ -130,12 +130,12 @@ class ArrayData:
         object.__setattr__(self, "_meta", meta)
         return self
 
-    def replace(self: ArrayT, *, data: Any = ..., flags: Any = ..., traced_size: Any = ..., error: Any = ...,
+    def replace(self: ArrayT, *, data: Any = ..., flags: Any = ..., traced_size: Any = ..., record: Any = ...,
                 flow: Any = ..., **meta: Any) -> ArrayT:
         """A copy with the given leaves and metadata fields replaced (same class)."""
         leaves: dict[str, Any] = dict(zip(_LEAVES, self.tree_flatten()[0], strict=True))
         for key, value in (("_data", data), ("_flags", flags), ("_traced_size", traced_size),
-                           ("_error", error), ("_flow", flow)):
+                           ("_record", record), ("_flow", flow)):
             if value is not ...:
                 leaves[key] = value
         new_meta = dataclasses.replace(self._meta, **meta) if meta else self._meta
@@ -257,20 +257,20 @@ def from_cotangent(ta: ArrayData) -> Any:
     """A cotangent array (from ``jax.vjp``/``jax.grad`` with respect to a TensorArray: its
     bookkeeping leaves are ``float0``) as the gradient of each element, without bookkeeping;
     any other array as it is."""
-    if any(getattr(leaf, "dtype", None) == jax.dtypes.float0 for leaf in (ta._flags, ta._error)):
-        return ta.replace(flags=None, error=None, checks=False)
+    if any(getattr(leaf, "dtype", None) == jax.dtypes.float0 for leaf in (ta._flags, ta._record)):
+        return ta.replace(flags=None, record=None, checks=False)
     return ta
 
 
 def raise_if_concrete(ta: ArrayData) -> Any:
     """Raise the recorded error now when the record is concrete (eager code), else report it
     as deferred (``jta._records.primitives``: it stays in ``ta`` unless the program is functionalized)."""
-    if ta._error is None:
+    if ta._record is None:
         return ta
-    if records.is_concrete(ta._error, ta._flags):
-        records.raise_if_error(ta.name, ta._error, ta._flags, ta.error_fields())
+    if records.is_concrete(ta._record, ta._flags):
+        records.raise_if_error(ta.name, ta._record, ta._flags, ta.error_fields())
     else:
-        emit(ta._error, ta.name, ta.error_fields(), deferred=True)
+        emit(ta._record, ta.name, ta.error_fields(), deferred=True)
     return ta
 
 

@@ -39,7 +39,7 @@ def usable(ta: ArrayData) -> Any:
 
 def batch_shape(ta: ArrayData) -> tuple[int, ...]:
     """The leading batch axes of an array returned by ``jax.vmap`` (``()`` for one array)."""
-    record = ta._error if ta._error is not None else ta._flags  # int32[4] / int32[capacity] per array
+    record = ta._record if ta._record is not None else ta._flags  # int32[4] / int32[capacity] per array
     if record is not None and hasattr(record, "shape"):
         return tuple(record.shape[:-1])
     if ta.is_dense and hasattr(ta._data, "ndim") and ta._meta.element_shape is not None:
@@ -158,10 +158,10 @@ def pack_or_gather(ta: ArrayData, indices: Any, mark: bool = True, element_shape
     if static is None or (size is None and not m.is_accumulator):  # range checks against a traced size
         return storage.dense_gather(ta, storage.as_index(indices), False, mark)
     # ReadMany reads in order and stops at the first failure: an index out of range, or a cleared
-    # slot (read earlier in this gather, or by an earlier op when the bits are concrete).
+    # slot (read earlier in this gather, or by an earlier op when the flags are concrete).
     clears = mark and m.checks and (m.clear_after_read or m.is_accumulator)
-    bits = storage.static_bits(ta) if clears else None
-    in_order = not clears or bits is not None  # else the bits are traced: failures are recorded in order
+    bits = storage.static_flags(ta) if clears else None
+    in_order = not clears or bits is not None  # else the flags are traced: failures are recorded in order
     seen: set[int] = set()
     grown = size  # a gradient array grows as ReadMany reads past its size, in order
     for i in static:
@@ -250,8 +250,8 @@ def unpack_or_scatter(ta: ArrayData, indices: Any, value: jax.Array) -> Any:
         return storage.dense_scatter(ta, storage.as_index(indices), False, value)
     # WriteOrAggregateMany writes in order and stops at the first failure: a negative index, a
     # slot already read, or a slot written before (earlier in this scatter, or by an earlier op).
-    bits = storage.static_bits(ta)
-    if bits is None and m.checks:  # compiled code: the bits are traced, so the failures are recorded in order
+    bits = storage.static_flags(ta)
+    if bits is None and m.checks:  # compiled code: the flags are traced, so the failures are recorded in order
         return storage.dense_scatter(ta, static, True, value)
     seen: set[int] = set()
     grown = size_before
@@ -353,13 +353,13 @@ def _python_split_check(ta: ArrayData, value: jax.Array, lengths: Any, static: A
             if not shapes.compatible(es, shape):
                 Error.INCONSISTENT_SHAPES.raise_(shape=shapes.python_str(shape), element_shape=shapes.python_str(es))
         return ta
-    if np.ndim(lengths) != 1 or not _fits_but_dim0(es, rest) or es is None or es[0] is None or ta._error is None:
+    if np.ndim(lengths) != 1 or not _fits_but_dim0(es, rest) or es is None or es[0] is None or ta._record is None:
         return ta
     lengths = storage.as_index(lengths)
-    error = ta._error
+    error = ta._record
     bad = jnp.all(lengths == lengths[0]) & (lengths[0] != es[0])
     first = lengths[0]
-    return ta.replace(error=records.record(error, bad, Error.SPLIT_PIECES_INCONSISTENT, first, es[0],
+    return ta.replace(record=records.record(error, bad, Error.SPLIT_PIECES_INCONSISTENT, first, es[0],
                                      storage.high_word(error, first)))
 
 
@@ -405,8 +405,8 @@ def _split_size(ta: ArrayData, n: int) -> Any:
         return _grow(ta, n)
     if size is None:  # grown at traced indices: the size is known at run time only
         traced = cast(jax.Array, ta._traced_size)  # an array grown at traced indices carries its size
-        if ta._error is not None:
-            ta = ta.replace(error=records.record(ta._error, traced > n, Error.SPLIT_SIZE, traced, n))
+        if ta._record is not None:
+            ta = ta.replace(record=records.record(ta._record, traced > n, Error.SPLIT_SIZE, traced, n))
         return _grow_within_capacity(ta, n)
     if size != n:
         Error.SPLIT_SIZE.raise_(size=size, n=n)
@@ -443,10 +443,10 @@ def _split_traced(ta: ArrayData, value: jax.Array, lengths: jax.Array) -> Any:
         ta = _write_pieces(ta, value.reshape((n, piece, *rest)), shape_errors)
     else:  # nothing written: every run fails, and the records say how
         ta = _record_piece_errors(ta, shape_errors)
-    if shape_errors is None and ta._error is not None:  # the element shape's first dim is free
+    if shape_errors is None and ta._record is not None:  # the element shape's first dim is free
         unequal = lengths != piece
         k = jnp.argmax(unequal)
-        ta = ta.replace(error=records.record(ta._error, unequal.any(), Error.TRACED_RAGGED_SPLIT, k, piece, lengths[k]))
+        ta = ta.replace(record=records.record(ta._record, unequal.any(), Error.TRACED_RAGGED_SPLIT, k, piece, lengths[k]))
     return raise_if_concrete(ta.replace(marked_size=marked))
 
 
@@ -466,7 +466,7 @@ def _piece_shape_errors(ta: ArrayData, lengths: jax.Array) -> Any:
 def _record_lengths(ta: ArrayData, lengths: jax.Array, rows: int) -> Any:
     """Split's checks of traced ``lengths``, in their own width (TensorFlow's lengths are int64):
     none is negative (TensorFlow aborts the process; jta refuses it), and they sum to ``rows``."""
-    error = ta._error
+    error = ta._record
     if error is None:
         return ta
     negative = lengths < 0
@@ -476,7 +476,7 @@ def _record_lengths(ta: ArrayData, lengths: jax.Array, rows: int) -> Any:
     # (A length past ``rows`` also catches a sum that wrapped around in 32 bits.)
     bad_sum = (total != rows) | jnp.any(lengths > rows)
     error = records.record(error, bad_sum, Error.SPLIT_SUM, total, rows, storage.high_word(error, total))
-    return ta.replace(error=error)
+    return ta.replace(record=error)
 
 
 def _write_pieces(ta: ArrayData, pieces: jax.Array, shape_errors: Any) -> Any:
@@ -492,10 +492,10 @@ def _write_pieces(ta: ArrayData, pieces: jax.Array, shape_errors: Any) -> Any:
 
 def _record_piece_errors(ta: ArrayData, shape_errors: Any) -> Any:
     """Record the first piece whose shape fails (fields: its index, length, the expected length)."""
-    if shape_errors is None or ta._error is None:
+    if shape_errors is None or ta._record is None:
         return ta
     codes, lengths, expected = shape_errors
-    return ta.replace(error=storage.record_first(ta._error, codes, jnp.arange(codes.shape[0]), lengths, expected))
+    return ta.replace(record=storage.record_first(ta._record, codes, jnp.arange(codes.shape[0]), lengths, expected))
 
 
 def size(ta: ArrayData) -> jax.Array:

@@ -160,7 +160,7 @@ def _check_index(ta: ArrayData, i: Any, grows: bool, grow_size: bool, out_of_ran
     a static index (the kernel has checked it). An array that ``grows`` (a ``dynamic_size`` array
     written, a gradient array read) accepts any index within its capacity, and with ``grow_size``
     its traced size grows to it."""
-    error, size = ta._error, ta._traced_size
+    error, size = ta._record, ta._traced_size
     if _is_static(ta, i):
         return i, True, error, size
     i, cap = as_index(i), ta._data.shape[0]
@@ -180,7 +180,7 @@ def _check_index(ta: ArrayData, i: Any, grows: bool, grow_size: bool, out_of_ran
 
 
 def _mark(flags: jax.Array, error: Any, j: Index, op: str) -> tuple[jax.Array, Any]:
-    """Slot ``j``'s bits after ``op`` (``slots.OPS``), and the error they show recorded."""
+    """Slot ``j``'s flags after ``op`` (``slots.OPS``), and the error they show recorded."""
     if error is None:
         return slots.mark(flags, j, op), error
     return slots.update(flags, error, j, op)
@@ -196,7 +196,7 @@ def dense_write(ta: ArrayT, i: Index, value: jax.Array) -> ArrayT:
     i, ok, error, size = _check_index(ta, i, m.dynamic_size, True, Error.WRITE_OUT_OF_RANGE,
                                       Error.WRITE_BEYOND_CAPACITY)
     if cap == 0:  # no rows, so any traced index is out of range (recorded above); JAX cannot index an empty axis
-        return raise_if_concrete(ta.replace(error=error, traced_size=size))
+        return raise_if_concrete(ta.replace(record=error, traced_size=size))
     row = i
     if ok is not True:
         # The data write is one in-place dynamic-update-slice, which clamps a traced index into
@@ -212,7 +212,7 @@ def dense_write(ta: ArrayT, i: Index, value: jax.Array) -> ArrayT:
     if flags is not None:
         flags, error = _mark(flags, error, j, "add" if m.is_accumulator else "write")
     data = buffer.write_row(data, row, value, m.is_accumulator or not m.checks)  # checks off: TF's XLA lowering adds
-    return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
+    return raise_if_concrete(ta.replace(data=data, flags=flags, record=error, traced_size=size))
 
 
 def slots_write(ta: ArrayT, i: int, value: jax.Array) -> ArrayT:
@@ -243,7 +243,7 @@ def dense_read(ta: ArrayT, i: Index, mark: bool) -> tuple[ArrayT, jax.Array]:
     # Gradient arrays grow on reads past their size (a raw-op read, which marks the slot).
     i, ok, error, size = _check_index(ta, i, m.is_accumulator, mark, Error.READ_OUT_OF_RANGE, Error.READ_BEYOND_CAPACITY)
     if cap == 0:  # no rows: the traced index is out of range (recorded above)
-        ta = ta.replace(error=error, traced_size=size)
+        ta = ta.replace(record=error, traced_size=size)
         return raise_if_concrete(ta) if mark else ta, jnp.zeros(data.shape[1:], data.dtype)
     if not isinstance(i, int) and i.dtype != jnp.int32:  # narrowed after the range check above
         i = jnp.clip(i, 0, cap - 1).astype(jnp.int32)
@@ -251,7 +251,7 @@ def dense_read(ta: ArrayT, i: Index, mark: bool) -> tuple[ArrayT, jax.Array]:
     if flags is not None and mark:
         j = i if ok is True else jnp.where(ok, i, cap)
         flags, error = _mark(flags, error, j, "read_clear" if m.clear_after_read or m.is_accumulator else "read")
-    ta = ta.replace(flags=flags, error=error, traced_size=size)
+    ta = ta.replace(flags=flags, record=error, traced_size=size)
     return raise_if_concrete(ta) if mark else ta, value
 
 
@@ -282,7 +282,7 @@ def slots_read(ta: ArrayT, i: int, mark: bool) -> tuple[ArrayT, jax.Array]:
 def dense_gather(ta: ArrayT, idx: Any, static: bool, mark: bool) -> tuple[ArrayT, jax.Array]:
     """The rows ``idx`` (NumPy when ``static``: then in range and checked in order already)."""
     m = ta._meta
-    data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
+    data, flags, error, size = ta._data, ta._flags, ta._record, ta._traced_size
     cap = data.shape[0]
     limit = cap if m.is_accumulator else logical_size(ta)
     ok = (idx >= 0) & (idx < limit)
@@ -298,7 +298,7 @@ def dense_gather(ta: ArrayT, idx: Any, static: bool, mark: bool) -> tuple[ArrayT
         j = jnp.where(ok, idx, cap)
         old = flags.at[j].get(mode="fill", fill_value=0)
         clears = m.clear_after_read or m.is_accumulator
-        new = records.read_bits(old, clears)
+        new = records.read_flags(old, clears)
         if clears:  # a second read of a slot: read before, or earlier in this gather
             again = (((old & records.READ) != 0) | records.repeated(j, cap)) & ok
             new = jnp.where(again, new | records.E_READ_CLEARED, new)
@@ -317,7 +317,7 @@ def dense_gather(ta: ArrayT, idx: Any, static: bool, mark: bool) -> tuple[ArrayT
             sizes = jnp.maximum(sizes, lax.cummax(before))
         sizes = jnp.where(codes == Error.READ_BEYOND_CAPACITY.code, cap, sizes)
         error = record_first(error, codes, idx, sizes, high_word(error, idx))
-    ta = ta.replace(flags=flags, error=error, traced_size=size)
+    ta = ta.replace(flags=flags, record=error, traced_size=size)
     return (raise_if_concrete(ta) if mark else ta), value
 
 
@@ -352,7 +352,7 @@ def dense_scatter(ta: ArrayT, idx: Any, static: bool, value: jax.Array, shape_er
     """Write ``value[k]`` at rows ``idx[k]`` (NumPy when ``static``: then in range and checked).
     ``shape_errors``: per position, a value check that comes first (see ``_record_writes``)."""
     m = ta._meta
-    data, flags, error, size = ta._data, ta._flags, ta._error, ta._traced_size
+    data, flags, error, size = ta._data, ta._flags, ta._record, ta._traced_size
     cap = data.shape[0]
     cur: Any = logical_size(ta)
     given = idx  # the indices as given, for the error record
@@ -378,11 +378,11 @@ def dense_scatter(ta: ArrayT, idx: Any, static: bool, value: jax.Array, shape_er
         if m.checks:
             error = _record_writes(error, jnp.where(jnp.asarray(given) < 0, Error.WRITE_OUT_OF_RANGE.code, 0),
                                    given, _sizes_as_written(ta, given, cur), None)
-        return raise_if_concrete(ta.replace(error=error, traced_size=size))
+        return raise_if_concrete(ta.replace(record=error, traced_size=size))
     if flags is not None:
         j = jnp.where(ok, idx, cap)
         old = flags.at[j].get(mode="fill", fill_value=0)
-        new = records.write_bits(old, m.is_accumulator)
+        new = records.written_flags(old, m.is_accumulator)
         rep = records.repeated(j, cap) if not m.is_accumulator else None  # written earlier in this scatter
         if rep is not None:
             new = jnp.where(rep, new | records.E_WRITTEN_TWICE, new)
@@ -399,9 +399,9 @@ def dense_scatter(ta: ArrayT, idx: Any, static: bool, value: jax.Array, shape_er
     if not static:  # out of range: dropped when recorded, clamped (as write does) when checks are off
         idx = jnp.where(ok, idx, cap) if m.checks else jnp.clip(idx, 0, cap - 1)
     data = buffer.add_rows(data, idx, value, aggregate=m.is_accumulator or not m.checks)
-    return raise_if_concrete(ta.replace(data=data, flags=flags, error=error, traced_size=size))
+    return raise_if_concrete(ta.replace(data=data, flags=flags, record=error, traced_size=size))
 
 
-def static_bits(ta: ArrayData) -> Any:
-    """The slot bits as NumPy when they are concrete (eager code), else ``None``."""
+def static_flags(ta: ArrayData) -> Any:
+    """The slot flags as NumPy when they are concrete (eager code), else ``None``."""
     return np.asarray(ta._flags) if ta._flags is not None and records.is_concrete(ta._flags) else None

@@ -341,7 +341,7 @@ def _scan_hoisted(table: SiteTable, error: jax.Array, plan: hoisting.Plan, jaxpr
                   carry: Any, xs: Any, *, num_carry: int, length: int, reverse: bool, unroll: Any
                   ) -> tuple[jax.Array, list[Any]]:
     """A scan whose bookkeeping moved out of its body (``hoisting``): the loop runs the rest,
-    and the moved records, bits and reports are decided after it, for all steps at once."""
+    and the moved records, flags and reports are decided after it, for all steps at once."""
     body_in = jaxpr.jaxpr.invars[len(consts):len(consts) + num_carry]
     body_out = jaxpr.jaxpr.outvars[:num_carry]
     kept = [k for k in range(num_carry) if k not in plan.moved]

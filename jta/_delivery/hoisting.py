@@ -1,11 +1,11 @@
 """Checks that cost nothing in a loop step: a scan's error bookkeeping, decided after the loop.
 
 A TensorArray op in a loop body updates the array's error record (``jta_record``) and its
-slot bits (``jta_slot``) and reports records (``jta_check``). When the indices of those ops
+slot flags (``jta_slot``) and reports records (``jta_check``). When the indices of those ops
 come from the scan's inputs, its counter or values fixed before the loop, nothing in them
 depends on the step's other work, so :func:`plan` takes them out of the body, and
 :func:`decide` computes them for all steps at once after the loop: the indices by ``vmap``
-over the steps, the slot bits by :func:`~jta._records.slots.replay`, and each record by an
+over the steps, the slot flags by :func:`~jta._records.slots.replay`, and each record by an
 ``argmax`` over the steps. The result is exactly the record the loop would have threaded: the
 first error in program order (step by step, and in the body's order within a step).
 
@@ -48,7 +48,7 @@ class Plan:
 
     skip: frozenset[int]  # ``id`` of the body's equations that no longer run in the loop
     records: dict[int, Lineage]  # record carry -> how the body updates it
-    flags: dict[int, tuple[core.JaxprEqn, ...]]  # slot-bits carry -> its ``jta_slot`` ops
+    flags: dict[int, tuple[core.JaxprEqn, ...]]  # slot-flags carry -> its ``jta_slot`` ops
     reports: tuple[tuple[core.JaxprEqn, Lineage], ...]  # the body's checks, in order
     counters: dict[int, core.Atom]  # carry -> its increment per step
     needed: tuple[core.Var, ...]  # the per-step values the decision reads

@@ -25,7 +25,7 @@ slice when the rows are consecutive: known while tracing, else decided by a ``co
 as the in-loop write and read clamp them; a row written twice keeps the last write in the loop's
 order (for a forward array, whose second write is an error the bookkeeping still records), or the
 sum of the writes (a gradient array, or ``checks=False``); the tangent of a write is the scatter-add
-of every write's tangent, as it is in the loop. The bookkeeping (slot bits, records, checks) stays
+of every write's tangent, as it is in the loop. The bookkeeping (slot flags, records, checks) stays
 in the loop, untouched: hoisting takes it out where it can, as before.
 
 Only differentiation uses it (``jax_rules``, section 4): the scan JAX linearizes (or JVPs) is the

@@ -27,26 +27,26 @@ from .._records.primitives import emit
 
 
 def array_exception(ta: ArrayData) -> Optional[Exception]:
-    if ta._error is None:
+    if ta._record is None:
         return None
-    return records.make_exception(ta.name, ta._error, ta._flags, ta.error_fields())
+    return records.make_exception(ta.name, ta._record, ta._flags, ta.error_fields())
 
 
 def _check_slots(ta: ArrayData, indices: jax.Array | None) -> None:
     """Raise now when concrete (looking at the slots ``indices``, ``None``: every slot), else
     report ``ta``'s record (``primitives.emit``). Every op records the error it makes, a slot's sticky
-    bits included, so compiled code needs no read of the flags, which made XLA copy them in every
+    flags included, so compiled code needs no read of the flags, which made XLA copy them in every
     step of a read-after-write loop."""
-    if ta._error is None:
+    if ta._record is None:
         return
-    if records.is_concrete(ta._error, ta._flags, indices):
+    if records.is_concrete(ta._record, ta._flags, indices):
         flags = ta._flags if ta.is_dense else None
         if flags is not None and indices is not None:
             flags = (jnp.zeros(jnp.shape(indices), jnp.int32) if flags.shape[0] == 0  # no slots to index
                      else flags.at[indices].get(mode="fill", fill_value=0))
-        records.raise_if_error(ta.name, ta._error, flags, ta.error_fields(), indices)
+        records.raise_if_error(ta.name, ta._record, flags, ta.error_fields(), indices)
         return
-    emit(ta._error, ta.name, ta.error_fields(), deferred=False)
+    emit(ta._record, ta.name, ta.error_fields(), deferred=False)
 
 
 def throw_array(ta: ArrayData) -> None:

@@ -6,8 +6,8 @@ array's pytree:
 
 * ``error``: an integer ``[4]`` vector ``(code, *values)`` (int64 under x64); the first error wins. ``code`` is an
   :class:`~jta._records.catalogue.Error` member's code, ``values`` its traced fields.
-* ``flags``: one ``int32`` bitfield per slot (written, read, and sticky error bits for
-  "written twice", "written after read", "read after clear"). Updating one slot's bits is a
+* ``flags``: one ``int32`` bitfield per slot (written, read, and sticky error flags for
+  "written twice", "written after read", "read after clear"). Updating one slot's flags is a
   single scatter, about 1% of a 64-wide RNN step, where a precise first-error ``where`` chain
   costs ~30%.
 
@@ -33,9 +33,9 @@ READ = 2
 E_WRITTEN_TWICE = 4
 E_WRITE_AFTER_READ = 8
 E_READ_CLEARED = 16
-ERROR_BITS = E_WRITTEN_TWICE | E_WRITE_AFTER_READ | E_READ_CLEARED
+ERROR_FLAGS = E_WRITTEN_TWICE | E_WRITE_AFTER_READ | E_READ_CLEARED
 
-# The sticky per-slot error bits, in the order a slot's bits are reported, and their errors.
+# The sticky per-slot error flags, in the order a slot's flags are reported, and their errors.
 SLOT_ERRORS: tuple[tuple[int, Error], ...] = (
     (E_WRITE_AFTER_READ, Error.WRITE_AFTER_READ),
     (E_WRITTEN_TWICE, Error.WRITTEN_TWICE),
@@ -86,7 +86,7 @@ def make_exception(name: str, error: Any, flags: Any, extra: dict[str, str] | No
         return Message.by_code(code).from_record(name, error[1:], extra or {})
     if flags is not None:
         flags = np.asarray(flags)
-        bad = np.nonzero(flags & ERROR_BITS)[0]
+        bad = np.nonzero(flags & ERROR_FLAGS)[0]
         if bad.size:
             k = int(bad[0])
             i = k if indices is None else int(np.asarray(indices).reshape(-1)[k])
@@ -103,19 +103,19 @@ def raise_if_error(name: str, error: Any, flags: Any, extra: dict[str, str] | No
         raise noted(exc, name)
 
 
-def write_bits(old: jax.Array, aggregate: bool) -> jax.Array:
-    """A slot's bits after a write (``aggregate``: a gradient array, where writes add up)."""
+def written_flags(old: jax.Array, aggregate: bool) -> jax.Array:
+    """A slot's flags after a write (``aggregate``: a gradient array, where writes add up)."""
     # int32 constants: under x64, `int32 | convert(int64)` crashes XLA:CPU's compiler (jaxlib 0.10).
     after_read = jnp.where(old & READ, jnp.int32(E_WRITE_AFTER_READ), jnp.int32(0))
     if aggregate:
         return old | WRITTEN | after_read
-    # (A slot both read and written has both bits: "written after read" comes first.)
+    # (A slot both read and written has both flags: "written after read" comes first.)
     twice = jnp.where(old & WRITTEN, jnp.int32(E_WRITTEN_TWICE), jnp.int32(0))
     return old | WRITTEN | after_read | twice
 
 
-def read_bits(old: jax.Array, clears: bool) -> jax.Array:
-    """A slot's bits after a read (``clears``: ``clear_after_read``, so a second read fails)."""
+def read_flags(old: jax.Array, clears: bool) -> jax.Array:
+    """A slot's flags after a read (``clears``: ``clear_after_read``, so a second read fails)."""
     new = old | READ | WRITTEN
     if clears:
         new = new | jnp.where(old & READ, jnp.int32(E_READ_CLEARED), jnp.int32(0))
@@ -123,16 +123,16 @@ def read_bits(old: jax.Array, clears: bool) -> jax.Array:
 
 
 def record_slot_error(error: jax.Array, bits: jax.Array, index: Any) -> jax.Array:
-    """Record the error that slot ``index``'s sticky ``bits`` say an op just made there. The bits
+    """Record the error that slot ``index``'s sticky ``flags`` say an op just made there. The flags
     are read back after the op updated them (a reader of the new flags, which XLA orders after
-    the in-place update; reading the old bits twice costs a copy of all the flags per loop step).
+    the in-place update; reading the old flags twice costs a copy of all the flags per loop step).
     A bit that an earlier op set has its error recorded already, so first-error-wins is kept."""
     code = slot_code(bits)
     return record(error, code != 0, code, index)
 
 
 def slot_code(bits: jax.Array) -> jax.Array:
-    """The error code a slot's sticky ``bits`` stand for: the first bit in ``SLOT_ERRORS``'s
+    """The error code a slot's sticky ``flags`` stand for: the first bit in ``SLOT_ERRORS``'s
     order (0: none)."""
     code = jnp.zeros(jnp.shape(bits), jnp.int32)
     for bit, err in reversed(SLOT_ERRORS):

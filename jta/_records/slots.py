@@ -1,11 +1,11 @@
 """A slot's bookkeeping as one primitive, and the same for a whole loop's ops at once.
 
 ``jta_slot(flags, record, slot, op=...)`` is what one write or read at a traced index does to
-an array's per-slot bits (``records.WRITTEN``, ``records.READ`` and the sticky error bits) and
-to its error record: it sets the slot's bits and records the error they show, the first error
+an array's per-slot flags (``records.WRITTEN``, ``records.READ`` and the sticky error flags) and
+to its error record: it sets the slot's flags and records the error they show, the first error
 winning. Being one primitive, a loop body's bookkeeping is visible in the body's jaxpr, so the
 functionalizer (``hoisting``) can take it out of the loop: :func:`replay` computes what the
-loop's ops did to the bits, all steps at once, after the loop.
+loop's ops did to the flags, all steps at once, after the loop.
 
 ``op`` is ``"write"``, ``"add"`` (a gradient array's write: writes add up), ``"read"``
 (marks the slot) or ``"read_clear"`` (marks it, and a second read is an error).
@@ -39,21 +39,21 @@ def update(flags: jax.Array, record: jax.Array, slot: Any, op: str) -> tuple[jax
     return flags, record
 
 
-def bits(old: Any, op: str) -> Any:
-    """A slot's bits after ``op``, from its bits before."""
+def flags_after(old: Any, op: str) -> Any:
+    """A slot's flags after ``op``, from its flags before."""
     if op in ("write", "add"):
-        return records.write_bits(old, aggregate=op == "add")
-    return records.read_bits(old, clears=op == "read_clear")
+        return records.written_flags(old, aggregate=op == "add")
+    return records.read_flags(old, clears=op == "read_clear")
 
 
 def mark(flags: jax.Array, slot: Any, op: str) -> jax.Array:
-    """``flags`` with slot ``slot``'s bits after ``op`` (no slot: unchanged)."""
-    return flags.at[slot].set(bits(flags.at[slot].get(mode="fill", fill_value=0), op), mode="drop")
+    """``flags`` with slot ``slot``'s flags after ``op`` (no slot: unchanged)."""
+    return flags.at[slot].set(flags_after(flags.at[slot].get(mode="fill", fill_value=0), op), mode="drop")
 
 
 def _impl(flags: jax.Array, record: jax.Array, slot: jax.Array, *, op: str) -> list[jax.Array]:
     flags = mark(flags, slot, op)
-    if op != "read":  # TensorFlow's first error is this op's: record it now, from the new bits
+    if op != "read":  # TensorFlow's first error is this op's: record it now, from the new flags
         # Read back from the updated flags, not reused from ``old``: a second reader of the old
         # flags makes XLA copy the whole flags vector in every step of a loop.
         record = records.record_slot_error(record, flags.at[slot].get(mode="fill", fill_value=0), slot)
@@ -85,10 +85,10 @@ def replay(flags: jax.Array, slots: jax.Array, ops: tuple[str, ...]) -> tuple[ja
     that op records (0: none) *if no earlier op recorded one*. Only the first op with a code
     matters to a first-error-wins record, and its code is exact. O(T E + n), vectorised.
 
-    An op's bits depend on the slot's bits before it: its bits before the loop, or'ed with the
-    bits of the earlier ops on it. The slot was read before position ``p`` when its first read
+    An op's flags depend on the slot's flags before it: its flags before the loop, or'ed with the
+    flags of the earlier ops on it. The slot was read before position ``p`` when its first read
     comes before ``p``, and written when its first op does (a read marks a slot written too).
-    Its final error bits follow from its first and last ops of each kind, so one scatter-min
+    Its final error flags follow from its first and last ops of each kind, so one scatter-min
     of five positions per op (the last as a negated minimum) says everything: a few fused
     kernels, where every kernel outside the loop costs compile time."""
     steps, per_step = slots.shape
@@ -107,7 +107,7 @@ def replay(flags: jax.Array, slots: jax.Array, ops: tuple[str, ...]) -> tuple[ja
                       jnp.where(op_of == OPS.index("write"), -p, 1),
                       jnp.where(op_of == OPS.index("read_clear"), -p, 1)], axis=1)
     first = jnp.full((n + 1, 5), never, jnp.int32).at[j].min(keys)
-    before = jnp.append(flags, jnp.int32(0))[j]  # the slot's bits before the loop
+    before = jnp.append(flags, jnp.int32(0))[j]  # the slot's flags before the loop
     mine = first[j]
     was_read = ((before & records.READ) != 0) | (mine[:, 1] < p)
     was_written = ((before & records.WRITTEN) != 0) | (mine[:, 0] < p)
@@ -115,10 +115,10 @@ def replay(flags: jax.Array, slots: jax.Array, ops: tuple[str, ...]) -> tuple[ja
     own = (jnp.where(is_write & was_read, jnp.int32(records.E_WRITE_AFTER_READ), none)
            | jnp.where((op_of == OPS.index("write")) & was_written, jnp.int32(records.E_WRITTEN_TWICE), none)
            | jnp.where((op_of == OPS.index("read_clear")) & was_read, jnp.int32(records.E_READ_CLEARED), none))
-    # The code an op records: the first of its slot's error bits in ``SLOT_ERRORS``'s order.
-    sticky = (before & records.ERROR_BITS) | own
+    # The code an op records: the first of its slot's error flags in ``SLOT_ERRORS``'s order.
+    sticky = (before & records.ERROR_FLAGS) | own
     code = jnp.where((j < n) & (op_of != OPS.index("read")), records.slot_code(sticky), 0)
-    # Each slot's bits after the loop: an error bit is set when the last op that can set it
+    # Each slot's flags after the loop: an error bit is set when the last op that can set it
     # does (the slot's history only grows, so if any such op sets it, the last one does).
     first_op, first_read, last_write, last_forward, last_clear = (first[:n, k] for k in range(5))
     old = flags

@@ -7,7 +7,7 @@ moved name breaks only the tests that use it, at run time, with this file in the
 What is used, and by whom:
 
 * the pytree leaves of a ``jta.TensorArray``: :func:`buffer_of` (``ta._data``),
-  :func:`flags_of` (``ta._flags``), :func:`error_of` (``ta._error``) — ``test_donation.py``,
+  :func:`flags_of` (``ta._flags``), :func:`error_of` (``ta._record``) — ``test_donation.py``,
   ``test_sharding.py``;
 * :func:`static_size` (``jta._core.array.require_static_size``) and :func:`peek` (``jta._core.kernels.read``) —
   the drivers in ``tests/helpers/drivers.py``;
@@ -45,7 +45,7 @@ def flags_of(ta: Any) -> Any:
 
 def error_of(ta: Any) -> Any:
     """The recorded-error leaf (``None`` when the array records none)."""
-    return ta._error
+    return ta._record
 
 
 # -- TensorArray methods the drivers need --------------------------------------------------------

@@ -19,7 +19,7 @@ and dtypes, bad split lengths, duplicate scatter indices, use after close, gradi
   with every index a traced argument (Python-int sizes, shapes, values stay static), then
   ``jta.throw(state)``: the error must be eager jta's (class and text), outputs the same. The jitted
   program ends at the op where eager jta failed: past it, other ops could record further errors,
-  and jta keeps one record per array (plus sticky per-slot bits), not one per program.
+  and jta keeps one record per array (plus sticky per-slot flags), not one per program.
   Documented differences are accepted and counted (see ``_programs.compare_jit``).
 * ``test_regression``: every mismatch these found, as an explicit program (see ``REGRESSIONS``).
 
@@ -204,7 +204,7 @@ REGRESSIONS = {
         {'op': 'concat', 'h': 0, 'dtype': 'int64', 'element_shape_except0': None},
         {'op': 'gather', 'h': 0, 'indices': [3, 2], 'dtype': 'int64', 'element_shape': [2]},
     ],
-    # The same at traced indices (jit): the slot bits only say which slots failed, so gather and
+    # The same at traced indices (jit): the slot flags only say which slots failed, so gather and
     # scatter now also record their first failing position (jta/_records/records.py record_first,
     # TensorArray._gather_dense / _scatter_dense).
     "jit-gather-stops-at-first-failing-index": [
