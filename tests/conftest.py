@@ -20,6 +20,9 @@ just those); tests that run under ``--long`` only carry ``long_only`` and are de
 * ``tests/test_kernel_exactness.py``: traced split lengths 4 / 7 per shape case;
 * ``tests/test_error_channel.py``: random programs eagerly and under jit 40 / 3000;
 * ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 3 / 60 per family (7 families);
+* ``tests/test_symbolic_export_fuzz.py``: programs exported at symbolic dimensions 8 / 400;
+* ``tests/test_tf2_import.py``: the eight TF2 programs under ``jit`` / also eagerly, with the Keras layers
+  and loop shapes;
 * ``tests/test_graph_programs.py``: generated TF1 programs 1 / 300 (about 5 s each: each is built,
   frozen and run by TensorFlow, then imported eagerly, under ``jit`` and differentiated).
 """

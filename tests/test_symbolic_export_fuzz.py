@@ -17,7 +17,7 @@ do one to three TensorArray ops at the loop counter, at ``i`` or at a value of `
 deserialized ``jax.jit(jta.checkify(program))`` must give the same first error (class and text)
 or the same values at every size.
 
-``pytest --long`` runs 400 programs (default 16); ``JTA_SYMBOLIC_SEED`` moves the first seed.
+``pytest --long`` runs 400 programs (default 8); ``JTA_SYMBOLIC_SEED`` moves the first seed.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import pytest
 import jta
 from tests.helpers import budget
 
-COUNT = budget.scaled(16, 400)
+COUNT = budget.scaled(8, 400)
 FIRST = int(os.environ.get("JTA_SYMBOLIC_SEED", "0"))
 SIZE = 4  # static size of the arrays the programs make
 OPS = ("read", "write", "gather", "scatter")
