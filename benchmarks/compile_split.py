@@ -78,20 +78,6 @@ class _Clock:
             functionalize.eval_jaxpr = self._original
 
 
-@contextlib.contextmanager
-def jax_scan_rules() -> Iterator[None]:
-    """JAX's own ``scan`` differentiation rules, jta's rewrite (``jax_rules`` section 4) off."""
-    from jax import lax
-    from jax._src.interpreters import ad
-    saved = ad.primitive_linearizations[lax.scan_p], ad.primitive_jvps[lax.scan_p]
-    ad.primitive_linearizations[lax.scan_p] = jax_rules._scan_linearize
-    ad.primitive_jvps[lax.scan_p] = jax_rules._scan_jvp
-    try:
-        yield
-    finally:
-        ad.primitive_linearizations[lax.scan_p], ad.primitive_jvps[lax.scan_p] = saved
-
-
 def _value_and_grad(f: Callable[..., Any]) -> Callable[..., Any]:
     return jax.value_and_grad(lambda W, xs: jnp.mean(f(W, xs) ** 2))
 
@@ -115,7 +101,7 @@ def cases(workload: str, compare: bool = False) -> dict[str, Callable[[], Any]]:
 
 
 def _sample(name: str, make: Callable[[], Any], args: tuple[Any, ...]) -> dict[str, float]:
-    with jax_scan_rules() if name.endswith("_jaxrule") else contextlib.nullcontext():
+    with jax_rules.jax_scan_rules() if name.endswith("_jaxrule") else contextlib.nullcontext():
         return (_first_call if name == "checked" else _split)(make, args)
 
 
@@ -189,7 +175,7 @@ def main(argv: Any = None) -> None:
     print(f"T={args.steps} batch={batch} repeats={args.repeats} rewrite={'off' if args.without_rewrite else 'on'}"
           " (median ms; ratio: total / native total)")
     print(f"{'':4}{'impl':18}" + "".join(f"{p:>15}" for p in PHASES) + f"{'total':>10}{'ratio':>8}")
-    with jax_scan_rules() if args.without_rewrite else contextlib.nullcontext():
+    with jax_rules.jax_scan_rules() if args.without_rewrite else contextlib.nullcontext():
         for workload in args.workloads.split(","):
             res = measure(workload, args.steps, batch, args.repeats, args.compare)
             results["workloads"][workload] = res

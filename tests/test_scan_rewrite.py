@@ -12,7 +12,6 @@ and the errors must be the same.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 
 import jax
@@ -20,7 +19,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from jax._src.interpreters import ad
 
 import jta
 from jta._delivery import jax_rules, scan_rewrite
@@ -29,17 +27,6 @@ T, H = 6, 3
 W = jnp.eye(H) * 0.5 + 0.1
 XS = jnp.arange(T * H, dtype=jnp.float32).reshape(T, H) / 10
 REPEATS = jnp.array([0, 2, 2, 7, -3, 1])  # a row twice, past the end, negative
-
-
-@contextlib.contextmanager
-def jax_scan_rules():
-    saved = ad.primitive_linearizations[lax.scan_p], ad.primitive_jvps[lax.scan_p]
-    ad.primitive_linearizations[lax.scan_p] = jax_rules._scan_linearize
-    ad.primitive_jvps[lax.scan_p] = jax_rules._scan_jvp
-    try:
-        yield
-    finally:
-        ad.primitive_linearizations[lax.scan_p], ad.primitive_jvps[lax.scan_p] = saved
 
 
 def writes(W, xs, reverse=False, idx=None, checks=True):
@@ -124,7 +111,7 @@ def test_same_values_as_jaxs_rule(name):
         runs = {"grad": runs["grad"]}  # (jvp and vmap on two programs only: each run compiles twice)
     for how, run in runs.items():  # (each run makes new functions: nothing is cached between the two)
         new = run()
-        with jax_scan_rules():
+        with jax_rules.jax_scan_rules():
             old = run()
         _equal(new, old, how)
 
@@ -155,7 +142,7 @@ def test_errors_are_unchanged():
     and ``jta.checked`` raises it."""
     f = jax.value_and_grad(weighted(functools.partial(writes, idx=REPEATS)), (0, 1))
     new = jax.jit(jta.checkify(f))(W, XS)
-    with jax_scan_rules():
+    with jax_rules.jax_scan_rules():
         old = jax.jit(jta.checkify(jax.value_and_grad(weighted(functools.partial(writes, idx=REPEATS)), (0, 1))))(W, XS)
     assert str(new[0]) == str(old[0]) and "already been written" in str(new[0])
     _equal(new[1], old[1])

@@ -36,11 +36,12 @@ primitive) register their rules where they are defined; they change nothing of J
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import logging
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -254,6 +255,18 @@ def _jvp_scan(primals: Any, tangents: Any, **params: Any) -> Any:
 
 ad.primitive_linearizations[lax.scan_p] = _linearize_scan
 ad.primitive_jvps[lax.scan_p] = _jvp_scan
+
+
+@contextlib.contextmanager
+def jax_scan_rules() -> Iterator[None]:
+    """JAX's own ``scan`` differentiation rules, the rewrite off (what the tests and the compile
+    benchmark compare against)."""
+    saved = ad.primitive_linearizations[lax.scan_p], ad.primitive_jvps[lax.scan_p]
+    ad.primitive_linearizations[lax.scan_p], ad.primitive_jvps[lax.scan_p] = _scan_linearize, _scan_jvp
+    try:
+        yield
+    finally:
+        ad.primitive_linearizations[lax.scan_p], ad.primitive_jvps[lax.scan_p] = saved
 
 
 # -- 5. reverse mode of a scan: checks stay in the loop ---------------------------------------------
