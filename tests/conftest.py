@@ -14,11 +14,12 @@ just those); tests that run under ``--long`` only carry ``long_only`` and are de
   it was 300 / 100 before ``--long`` existed);
 * ``tests/oracle/test_model_based.py``: hypothesis ``max_examples`` 15 / 200 (20 / 30 steps each;
   it was 60 of 20 before ``--long`` existed);
-* ``tests/test_structural_fuzz.py``: 2 / 280 programs per family (19 families; 5,320 under ``--long``);
-* ``tests/test_adversarial.py``: hypothesis ``max_examples`` 20 / 500 per property;
+* ``tests/test_structural_fuzz.py``: 1 / 280 programs per family (19 families; 5,320 under ``--long``);
+* ``tests/test_adversarial.py``: hypothesis ``max_examples`` 8 / 500 per property;
 * ``tests/test_gradients_cases.py``: TF-style gradient cases through one API each (alternating) / both;
-* ``tests/test_kernel_exactness.py``: traced split lengths 4 / 7 per shape case;
-* ``tests/test_error_channel.py``: random programs eagerly and under jit 40 / 3000;
+* ``tests/test_kernel_exactness.py``: traced split lengths 2 / 7 per shape case;
+* ``tests/test_error_channel.py``: random programs eagerly and under jit 24 / 3000;
+* ``tests/test_notebooks.py``: the TF porting notebook runs under ``--long`` only;
 * ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 3 / 60 per family (7 families);
 * ``tests/test_symbolic_export_fuzz.py``: programs exported at symbolic dimensions 8 / 400;
 * ``tests/test_tf2_import.py``: the eight TF2 programs under ``jit`` / also eagerly, with the Keras layers

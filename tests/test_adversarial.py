@@ -102,7 +102,7 @@ from tests.helpers import budget
 
 # -- the rule ------------------------------------------------------------------------------------
 
-EXAMPLES = 500 if budget.LONG else 20
+EXAMPLES = 500 if budget.LONG else 8
 # No shrinking and one bug per property: a property marked xfail stops at its first violation
 # (shrinking the examples of 30 failing properties would cost minutes).
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
