@@ -19,11 +19,13 @@ just those); tests that run under ``--long`` only carry ``long_only`` and are de
 * ``tests/test_gradients_cases.py``: TF-style gradient cases through one API each (alternating) / both;
 * ``tests/test_kernel_exactness.py``: traced split lengths 2 / 7 per shape case;
 * ``tests/test_error_channel.py``: random programs eagerly and under jit 24 / 3000;
-* ``tests/test_notebooks.py``: the TF porting notebook runs under ``--long`` only;
+* ``tests/test_notebooks.py``: the quickstart notebook runs / all three;
+* ``tests/test_hoisting.py``: each first-error case in one mode, in rotation / in all three;
+* ``tests/test_tf2_import.py``: four of the eight TF2 programs / all (and the Keras layers eagerly);
+* ``tests/test_graph_control_flow.py``: its three heaviest tests under ``--long`` only;
+* ``tests/test_graph_import.py``: half of the graph corpus matched against ``Session.run`` / all of it;
 * ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 3 / 60 per family (7 families);
 * ``tests/test_symbolic_export_fuzz.py``: programs exported at symbolic dimensions 8 / 400;
-* ``tests/test_tf2_import.py``: the eight TF2 programs under ``jit`` / also eagerly, with the Keras layers
-  and loop shapes;
 * ``tests/test_graph_programs.py``: generated TF1 programs 1 / 300 (about 5 s each: each is built,
   frozen and run by TensorFlow, then imported eagerly, under ``jit`` and differentiated).
 """

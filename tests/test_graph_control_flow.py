@@ -86,6 +86,7 @@ def _compare_in_subprocess(graph, inputs, outputs, feeds_list, tmp_path, timeout
         _close(jitted, expected)
 
 
+@pytest.mark.long_only  # (its class is covered by lighter tests here; the full run under --long)
 def test_loop_in_the_branch_not_taken_does_not_run(tmp_path):
     """A while loop (lax.while_loop: a trip count fed at run time) whose bound is 2e9 unless its
     branch is taken; a bounded one (maximum_iterations=, a masked lax.scan) beside it."""
@@ -364,6 +365,7 @@ def test_array_grown_to_a_fed_length():
         jax.jit(capped)(xv, np.int32(3))
 
 
+@pytest.mark.long_only  # (its class is covered by lighter tests here; the full run under --long)
 def test_array_grown_to_a_fed_length_under_jta_checked():
     """The way out both refusals above name: jta.checked learns the array's capacity (a first buffer, then
     doubled when a run of 300 steps outgrows it) and the size stack() returns, so stack(), size(), TF's
@@ -446,6 +448,7 @@ def test_array_sized_by_a_fed_value():
         jax.jit(imported)(xv, np.int32(4))
 
 
+@pytest.mark.long_only  # (its class is covered by lighter tests here; the full run under --long)
 def test_raw_rnn_until_every_sequence_finished_under_jta_checked():
     """``tf.compat.v1.nn.raw_rnn``: a loop that stops when every sequence of the batch has finished (fed
     lengths), emitting into a ``dynamic_size`` array with no capacity anywhere. Through jta.checked its

@@ -105,8 +105,15 @@ def compiled(f, bad, mode):
     return (np.asarray(out), None) if exc is None else (None, (type(exc), str(exc)))
 
 
-@pytest.mark.parametrize("mode", ["checkify", "checked", "export"])
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0].__name__}-{c[1]}" if isinstance(c, tuple) else str(c))
+def _case_modes() -> list:
+    """Every case in every mode under ``--long``; by default each case in one mode, in rotation."""
+    modes = ["checkify", "checked", "export"]
+    return [pytest.param(case, mode, id=f"{case[0].__name__}-{case[1]}-{mode}" if isinstance(case, tuple) else f"{case}-{mode}",
+                         marks=() if j == k % len(modes) else pytest.mark.long_only)
+            for k, case in enumerate(CASES) for j, mode in enumerate(modes)]
+
+
+@pytest.mark.parametrize(("case", "mode"), _case_modes())
 def test_the_first_error_is_the_eager_one(case, mode, monkeypatch):
     f, bad = case
     plans = []

@@ -82,11 +82,11 @@ def test_notebook_pair_in_sync(source: Path):
         f"{ipynb.name} is not executed top to bottom (execution counts {counts}): run python tests/test_notebooks.py")
 
 
-@pytest.mark.parametrize("source", [pytest.param(s, marks=pytest.mark.long_only) if "porting" in s.stem else s
+@pytest.mark.parametrize("source", [pytest.param(s, marks=pytest.mark.long_only) if "quickstart" not in s.stem else s
                                     for s in SOURCES], ids=lambda p: p.stem)
 def test_notebook_runs(source: Path):
-    """Each notebook runs top to bottom (the TF porting one under ``--long``: without TF it is run
-    by ``test_porting_notebook_skips_tensorflow_cells_without_tensorflow``)."""
+    """Each notebook runs top to bottom: the quickstart by default, all of them under ``--long`` (the
+    TF porting one also runs without TF in ``test_porting_notebook_skips_tensorflow_cells_without_tensorflow``)."""
     _execute(jupytext.read(source))
 
 

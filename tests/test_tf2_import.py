@@ -59,7 +59,9 @@ def _loss(jax_fn: Any, args: tuple[Any, ...]) -> Any:
     return loss
 
 
-@pytest.fixture(scope="module", params=list(tf2_programs.PROGRAMS))
+@pytest.fixture(scope="module", params=[  # four by default (a loop, Keras, a decoder, list ops), all under --long
+    name if name in ("autograph_loop", "lstm", "greedy_decoder", "array_ops") else pytest.param(name, marks=pytest.mark.long_only)
+    for name in tf2_programs.PROGRAMS])
 def program(request: pytest.FixtureRequest) -> tf2_programs.Program:
     return tf2_programs.PROGRAMS[request.param]()
 
