@@ -20,6 +20,7 @@ just those); tests that run under ``--long`` only carry ``long_only`` and are de
 * ``tests/test_kernel_exactness.py``: traced split lengths 2 / 7 per shape case;
 * ``tests/test_error_channel.py``: random programs eagerly and under jit 24 / 3000;
 * ``tests/test_notebooks.py``: the quickstart notebook runs / all three;
+* ``tests/test_gradients_vmap.py``: three ways of many gradients at 16 cotangents / at 1, 3 and 16;
 * ``tests/test_hoisting.py``: each first-error case in one mode, in rotation / in all three;
 * ``tests/test_tf2_import.py``: four of the eight TF2 programs / all (and the Keras layers eagerly);
 * ``tests/test_graph_control_flow.py``: its three heaviest tests under ``--long`` only;
