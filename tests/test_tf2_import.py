@@ -246,6 +246,19 @@ def test_an_index_known_at_run_time_is_checked_not_clamped(op: str, mode: str) -
     assert str(caught.value).endswith(want), (str(caught.value), want)
 
 
+def test_an_index_known_while_tracing_stages_no_check() -> None:
+    """A static index of a list of static length is checked while tracing: the program holds no
+    ``jta_check`` (under a bare jit each would be a host callback); a traced one holds one."""
+    @tf.function
+    def f(x: Any, i: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=3, element_shape=()).unstack(x)
+        return ta.read(1) + tf.reduce_sum(ta.gather([0, 2])) + ta.read(i)
+
+    x = np.arange(3, dtype=np.float32)
+    jax_fn, params = jta.import_function(f, x, np.int32(2))
+    assert str(jax.make_jaxpr(jax_fn)(params, x, np.int32(2))).count("jta_check") == 1
+
+
 def test_list_semantics_overwrite_and_unset_rows() -> None:
     """Overwrites are allowed, reads do not clear, unwritten rows of a known shape stack as zeros."""
     @tf.function

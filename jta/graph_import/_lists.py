@@ -91,15 +91,25 @@ def _misuse(node: Node, error: str) -> None:
 
 def _check(node: Node, bad: Any, message: GraphError, *fields: Any) -> None:
     """TensorFlow's check of an index or a length: raised now when static or concrete, else
-    reported from compiled code through jta's error channel (never a silently clamped index)."""
+    reported from compiled code through jta's error channel (never a silently clamped index).
+    Compute ``bad`` with NumPy from values known while tracing (:func:`_index`): then nothing is
+    staged into the program."""
     value_ops.report(node.name, bad, message, *fields, extra={"op": node.op})
+
+
+def _index(index: Any) -> Any:
+    """``index`` as an int32 scalar: NumPy when it is known while tracing, so that the checks on it
+    are decided then."""
+    i = _static_int(index)
+    return np.int32(i) if i is not None else jnp.asarray(index, jnp.int32)
 
 
 def _first_out_of_range(indices: Any, size: Any) -> tuple[Any, Any]:
     """Whether any of ``indices`` is outside ``[0, size)``, and the first such (TF's kernels stop there)."""
-    indices = jnp.atleast_1d(jnp.asarray(indices, jnp.int32))
+    xp = np if is_static(indices) and _static_int(size) is not None else jnp
+    indices = xp.atleast_1d(xp.asarray(indices, np.int32))
     bad = (indices < 0) | (indices >= size)
-    return jnp.any(bad), indices[jnp.argmax(bad)] if indices.size else jnp.int32(0)
+    return xp.any(bad), indices[xp.argmax(bad)] if indices.size else np.int32(0)
 
 
 def _decl_shape(node: Node, v: Any) -> Optional[tuple[Optional[int], ...]]:
@@ -174,8 +184,7 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
         lst = _unparts(lst, node)
     i = _static_int(index)
     if lst.static and i is not None:
-        if i < 0 or (i >= lst.length and not resize):
-            GraphError.LIST_MODIFY.raise_(name=node.name, op=node.op, index=i, size=lst.length)
+        _check(node, i < 0 or (i >= lst.length and not resize), GraphError.LIST_MODIFY, i, lst.length, 0)
         length = max(lst.length, i + 1)
         if lst.items is not None and tuple(lst.items.shape[1:]) != tuple(item.shape):
             _misuse(node, f"Tried to set element with shape {list(item.shape)} in a list with element shape "
@@ -187,7 +196,7 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
     if lst.static and resize:
         GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
             "a write at an index only known at run time may grow the list outside a loop that sized it."))
-    at = jnp.asarray(index, jnp.int32)
+    at = _index(index)
     if resize:  # grows the list, within the buffer its loop sized
         _check(node, at < 0, GraphError.LIST_MODIFY, at, lst.length, 0)
         _check(node, at >= rows(lst.items), GraphError.LIST_BEYOND_CAPACITY, at, rows(lst.items), 0)
@@ -242,14 +251,11 @@ def _set_item(node: Node, args: list[Any]) -> list[Any]:
 @_reg("TensorListGetItem")
 def _get_item(node: Node, args: list[Any]) -> list[Any]:
     lst, index, shape = args
-    i = _static_int(index)
-    if lst.static and i is not None and not 0 <= i < lst.length:
-        GraphError.LIST_ACCESS.raise_(name=node.name, op=node.op, index=i, size=lst.length)
-    if lst.parts is not None and i is not None:
-        return [lst.parts[i]]
-    lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
-    at = jnp.asarray(index, jnp.int32)
+    at = _index(index)
     _check(node, (at < 0) | (at >= lst.length), GraphError.LIST_ACCESS, at, lst.length, 0)
+    if lst.parts is not None and isinstance(at, np.integer):
+        return [lst.parts[at]]
+    lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
     return [lst.items[index]]
 
 
@@ -280,18 +286,15 @@ def _push_back(node: Node, args: list[Any]) -> list[Any]:
 @_reg("TensorListPopBack")
 def _pop_back(node: Node, args: list[Any]) -> list[Any]:
     lst, shape = args
-    if lst.static and lst.length == 0:
-        GraphError.LIST_POP_EMPTY.raise_(name=node.name, op=node.op)
+    _check(node, lst.length <= 0, GraphError.LIST_POP_EMPTY, lst.length)
     if lst.parts is not None and lst.dtype != VARIANT and lst.static:
         return [TList(None, lst.length - 1, lst.dtype, lst.shape, lst.parts[:-1], lst.const), lst.parts[-1]]
     if lst.dtype == VARIANT:
-        _check(node, lst.length <= 0, GraphError.LIST_POP_EMPTY, lst.length)
         last = lst.length - 1
         if lst.parts is not None:
             return [TList(None, last, lst.dtype, lst.shape, lst.parts[:-1]), lst.parts[-1]]
         return [TList(lst.items, last, lst.dtype, lst.shape), jax.tree_util.tree_map(lambda b: b[last], lst.items)]
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
-    _check(node, lst.length <= 0, GraphError.LIST_POP_EMPTY, lst.length)
     last = lst.length - 1
     if lst.const is not None:
         dtype, shape, data = lst.const
