@@ -43,16 +43,23 @@ class Lineage:
 
 
 @dataclasses.dataclass(frozen=True)
-class Plan:
+class Steps:
+    """What :func:`per_step` computes for every step: the values ``needed``, from the body's
+    equations ``slice`` and the ``counters`` (also what ``scan_rewrite`` computes its indices by)."""
+
+    counters: dict[int, core.Atom]  # carry -> its increment per step
+    needed: tuple[core.Var, ...]  # the per-step values the decision reads
+    slice: tuple[core.JaxprEqn, ...]  # the body's equations that compute them
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan(Steps):
     """What moves out of a scan body (see :func:`plan`)."""
 
     skip: frozenset[int]  # ``id`` of the body's equations that no longer run in the loop
     records: dict[int, Lineage]  # record carry -> how the body updates it
     flags: dict[int, tuple[core.JaxprEqn, ...]]  # slot-flags carry -> its ``jta_slot`` ops
     reports: tuple[tuple[core.JaxprEqn, Lineage], ...]  # the body's checks, in order
-    counters: dict[int, core.Atom]  # carry -> its increment per step
-    needed: tuple[core.Var, ...]  # the per-step values the decision reads
-    slice: tuple[core.JaxprEqn, ...]  # the body's equations that compute them
 
     @property
     def moved(self) -> frozenset[int]:
@@ -154,7 +161,7 @@ def plan(closed: core.ClosedJaxpr, num_consts: int, num_carry: int) -> Optional[
         if not isinstance(v, core.Literal) and v in owned and not (k < num_carry and k in moved):
             return None
 
-    counters = _counters(body, carry_in, carry_out, producers, num_consts, moved)
+    counters = find_counters(body, carry_in, carry_out, producers, num_consts, moved)
     fixed = fixed_values(body, num_consts, num_carry, counters, frozenset(skip), moved)
 
     needed: list[core.Atom] = []
@@ -170,8 +177,8 @@ def plan(closed: core.ClosedJaxpr, num_consts: int, num_carry: int) -> Optional[
     for eqn, lin in reports:
         if not _is_ranked(eqn.invars[0], 1) or (not isinstance(lin.root, int) and not _is_ranked(lin.root, 1)):
             return None
-    return Plan(frozenset(skip), records, flags, reports, counters, tuple(needed_vars),
-                _slice(body, needed_vars, producers))
+    return Plan(counters, tuple(needed_vars), slice_of(body, needed_vars, producers),
+                skip=frozenset(skip), records=records, flags=flags, reports=reports)
 
 
 def fixed_values(body: core.Jaxpr, num_consts: int, num_carry: int, counters: dict[int, core.Atom],
@@ -191,7 +198,7 @@ def fixed_values(body: core.Jaxpr, num_consts: int, num_carry: int, counters: di
     return fixed
 
 
-def _counters(body: core.Jaxpr, carry_in: list[core.Var], carry_out: list[Any],
+def find_counters(body: core.Jaxpr, carry_in: list[core.Var], carry_out: list[Any],
               producers: dict[core.Var, core.JaxprEqn], num_consts: int, moved: set[int]) -> dict[int, core.Atom]:
     """The carries that count: ``c + d`` for an integer scalar ``d`` fixed for the loop."""
     consts = set(body.invars[:num_consts])
@@ -209,7 +216,7 @@ def _counters(body: core.Jaxpr, carry_in: list[core.Var], carry_out: list[Any],
     return found
 
 
-def _slice(body: core.Jaxpr, needed: list[core.Var], producers: dict[core.Var, core.JaxprEqn]
+def slice_of(body: core.Jaxpr, needed: list[core.Var], producers: dict[core.Var, core.JaxprEqn]
            ) -> tuple[core.JaxprEqn, ...]:
     want = set(needed)
     keep = set()
@@ -234,7 +241,7 @@ def _read(env: dict[core.Var, Any], v: core.Atom) -> Any:
     return v.val if isinstance(v, core.Literal) else env[v]
 
 
-def per_step(p: Plan, closed: core.ClosedJaxpr, num_consts: int, num_carry: int, consts: Any, init: Any,
+def per_step(p: Steps, closed: core.ClosedJaxpr, num_consts: int, num_carry: int, consts: Any, init: Any,
              xs: Any, length: int, reverse: bool) -> dict[core.Var, jax.Array]:
     """The values the decision reads, for every step in the order the loop runs them."""
     body = closed.jaxpr
@@ -343,7 +350,3 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
     t, r = first // len(fired), first % len(fired)
     record = _at(jnp.stack([at(t) for at in pick]), r)
     return outs, fired_all[first], record
-
-
-counters = _counters  # (used by ``scan_rewrite``, which proves its indices fixed as a plan does)
-slice_of = _slice

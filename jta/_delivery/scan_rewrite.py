@@ -99,22 +99,12 @@ def _is_index(v: core.Atom) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Steps:
-    """What ``hoisting.per_step`` needs: the carries that count, the equations that compute the
-    indices, and the indices."""
-
-    counters: dict[int, core.Atom]
-    slice: tuple[core.JaxprEqn, ...]
-    needed: tuple[core.Var, ...]
-
-
-@dataclasses.dataclass(frozen=True)
 class Rewrite:
     """A scan with its rows moved out (see :func:`analyse`)."""
 
     writes: tuple[tuple[int, core.Atom, bool], ...]  # (carry, index, aggregate) per write, in carry order
     reads: tuple[tuple[int, core.Atom], ...]  # (body input of the buffer, index) per read
-    steps: _Steps
+    steps: hoisting.Steps
     body: core.ClosedJaxpr  # consts, carries, xs, rows read, [init rows] -> carries, ys, rows written
     # Buffers read at the row the previous step wrote (W3): (carry, rows read, rows written, aggregate),
     # rows known while tracing, in the order the loop runs; the carry holds the last row written.
@@ -141,7 +131,7 @@ def analyse(closed: core.ClosedJaxpr, num_consts: int, num_carry: int,
             out_count[v] = out_count.get(v, 0) + 1
 
     producers = {v: eqn for eqn in body.eqns for v in eqn.outvars}
-    counters = hoisting.counters(body, carry_in, carry_out, producers, num_consts, set())
+    counters = hoisting.find_counters(body, carry_in, carry_out, producers, num_consts, set())
     invariant = {carry_in[k] for k in range(num_carry) if carry_out[k] is carry_in[k]}
     fixed = hoisting.fixed_values(body, num_consts, num_carry, counters, frozenset())
 
@@ -236,7 +226,7 @@ def analyse(closed: core.ClosedJaxpr, num_consts: int, num_carry: int,
     new, _ = pe.dce_jaxpr(new, [True] * len(outvars), instantiate=True)
     indices = [i for _, i, _ in writes] + [i for _, i in reads]
     needed = tuple(dict.fromkeys(v for v in indices if isinstance(v, core.Var)))
-    steps = _Steps(counters, hoisting.slice_of(body, list(needed), producers), needed)
+    steps = hoisting.Steps(counters, needed, hoisting.slice_of(body, list(needed), producers))
     return Rewrite(tuple(writes), tuple(reads), steps, core.ClosedJaxpr(new, closed.consts), tuple(chained))
 
 
@@ -327,8 +317,7 @@ def _run(rw: Rewrite, params: dict[str, Any], num_consts: int, num_carry: int, s
     consts, init, xs = args[:num_consts], args[num_consts:num_consts + num_carry], args[num_consts + num_carry:]
     dynamic = any(start is None and not isinstance(index, core.Literal)
                   for start, index in zip(starts, [i for _, i, _ in rw.writes] + [i for _, i in rw.reads], strict=True))
-    steps: Any = rw.steps  # (it has the fields of a hoisting.Plan that per_step reads)
-    values = hoisting.per_step(steps, params["jaxpr"], num_consts, num_carry, consts, init, xs, length,
+    values = hoisting.per_step(rw.steps, params["jaxpr"], num_consts, num_carry, consts, init, xs, length,
                                reverse) if dynamic else {}  # (the indices of every step, unless known)
 
     def in_array_order(x: jax.Array) -> jax.Array:
@@ -426,7 +415,7 @@ def _knower(body: core.Jaxpr, primals: Sequence[Any], num_consts: int, num_carry
     constant, and integer arithmetic on those), else ``None``."""
     carry_in = body.invars[num_consts:num_consts + num_carry]
     producers = {v: eqn for eqn in body.eqns for v in eqn.outvars}
-    counters = hoisting.counters(body, list(carry_in), list(body.outvars[:num_carry]), producers, num_consts, set())
+    counters = hoisting.find_counters(body, list(carry_in), list(body.outvars[:num_carry]), producers, num_consts, set())
     position = {v: k for k, v in enumerate(body.invars)}
     memo: dict[core.Var, Optional[np.ndarray]] = {}
 
