@@ -153,19 +153,10 @@ def _convert(fdef: Any) -> Body:
     from tensorflow.python.framework.function_def_to_graph import function_def_to_graph_def
 
     graph_def, flat = function_def_to_graph_def(fdef)
-    nodes = fix_attrs(graph_def, parse(graph_def, tf))
+    nodes = parse(graph_def, tf)
     inputs = [a.name for a in fdef.signature.input_arg]
     outputs = [tensor_name(flat.get(fdef.ret[a.name], fdef.ret[a.name])) for a in fdef.signature.output_arg]
     return Body(fdef.signature.name, nodes, inputs, outputs)
-
-
-def fix_attrs(graph_def: Any, nodes: dict[str, Node]) -> dict[str, Node]:
-    """The node table with lists of functions (``Case``'s ``branches``), which the TF1 parser skips."""
-    for n in graph_def.node:
-        for key, value in n.attr.items():
-            if value.WhichOneof("value") == "list" and len(value.list.func):
-                nodes[n.name].attrs[key] = [f.name for f in value.list.func]
-    return nodes
 
 
 def reached(lib: Library, top: Body) -> list[Body]:

@@ -70,7 +70,7 @@ def _attr(tf: Any, value: Any) -> Any:
         lst = value.list
         for field, fn in (("s", lambda s: s.decode()), ("i", int), ("f", float), ("b", bool),
                           ("type", lambda t: _dtype(tf, t)), ("shape", _shape),
-                          ("tensor", tf.make_ndarray)):
+                          ("tensor", tf.make_ndarray), ("func", lambda f: f.name)):  # (func: Case's branches)
             items = getattr(lst, field)
             if len(items):
                 return [fn(v) for v in items]

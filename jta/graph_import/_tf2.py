@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _lists, _ops_linalg, _ops_nn, _ops_tf2jax, _tf2_loops  # noqa: F401 - _ops_* register their ops
-from ._functions import CONTROL_OPS, Body, Evaluator, Library, Var, fix_attrs, reached
+from ._functions import CONTROL_OPS, Body, Evaluator, Library, Var, reached
 from ._messages import GraphError
 from ._nodes import parse, tensor_name
 from ._ops import OPS
@@ -97,7 +97,7 @@ def import_function(fn: Any, *example_args: Any, pad_stacks: bool = False,
 
 def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
     graph_def = concrete.graph.as_graph_def()
-    nodes = fix_attrs(graph_def, parse(graph_def, tf))
+    nodes = parse(graph_def, tf)
     lib = Library(graph_def.library)
     by_handle = {id(v.handle): v for v in concrete.variables}
     captured = {id(ext): internal for ext, internal in concrete.graph.captures}
