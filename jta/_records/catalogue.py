@@ -64,7 +64,6 @@ class Message(enum.Enum):
             extra = {**extra, "python_rest": _python_rest(extra["rest"])}
         return self.exception(name=name, **fields, **extra)
 
-
     @classmethod
     def by_code(cls, code: int) -> Message:
         """The member of any catalogue (``Error``, the importer's ``GraphError``) whose code is ``code``:
