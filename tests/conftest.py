@@ -7,7 +7,10 @@ against TensorFlow, the same programs under ``jax.jit``, the hypothesis state ma
 counts; every assertion is the same, only the number of generated programs/examples grows.
 Tests whose size depends on ``--long`` carry the marker ``long`` (``pytest --long -m long`` runs
 just those); tests that run under ``--long`` only carry ``long_only`` and are deselected without it
-(``tests/test_graph_legacy_cells.py``'s eager run of the whole corpus). The counts, default / ``--long``:
+(``tests/test_graph_legacy_cells.py``'s eager run of the whole corpus). Tests marked
+``rotate("mode")`` run every combination of their other parameters once by default, under one
+``mode`` each, rotating so that every mode still runs (see :func:`rotated`); ``--long`` runs every
+mode of every combination. The counts, default / ``--long``:
 
 * ``tests/oracle/test_random_programs.py``: programs against TF 40 / 1500, under jit 12 / 300
   (the environment knobs ``JTA_ORACLE_PROGRAMS`` / ``JTA_ORACLE_JIT_PROGRAMS`` override both;
@@ -27,6 +30,11 @@ just those); tests that run under ``--long`` only carry ``long_only`` and are de
 * ``tests/test_graph_import.py``: half of the graph corpus matched against ``Session.run`` / all of it;
 * ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 3 / 60 per family (7 families);
 * ``tests/test_symbolic_export_fuzz.py``: programs exported at symbolic dimensions 8 / 400;
+* ``rotate``: the raw-op cases, gradient cases, transforms and traced errors (``mode``), each op's
+  single report (``mode``), checks inside higher-order constructs (``mode``), the kernel counts
+  (``batched``), the export platforms (``platform``) and ``jta.checkify``'s cases (``how``);
+* ``tests/test_sharding.py``: each check on one of its two meshes, alternating / on both;
+* ``tests/test_lint.py``: pyright under ``--long`` only (``.ci/run`` runs it after the tests);
 * ``tests/test_graph_programs.py``: generated TF1 programs 1 / 300 (about 5 s each: each is built,
   frozen and run by TensorFlow, then imported eagerly, under ``jit`` and differentiated).
 """
@@ -35,12 +43,26 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import tempfile
+import zlib
 
 import pytest
 
 from tests.helpers import budget, xla
 
 xla.use_fast_flags()  # before any test starts JAX's backend (xdist workers import this too)
+
+# Many tests compile the same XLA program (the same ops from another test, mode or worker), and
+# JAX's in-memory cache is keyed by the Python function, so each would compile it again. JAX's
+# persistent cache is keyed by the program: one directory for the session (made by the xdist
+# controller, which imports this first; its workers inherit it) compiles each program once.
+# A directory the caller chose is used and kept; the session's own is removed at the end.
+_SESSION_CACHE = None
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    _SESSION_CACHE = os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="jta-tests-xla-cache-")
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
 
 # TF1's RNN cells (tf.compat.v1.nn.rnn_cell) live in tf_keras, and TensorFlow reads this switch once,
 # when it is first imported: so it is set here, before any test imports TensorFlow, and only where
@@ -65,17 +87,52 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "long: a statistical test whose size grows under --long")
     config.addinivalue_line("markers", "long_only: a test that runs under --long only (deselected otherwise)")
+    config.addinivalue_line("markers", "rotate(*names): without --long, each combination of the other parameters "
+                                       "runs under one value of these parameters, rotating")
     budget.LONG = bool(config.getoption("--long"))
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SESSION_CACHE is not None and not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without ``--long``, the ``long_only`` tests are deselected (reported as such), not skipped."""
+    """Without ``--long``, the ``long_only`` tests and the rotated-out combinations are deselected
+    (reported as such), not skipped."""
     if budget.LONG:
         return
-    deselected = [item for item in items if item.get_closest_marker("long_only")]
+    kept = rotated(item for item in items if not item.get_closest_marker("long_only"))
+    deselected = [item for item in items if item not in kept]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if not item.get_closest_marker("long_only")]
+        items[:] = [item for item in items if item in kept]
+
+
+def rotated(items) -> set[pytest.Item]:
+    """The items a default run keeps of tests marked ``rotate(*names)``, and every other item.
+
+    Per test function, the combinations of its parameters other than ``names`` are numbered in
+    collection order; combination ``k`` keeps the ``(k + offset)``-th value of ``names`` among
+    those it has, where ``offset`` is a hash of the function's name. So each combination runs once
+    and, across combinations and functions, every value of ``names`` runs (a function of one
+    combination runs under a different mode than its neighbour)."""
+    kept: set[pytest.Item] = set()
+    groups: dict[tuple, dict[tuple, list[pytest.Item]]] = {}
+    for item in items:
+        marker = item.get_closest_marker("rotate")
+        params = getattr(getattr(item, "callspec", None), "params", None)
+        if marker is None or not params or not set(marker.args) <= set(params):
+            kept.add(item)
+            continue
+        function = (item.path, getattr(item, "originalname", item.name))
+        others = tuple(sorted((k, repr(v)) for k, v in params.items() if k not in marker.args))
+        groups.setdefault(function, {}).setdefault(others, []).append(item)
+    for (_, name), combinations in groups.items():
+        offset = zlib.crc32(name.encode())
+        for k, variants in enumerate(combinations.values()):
+            kept.add(variants[(k + offset) % len(variants)])
+    return kept
 
 
 def pytest_report_header(config: pytest.Config) -> str:

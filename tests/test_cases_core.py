@@ -19,6 +19,8 @@ from jta import raw_ops as ops
 from jta.errors import InvalidArgumentError, NotFoundError, UnimplementedError
 from tests.helpers import APIS, MODES, NAMES, RawTA, expect_error, k_text, pytree, run, x64_if
 
+pytestmark = pytest.mark.rotate("mode")  # each case in one mode by default, all under --long
+
 f32 = jnp.float32
 NUMERIC = [np.float32, np.float64, np.int32, np.int64, np.complex64, np.complex128]
 WITH_BF16 = NUMERIC + [jnp.bfloat16]

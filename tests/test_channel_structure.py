@@ -512,9 +512,11 @@ def _custom_vmap(f):
     return g
 
 
+@pytest.mark.rotate("mode")
+@pytest.mark.parametrize("mode", ["checked", "checkify", "export"])
 @pytest.mark.parametrize("construct", sorted(HIGHER_ORDER))
 @pytest.mark.parametrize("index", [1, 7])
-def test_checks_inside_every_higher_order_construct_are_threaded_or_refused(construct, index):
+def test_checks_inside_every_higher_order_construct_are_threaded_or_refused(construct, index, mode):
     """A check inside a construct that holds a function (a jaxpr parameter) is never skipped: the
     construct has a rule, and both the dropped write (index 1) and the read (index 7) are reported
     with the class and text of the op-by-op run (jax.disable_jit()), under jta.checked and jax.jit(jta.checkify), and exported; or it
@@ -527,13 +529,12 @@ def test_checks_inside_every_higher_order_construct_are_threaded_or_refused(cons
         return
     with pytest.raises(jta.errors.InvalidArgumentError) as eager, jax.disable_jit():
         f(index)
-    for mode in ("checked", "checkify", "export"):
-        with pytest.raises(jta.errors.InvalidArgumentError) as got:
-            if mode == "checked":
-                jta.checked(f)(index)
-            else:
-                run = jax.jit(jta.checkify(f))
-                if mode == "export":
-                    run = jax.export.deserialize(jax.export.export(run)(index).serialize()).call
-                jta.throw(run(index)[0])
-        assert str(got.value) == str(eager.value), (mode, str(got.value))
+    with pytest.raises(jta.errors.InvalidArgumentError) as got:
+        if mode == "checked":
+            jta.checked(f)(index)
+        else:
+            run = jax.jit(jta.checkify(f))
+            if mode == "export":
+                run = jax.export.deserialize(jax.export.export(run)(index).serialize()).call
+            jta.throw(run(index)[0])
+    assert str(got.value) == str(eager.value), (mode, str(got.value))

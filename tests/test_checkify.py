@@ -152,6 +152,7 @@ def values(tree: Any) -> list:
     return [np.asarray(x) for p, x in jax.tree_util.tree_leaves_with_path(tree) if "flow" not in jax.tree_util.keystr(p)]
 
 
+@pytest.mark.rotate("how")
 @pytest.mark.parametrize("how", ["jit-checkify", "checked"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_error_as_eagerly_and_values_as_plain(case, how):

@@ -189,6 +189,7 @@ def _export(fn, args, platform):
     return jax.export.export(jax.jit(jta.checkify(fn)), platforms=[platform])(*args)
 
 
+@pytest.mark.rotate("platform")  # each program for one platform by default, rotating; all under --long
 @pytest.mark.parametrize("platform", ["cpu", "cuda", "tpu"])
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_checkified_program_exports_without_callbacks_or_check_conditionals_in_loops(name, platform):

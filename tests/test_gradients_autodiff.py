@@ -29,6 +29,8 @@ from jta.errors import InvalidArgumentError
 from tests.helpers import MODES, SOURCE, assert_close, f32, k_text, run
 from tests.helpers.errors import run_reporting
 
+pytestmark = pytest.mark.rotate("mode")  # each case in one mode by default, all under --long
+
 mode_param = pytest.mark.parametrize("mode", MODES)
 rng = np.random.default_rng(7)
 

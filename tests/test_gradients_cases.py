@@ -46,6 +46,8 @@ from tests.helpers import (
     x64_if,
 )
 
+pytestmark = pytest.mark.rotate("mode")  # each case in one mode by default, all under --long
+
 mode_param = pytest.mark.parametrize("mode", MODES)
 api_param = pytest.mark.parametrize("api", list(BACKENDS))
 NUMERIC = [np.float32, np.float64, np.int32, np.int64, np.complex64, np.complex128]

@@ -114,12 +114,8 @@ def extras(workload: str, grad: bool, batched: bool, mode: str) -> tuple[int, ..
     return tuple(b - a for a, b in zip(native, jta_, strict=True))
 
 
-CASES = [(w, g, b, m) for (w, g, b) in MEASURED for m in MODES]
-
-
 def _id(case) -> str:
-    w, g, b, m = case
-    return f"{w}-{'grad' if g else 'fwd'}-{'batch16' if b else 'unbatched'}-{m}"
+    return "-".join([case[0], "grad" if case[1] else "fwd", "batch16" if case[2] else "unbatched", *case[3:]])
 
 
 def test_the_counter_sees_the_loops_and_their_work():
@@ -134,11 +130,15 @@ def _goal(workload: str, grad: bool, mode: str) -> int:
     return (1 if workload == "W3" else 0) if mode == "nochecks" else 0
 
 
-@pytest.mark.parametrize("case", CASES, ids=_id)
-def test_kernels_per_step(case):
+@pytest.mark.rotate("batched")  # by default each workload and mode batched or not, rotating; both under --long
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batched", [True, False], ids=["batch16", "unbatched"])
+@pytest.mark.parametrize(("workload", "grad"), sorted({(w, g) for w, g, _ in MEASURED}),
+                         ids=lambda p: p if isinstance(p, str) else "grad" if p else "fwd")
+def test_kernels_per_step(workload, grad, batched, mode):
     """Never more than measured; the goal, or an xfail that says what it costs and why (strict:
     a case that meets the goal fails until ``MEASURED`` is lowered)."""
-    workload, grad, batched, mode = case
+    case = (workload, grad, batched, mode)
     measured, goal, got = MEASURED[(workload, grad, batched)][mode], _goal(workload, grad, mode), extras(*case)
     assert all(g <= m for g, m in zip(got, measured, strict=True)), \
         f"{_id(case)}: {got} extra kernels per step, {measured} when measured"

@@ -1,4 +1,7 @@
-"""``ruff check jta`` and ``pyright jta`` are clean (configured in pyproject.toml)."""
+"""``ruff check jta`` and ``pyright jta`` are clean (configured in pyproject.toml).
+
+pyright takes about 20 s of one core (more on a fresh machine, where it first installs Node), so
+the default run leaves it to ``.ci/run``, which runs it right after the tests; ``--long`` runs it here."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ def test_ruff_check_jta():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.long_only
 def test_pyright_jta():
     exe = Path(sys.executable).with_name("pyright")
     pyright = str(exe) if exe.exists() else shutil.which("pyright")

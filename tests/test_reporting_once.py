@@ -137,8 +137,10 @@ def _in_mode(mode: str, fn, index):
     return jta.throw(out)
 
 
+@pytest.mark.rotate("mode")
+@pytest.mark.parametrize("mode", ["checked", "export", "barejit"])  # checked: jax.jit(jta.checkify(f)), then throw
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_each_op_reports_its_error_once_in_every_mode(name):
+def test_each_op_reports_its_error_once_in_every_mode(name, mode):
     kind, fn, index = CASES[name]
     expected = _eager_error(fn, index)
     if kind != "static":
@@ -151,9 +153,8 @@ def test_each_op_reports_its_error_once_in_every_mode(name):
         jta.throw()  # an earlier test's compiled error, never taken
     except jta.errors.TensorArrayError:
         pass
-    for mode in ("checked", "export", "barejit"):  # (checked is jax.jit(jta.checkify(f)), then throw)
-        with pytest.raises(type(expected)) as info:
-            _in_mode(mode, fn, index)
-        assert str(info.value) == str(expected), (name, mode)
-        if kind != "static":
-            assert jta.throw() is None, (name, mode)  # reported once: nothing left behind
+    with pytest.raises(type(expected)) as info:
+        _in_mode(mode, fn, index)
+    assert str(info.value) == str(expected), (name, mode)
+    if kind != "static":
+        assert jta.throw() is None, (name, mode)  # reported once: nothing left behind

@@ -6,7 +6,8 @@ so that this pytest process keeps its single device. Each check runs on two mesh
 default in jax 0.10: shardings are part of the types). A check verifies values against a NumPy
 or plain-JAX reference *and* the output shardings.
 
-Run ``python -m tests.test_sharding`` (from the repository root) to see the results directly.
+By default each check runs on one of the two meshes, alternating; ``--long`` runs both. Run
+``python -m tests.test_sharding`` (from the repository root) to see every result directly.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import budget
 from tests.helpers.internals import buffer_of, error_of, flags_of
 
 T, B, F = 6, 8, 4  # steps, batch (sharded over 8 devices), features
@@ -345,16 +347,20 @@ def check_tf_style_registry(mode: str) -> None:
     np.testing.assert_allclose(d1, expected1)
 
 
-def _run_all() -> dict[str, str]:
+def _run_all(names: list[str]) -> dict[str, str]:
     results = {}
-    for name, fn in CHECKS.items():
-        for mode in MODES:
-            try:
-                fn(mode)
-                results[f"{name}[{mode}]"] = "ok"
-            except Exception:  # reported to the parent test
-                results[f"{name}[{mode}]"] = traceback.format_exc()
+    for name in names:
+        check_name, mode = name.removesuffix("]").split("[")
+        try:
+            CHECKS[check_name](mode)
+            results[name] = "ok"
+        except Exception:  # reported to the parent test
+            results[name] = traceback.format_exc()
     return results
+
+
+# Every check on both meshes under --long; by default each check on one, alternating.
+NAMES = [f"{n}[{m}]" for k, n in enumerate(CHECKS) for m in (MODES if budget.LONG else MODES[k % len(MODES):][:1])]
 
 
 # -- pytest side ----------------------------------------------------------------------------
@@ -364,19 +370,21 @@ def results() -> dict[str, str]:
     env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count=8 {os.environ.get('XLA_FLAGS', '')}",
                JAX_PLATFORMS="cpu",
                PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run([sys.executable, "-m", "tests.test_sharding", "--json"], env=env, cwd=root, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "tests.test_sharding", "--json", *NAMES], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-5000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("name", [f"{n}[{m}]" for n in CHECKS for m in MODES])
+@pytest.mark.long
+@pytest.mark.parametrize("name", NAMES)
 def test_sharding(results: dict[str, str], name: str) -> None:
     assert results[name] == "ok", results[name]
 
 
 if __name__ == "__main__":
-    out = _run_all()
+    chosen = [a for a in sys.argv[1:] if not a.startswith("--")]
+    out = _run_all(chosen or [f"{n}[{m}]" for n in CHECKS for m in MODES])
     if "--json" in sys.argv:
         print(json.dumps(out))
     else:

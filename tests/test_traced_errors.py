@@ -21,6 +21,8 @@ from jta.errors import InvalidArgumentError
 from tests.helpers import APIS, MODES, NAMES, RawTA, expect_error, k_text, pytree, run, x64_if
 from tests.helpers.errors import run_reporting
 
+pytestmark = pytest.mark.rotate("mode")  # each case in one mode by default, all under --long
+
 f32 = jnp.float32
 ONES = np.ones((3, 2), np.float32)
 

@@ -15,6 +15,8 @@ import jta
 from jta import raw_ops as ops
 from tests.helpers import APIS, MODES, pytree, run, x64_if
 
+pytestmark = pytest.mark.rotate("mode")  # each case in one mode by default, all under --long
+
 DTYPES = [np.float32, np.int32, np.complex64, np.bool_, np.float64, np.int64, np.complex128]
 
 
