@@ -157,3 +157,40 @@ def test_under_x64_an_index_past_int32_is_reported_as_given():
 
         record, _ = jax.jit(jta.checkify(f))(jnp.int64(2**33 + 1))
         assert str(2**33 + 1) in str(record.exception)
+
+
+@pytest.mark.parametrize("mode", ["checkify", "checked", "export"])
+@pytest.mark.parametrize("case", CASES, ids=[f"{f.__name__}-{bad}" for f, bad in CASES])
+def test_known_while_tracing_the_decision_is_made_then(case, mode, monkeypatch):
+    """The same programs with ``bad`` a Python int: every index is known while tracing, so the
+    decision after each loop is made in NumPy then (``hoisting.decide_known``), and the first
+    error (class and text) is still the eager one: the program holds it as a constant."""
+    f, bad = case
+    made = []
+    original = hoisting.decide_known
+    monkeypatch.setattr(hoisting, "decide_known", lambda *a, **k: made.append(original(*a, **k)) or made[-1])
+    g = lambda dummy: f(bad)  # noqa: E731
+    want_value, want_error = eager(g, 0)
+    value, error = compiled(g, 0, mode)
+    assert error == want_error
+    if want_error is None:
+        np.testing.assert_array_equal(value, want_value)
+    assert made and all(m is not None for m in made), "the decision was staged"
+
+
+def test_known_replay_is_replay():
+    """``slots.replay`` in NumPy (a decision made while tracing) is the staged one, on random
+    flags, slots (in range or not) and ops."""
+    from jta._records import slots
+
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        n, steps, per_step = int(rng.integers(1, 6)), int(rng.integers(1, 7)), int(rng.integers(1, 4))
+        flags = rng.choice(np.arange(32, dtype=np.int32), n)
+        where = rng.integers(-1, n + 2, (steps, per_step)).astype(np.int32)
+        kinds = tuple(str(k) for k in rng.choice(slots.OPS, per_step))
+        staged = jax.jit(lambda f, s, kinds=kinds: slots.replay(f, s, kinds))(flags, where)
+        known = slots.replay(flags, where, kinds, xp=np)
+        for a, b in zip(staged, known, strict=True):
+            np.testing.assert_array_equal(np.asarray(a), b)
+            assert np.asarray(a).dtype == b.dtype

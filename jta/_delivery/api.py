@@ -20,7 +20,7 @@ from .._records.catalogue import Error
 from .._records.primitives import Site
 from .._records.records import is_concrete
 from ..errors import UnimplementedError
-from . import callbacks, jax_rules  # noqa: F401  (check_p's lowering; jta's changes to JAX's rules)
+from . import callbacks, jax_rules, known  # noqa: F401  (check_p's lowering; jta's changes to JAX's rules)
 from .callbacks import take_raised
 from .functionalize import Static, functionalize, is_traceable, static_arguments
 from .value_ops import throw_array
@@ -229,9 +229,12 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         key = tuple(sorted(rows.items())) if rows else ()
         if key not in compiled:
             @functools.wraps(f)
-            def traced(*args: Any, **kwargs: Any) -> tuple[ErrorRecord, Any]:
+            def traced(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
                 with capacities.planned(rows):
                     errors, out = checkified(*args, **kwargs)
+                now = known.value(errors.record)
+                if now is not None and not now.any():  # no error, known while tracing: nothing to fetch
+                    return _StaticLeaf(None), jax.tree_util.tree_map(_StaticLeaf.wrap, out)
                 return errors, jax.tree_util.tree_map(_StaticLeaf.wrap, out)
 
             compiled[key] = jax.jit(traced, static_argnums=nums, static_argnames=names, donate_argnums=donate_argnums,
@@ -258,6 +261,8 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                 if exc is None:
                     raise
                 raise exc from None
+            if errors is None or isinstance(errors, _StaticLeaf):  # (unflattened by jit, or not: disable_jit)
+                return _returned(out)
             record = np.asarray(errors.record)  # one trip to the host per call
             if not record.any():  # no error: the common case, decided at once
                 return _returned(out)

@@ -45,7 +45,7 @@ from .._records.primitives import (
     first_failing,
     no_error,
 )
-from . import hoisting
+from . import hoisting, known
 
 
 class SiteTable:
@@ -55,6 +55,7 @@ class SiteTable:
     def __init__(self) -> None:
         self.sites: list[Site] = []
         self._offsets: dict[tuple[Site, ...], int] = {}
+        self.known: dict[int, Any] = {}  # the memo of ``known.value`` for this trace
 
     def offset(self, sites: tuple[Site, ...]) -> int:
         if sites not in self._offsets:
@@ -279,6 +280,9 @@ def _movable(body: core.Jaxpr, carry_in: list[core.Var], carry_out: list[Any]) -
 # -- rules: (table, error, *operands, **params) -> (error, outputs) ----------------------------
 def _check(table: SiteTable, error: jax.Array, record: jax.Array, site: Any, *, sites: tuple[Site, ...],
            **_: Any) -> tuple[jax.Array, list[Any]]:
+    now = known.value(record, table.known)
+    if now is not None and not np.any(now[..., 0]):
+        return error, []  # a record known while tracing to hold no error: nothing to stage
     record, site = first_failing(record, jnp.asarray(site))
     site = site + table.offset(sites)
     return first_error(error, record[0] != 0, entry(record, site, error.dtype)), []
@@ -356,10 +360,17 @@ def _scan_hoisted(table: SiteTable, error: jax.Array, plan: hoisting.Plan, jaxpr
 
     (error, kept_out), ys = lax.scan(step, (error, [carry[k] for k in kept]), list(xs), length=None if xs else length,
                                      reverse=reverse, unroll=unroll)
-    values = hoisting.per_step(plan, jaxpr, len(consts), num_carry, consts, carry, xs, length, reverse)
     offsets = [table.offset(eqn.params["sites"]) for eqn, _ in plan.reports]
-    moved, fired, record = hoisting.decide(plan, values, carry, length, offsets, error.dtype)
-    error = first_error(error, fired, record)
+    moved = hoisting.decide_known(plan, jaxpr, len(consts), num_carry, consts, carry, xs, length, reverse, offsets,
+                                  error.dtype, table.known)
+    if moved is not None:  # decided while tracing: nothing staged, or the error it found as a constant
+        moved, fired, record = moved
+        if fired:
+            error = first_error(error, True, record)
+    else:
+        values = hoisting.per_step(plan, jaxpr, len(consts), num_carry, consts, carry, xs, length, reverse)
+        moved, fired, record = hoisting.decide(plan, values, carry, length, offsets, error.dtype)
+        error = first_error(error, fired, record)
     out = dict(zip(kept, kept_out, strict=True)) | moved
     return error, [*(out[k] for k in range(num_carry)), *ys]
 

@@ -30,6 +30,7 @@ from jax._src import core
 
 from .._records.primitives import check_p, first_error, packed, record_p
 from .._records.slots import replay, slot_p
+from . import known
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,14 +228,16 @@ def slice_of(body: core.Jaxpr, needed: list[core.Var], producers: dict[core.Var,
     return tuple(eqn for eqn in body.eqns if id(eqn) in keep)
 
 
-def _slot_entry(codes: jax.Array, slots: jax.Array, dtype: Any, t: jax.Array) -> jax.Array:
+def _slot_entry(xp: Any, codes: Any, slots: Any, dtype: Any, t: Any) -> Any:
     """The entry a ``jta_slot`` op records at step ``t``: ``[code, slot, 0, 0]``."""
-    return packed(dtype, 4, _at(codes, t), _at(slots, t))
+    if xp is np:
+        return np.asarray([codes[t], slots[t], 0, 0]).astype(dtype)
+    return packed(dtype, 4, _at(xp, codes, t), _at(xp, slots, t))
 
 
-def _at(x: jax.Array, t: jax.Array) -> jax.Array:
+def _at(xp: Any, x: Any, t: Any) -> Any:
     """``x[t]`` for an index known to be in range (no wrap-around of negative indices)."""
-    return lax.dynamic_index_in_dim(x, t, keepdims=False)
+    return x[t] if xp is np else lax.dynamic_index_in_dim(x, t, keepdims=False)
 
 
 def _read(env: dict[core.Var, Any], v: core.Atom) -> Any:
@@ -267,55 +270,83 @@ def per_step(p: Steps, closed: core.ClosedJaxpr, num_consts: int, num_carry: int
     return dict(zip(p.needed, values, strict=True))
 
 
-def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, offsets: list[int], dtype: Any
-           ) -> tuple[dict[int, jax.Array], jax.Array, jax.Array]:
+def decide_known(p: Plan, closed: core.ClosedJaxpr, num_consts: int, num_carry: int, consts: Any, init: Any,
+                 xs: Any, length: int, reverse: bool, offsets: list[int], dtype: Any,
+                 memo: Optional[dict[int, Any]] = None) -> Optional[tuple[dict[int, np.ndarray], bool, np.ndarray]]:
+    """:func:`decide`, made while tracing when everything it reads is known then (``known``):
+    the loop's indices from a scanned ``jnp.arange`` or a counter from a constant, arrays made
+    in the program; else ``None``. Nothing is staged: the moved carries come back as NumPy
+    constants, ``fired`` as a Python bool."""
+    memo = {} if memo is None else memo
+    starts = {k: known.value(init[k], memo) for k in p.moved}
+    if any(v is None for v in starts.values()):
+        return None
+    values = known.per_step(p.slice, p.needed, p.counters, closed, num_consts, num_carry, consts, init, xs,
+                            length, reverse, memo)
+    if values is None:
+        return None
+    with np.errstate(over="ignore"):
+        outs, fired, record = decide(p, values, {k: starts.get(k) for k in range(num_carry)}, length, offsets,
+                                     dtype, xp=np)
+    carry_avals = [v.aval for v in closed.jaxpr.invars[num_consts:num_consts + num_carry]]
+    outs = {k: np.asarray(v).astype(carry_avals[k].dtype) for k, v in outs.items()}
+    return outs, bool(fired), np.asarray(record).astype(dtype)
+
+
+def decide(p: Plan, values: dict[core.Var, Any], init: Any, length: int, offsets: list[int], dtype: Any,
+           xp: Any = jnp) -> tuple[dict[int, Any], Any, Any]:
     """The moved carries after the loop, whether any report fires, and the first one's record
     ``[code, v1, v2, v3, site]`` (``offsets``: each report's offset into the site table).
 
     The first report to fire is found with one ``argmax`` over ``[step, report]``, and only its
-    record is then picked out, at that step: every kernel outside the loop is compile time."""
-    def value(v: core.Atom) -> jax.Array:
+    record is then picked out, at that step: every kernel outside the loop is compile time.
+    ``xp``: ``jax.numpy`` (staged into the program) or ``numpy`` (``values`` and ``init`` known
+    while tracing, ``known``: the decision is made then, and nothing is staged)."""
+    def value(v: core.Atom) -> Any:
         if isinstance(v, core.Literal):
-            return jnp.broadcast_to(jnp.asarray(v.val), (length, *np.shape(v.val)))
+            return xp.broadcast_to(xp.asarray(v.val), (length, *np.shape(v.val)))
         return values[v]
 
-    outs: dict[int, jax.Array] = {}
+    def index(x: Any, t: Any) -> Any:
+        return _at(xp, x, t)
+
+    outs: dict[int, Any] = {}
     # id(eqn) -> (bad [T], its entry at step t): entries are built at the one step picked only.
-    by_event: dict[int, tuple[jax.Array, Callable[[jax.Array], jax.Array]]] = {}
+    by_event: dict[int, tuple[Any, Callable[[Any], Any]]] = {}
     for k, chain in p.flags.items():
-        slots = jnp.stack([value(e.invars[2]) for e in chain], axis=1)
-        outs[k], codes = replay(init[k], slots, tuple(e.params["op"] for e in chain))
+        slots = xp.stack([value(e.invars[2]) for e in chain], axis=1)
+        outs[k], codes = replay(init[k], slots, tuple(e.params["op"] for e in chain), xp=xp)
         for c, eqn in enumerate(chain):
-            by_event[id(eqn)] = (codes[:, c] != 0, functools.partial(_slot_entry, codes[:, c], slots[:, c],
+            by_event[id(eqn)] = (codes[:, c] != 0, functools.partial(_slot_entry, xp, codes[:, c], slots[:, c],
                                                                      _dtype(eqn.outvars[1])))
 
-    def updates(lin: Lineage) -> jax.Array:
+    def updates(lin: Lineage) -> Any:
         """``bad [T, L]`` of a lineage's ``L`` updates."""
         for eqn in lin.events:
             if id(eqn) not in by_event:  # a jta_record: its ``bad`` and ``entry`` operands
                 entries = value(eqn.invars[2])
-                by_event[id(eqn)] = (value(eqn.invars[1]).astype(bool), lambda t, entries=entries: _at(entries, t))
+                by_event[id(eqn)] = (value(eqn.invars[1]).astype(bool), lambda t, entries=entries: index(entries, t))
         if not lin.events:
-            return jnp.zeros((length, 0), bool)
-        return jnp.stack([by_event[id(e)][0] for e in lin.events], axis=1)
+            return xp.zeros((length, 0), bool)
+        return xp.stack([by_event[id(e)][0] for e in lin.events], axis=1)
 
-    def entry(lin: Lineage, t: jax.Array, update: jax.Array, dtype: Any) -> jax.Array:
+    def entry(lin: Lineage, t: Any, update: Any, dtype: Any) -> Any:
         """The entry of ``lin``'s update number ``update`` at step ``t``."""
-        return _at(jnp.stack([by_event[id(e)][1](t).astype(dtype) for e in lin.events]), update)
+        return index(xp.stack([by_event[id(e)][1](t).astype(dtype) for e in lin.events]), update)
 
-    steps = jnp.arange(length)
-    received: dict[int, tuple[jax.Array, jax.Array]] = {}  # record carry -> (bad [T], record) as steps got it
-    settled: dict[int, jax.Array] = {}  # record carry -> bad [T] as steps return it
+    steps = xp.arange(length)
+    received: dict[int, tuple[Any, Any]] = {}  # record carry -> (bad [T], record) as steps got it
+    settled: dict[int, Any] = {}  # record carry -> bad [T] as steps return it
     for k, lin in p.records.items():
         start = init[k]
         bad = updates(lin)
         if not lin.events:
-            outs[k], received[k] = start, (jnp.broadcast_to(start[0] != 0, (length,)), start)
+            outs[k], received[k] = start, (xp.broadcast_to(start[0] != 0, (length,)), start)
             continue
-        first = jnp.argmax(bad.reshape(-1))  # row-major: the first step, then the first update
+        first = xp.argmax(bad.reshape(-1))  # row-major: the first step, then the first update
         t, update = first // len(lin.events), first % len(lin.events)
         fresh = (start[0] == 0) & bad.reshape(-1)[first]
-        outs[k] = first_error(start, fresh, entry(lin, t, update, start.dtype))
+        outs[k] = first_error(start, fresh, entry(lin, t, update, start.dtype), xp=xp)
         received[k] = ((start[0] != 0) | (fresh & (t < steps)), outs[k])
         settled[k] = (start[0] != 0) | (fresh & (t <= steps))
 
@@ -326,8 +357,8 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
             # A check of the record the step returns (a mutator's): it fires from the step of the
             # carry's first error on, and reports that record.
             fired.append(settled[lin.root])
-            pick.append(lambda t, record=outs[lin.root], site=site, offset=offset: jnp.append(
-                record.astype(dtype), (_at(site, t) + offset).astype(dtype)))
+            pick.append(lambda t, record=outs[lin.root], site=site, offset=offset: xp.append(
+                record.astype(dtype), (index(site, t) + offset).astype(dtype)))
             continue
         bad = updates(lin)
         if isinstance(lin.root, int):
@@ -335,18 +366,17 @@ def decide(p: Plan, values: dict[core.Var, jax.Array], init: Any, length: int, o
             root_at = lambda t, root=root: root.astype(dtype)  # noqa: E731
         else:
             roots = value(lin.root).astype(dtype)
-            root_bad, root_at = roots[:, 0] != 0, (lambda t, roots=roots: _at(roots, t))
-        fired.append(root_bad | jnp.any(bad, axis=1))
+            root_bad, root_at = roots[:, 0] != 0, (lambda t, roots=roots: index(roots, t))
+        fired.append(root_bad | xp.any(bad, axis=1))
 
-        def at(t: jax.Array, root_bad=root_bad, root_at=root_at, bad=bad, lin=lin, site=site, offset=offset
-               ) -> jax.Array:
-            own = entry(lin, t, jnp.argmax(_at(bad, t)), dtype) if lin.events else jnp.zeros((4,), dtype)
-            record = jnp.where(_at(root_bad, t), root_at(t), own)
-            return jnp.append(record, (_at(site, t) + offset).astype(dtype))
+        def at(t: Any, root_bad=root_bad, root_at=root_at, bad=bad, lin=lin, site=site, offset=offset) -> Any:
+            own = entry(lin, t, xp.argmax(index(bad, t)), dtype) if lin.events else xp.zeros((4,), dtype)
+            record = xp.where(index(root_bad, t), root_at(t), own)
+            return xp.append(record, (index(site, t) + offset).astype(dtype))
 
         pick.append(at)
-    fired_all = jnp.stack(fired, axis=1).reshape(-1)
-    first = jnp.argmax(fired_all)
+    fired_all = xp.stack(fired, axis=1).reshape(-1)
+    first = xp.argmax(fired_all)
     t, r = first // len(fired), first % len(fired)
-    record = _at(jnp.stack([at(t) for at in pick]), r)
+    record = index(xp.stack([at(t) for at in pick]), r)
     return outs, fired_all[first], record

@@ -53,6 +53,8 @@ from jax._src.interpreters import partial_eval as pe
 
 from .._core import buffer
 from . import hoisting
+from .known import KNOWN as _KNOWN
+from .known import value as _known
 
 _BUFFER = os.path.realpath(buffer.__file__)
 
@@ -359,50 +361,6 @@ def _run(rw: Rewrite, params: dict[str, Any], num_consts: int, num_carry: int, s
             carry[k] = _write_rows(init[k], _rows(_index_of(values, index, length), init[k].shape[0]),
                                    in_array_order(rows), aggregate, None)
     return [*(carry[k] for k in range(num_carry)), *ys]
-
-
-def _iota(dtype: Any, shape: tuple[int, ...], dimension: int, **_: Any) -> np.ndarray:
-    along = np.arange(shape[dimension]).reshape([-1 if d == dimension else 1 for d in range(len(shape))])
-    return np.broadcast_to(along, shape).astype(dtype)
-
-
-# Integer ops evaluated in NumPy while tracing (no device computation, nothing compiled).
-_KNOWN: dict[Any, Callable[..., np.ndarray]] = {
-    lax.iota_p: lambda **p: _iota(**p),
-    lax.add_p: lambda a, b: a + b,
-    lax.sub_p: lambda a, b: a - b,
-    lax.mul_p: lambda a, b: a * b,
-    lax.neg_p: lambda a: -a,
-    lax.max_p: np.maximum,
-    lax.min_p: np.minimum,
-    lax.convert_element_type_p: lambda a, new_dtype, **_: a.astype(new_dtype),
-    lax.broadcast_in_dim_p: lambda a, shape, broadcast_dimensions, **_: np.broadcast_to(
-        a.reshape([a.shape[broadcast_dimensions.index(d)] if d in broadcast_dimensions else 1
-                   for d in range(len(shape))]), shape),
-    lax.reshape_p: lambda a, new_sizes, **_: a.reshape(new_sizes),
-    lax.squeeze_p: lambda a, dimensions: np.squeeze(a, tuple(dimensions)),
-}
-
-
-def _known(x: Any, depth: int = 0) -> Optional[np.ndarray]:
-    """``x``'s value when it is known while tracing: a concrete array, a constant, or a few cheap
-    integer ops (``jnp.arange(1, T + 1)``: an iota plus a constant) on known values."""
-    if not isinstance(x, core.Tracer):
-        return np.asarray(x) if isinstance(x, (np.ndarray, np.generic, jax.Array, int)) else None
-    const = getattr(x, "get_const", lambda: None)()
-    if const is not None:
-        return np.asarray(const)
-    eqn = getattr(x, "parent", None)
-    if eqn is None or depth > 6 or getattr(eqn, "primitive", None) not in _KNOWN or len(eqn.outvars) != 1:
-        return None
-    aval: Any = x.aval
-    if not jnp.issubdtype(aval.dtype, jnp.integer) or aval.size > 1 << 24:
-        return None
-    ins = [_known(t, depth + 1) for t in eqn.in_tracers]
-    if any(v is None for v in ins):
-        return None
-    with np.errstate(over="ignore"):  # (integers wrap, as XLA's do)
-        return np.asarray(_KNOWN[eqn.primitive](*ins, **eqn.params)).astype(aval.dtype)
 
 
 _ELEMENTWISE = (lax.add_p, lax.sub_p, lax.mul_p, lax.neg_p, lax.max_p, lax.min_p, lax.convert_element_type_p)

@@ -127,11 +127,12 @@ def no_error(width: int = 4) -> jax.Array:
     return jnp.zeros((width,), jax.dtypes.canonicalize_dtype(np.int64))
 
 
-def first_error(error: Any, bad: Any, entry: Any) -> Any:
+def first_error(error: Any, bad: Any, entry: Any, xp: Any = jnp) -> Any:
     """The rule every record follows: ``entry`` where ``bad`` holds and ``error`` holds no error
     yet, else ``error`` (the first error wins). Rank-polymorphic: ``error``/``entry`` are
-    ``[..., n]``, ``bad`` is ``[...]``."""
-    return jnp.where(((error[..., 0] == 0) & bad)[..., None], entry, error)
+    ``[..., n]``, ``bad`` is ``[...]``. ``xp``: ``jax.numpy``, or ``numpy`` for records known
+    while tracing."""
+    return xp.where(((error[..., 0] == 0) & bad)[..., None], entry, error)
 
 
 def packed(dtype: Any, width: int, *fields: Any) -> jax.Array:

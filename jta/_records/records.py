@@ -103,22 +103,23 @@ def raise_if_error(name: str, error: Any, flags: Any, extra: dict[str, str] | No
         raise noted(exc, name)
 
 
-def written_flags(old: jax.Array, aggregate: bool) -> jax.Array:
-    """A slot's flags after a write (``aggregate``: a gradient array, where writes add up)."""
+def written_flags(old: jax.Array, aggregate: bool, xp: Any = jnp) -> jax.Array:
+    """A slot's flags after a write (``aggregate``: a gradient array, where writes add up).
+    ``xp``: ``jax.numpy``, or ``numpy`` for flags known while tracing."""
     # int32 constants: under x64, `int32 | convert(int64)` crashes XLA:CPU's compiler (jaxlib 0.10).
-    after_read = jnp.where(old & READ, jnp.int32(E_WRITE_AFTER_READ), jnp.int32(0))
+    after_read = xp.where(old & READ, xp.int32(E_WRITE_AFTER_READ), xp.int32(0))
     if aggregate:
         return old | WRITTEN | after_read
     # (A slot both read and written has both flags: "written after read" comes first.)
-    twice = jnp.where(old & WRITTEN, jnp.int32(E_WRITTEN_TWICE), jnp.int32(0))
+    twice = xp.where(old & WRITTEN, xp.int32(E_WRITTEN_TWICE), xp.int32(0))
     return old | WRITTEN | after_read | twice
 
 
-def read_flags(old: jax.Array, clears: bool) -> jax.Array:
+def read_flags(old: jax.Array, clears: bool, xp: Any = jnp) -> jax.Array:
     """A slot's flags after a read (``clears``: ``clear_after_read``, so a second read fails)."""
     new = old | READ | WRITTEN
     if clears:
-        new = new | jnp.where(old & READ, jnp.int32(E_READ_CLEARED), jnp.int32(0))
+        new = new | xp.where(old & READ, xp.int32(E_READ_CLEARED), xp.int32(0))
     return new
 
 
@@ -131,10 +132,10 @@ def record_slot_error(error: jax.Array, bits: jax.Array, index: Any) -> jax.Arra
     return record(error, code != 0, code, index)
 
 
-def slot_code(bits: jax.Array) -> jax.Array:
+def slot_code(bits: jax.Array, xp: Any = jnp) -> jax.Array:
     """The error code a slot's sticky ``flags`` stand for: the first bit in ``SLOT_ERRORS``'s
-    order (0: none)."""
-    code = jnp.zeros(jnp.shape(bits), jnp.int32)
+    order (0: none). ``xp``: ``jax.numpy``, or ``numpy`` for flags known while tracing."""
+    code = xp.zeros(xp.shape(bits), xp.int32)
     for bit, err in reversed(SLOT_ERRORS):
-        code = jnp.where((bits & bit) != 0, jnp.int32(err.code), code)
+        code = xp.where((bits & bit) != 0, xp.int32(err.code), code)
     return code

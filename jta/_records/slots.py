@@ -39,11 +39,11 @@ def update(flags: jax.Array, record: jax.Array, slot: Any, op: str) -> tuple[jax
     return flags, record
 
 
-def flags_after(old: Any, op: str) -> Any:
-    """A slot's flags after ``op``, from its flags before."""
+def flags_after(old: Any, op: str, xp: Any = jnp) -> Any:
+    """A slot's flags after ``op``, from its flags before (``xp``: ``numpy`` for known flags)."""
     if op in ("write", "add"):
-        return records.written_flags(old, aggregate=op == "add")
-    return records.read_flags(old, clears=op == "read_clear")
+        return records.written_flags(old, aggregate=op == "add", xp=xp)
+    return records.read_flags(old, clears=op == "read_clear", xp=xp)
 
 
 def mark(flags: jax.Array, slot: Any, op: str) -> jax.Array:
@@ -58,6 +58,22 @@ def _impl(flags: jax.Array, record: jax.Array, slot: jax.Array, *, op: str) -> l
         # flags makes XLA copy the whole flags vector in every step of a loop.
         record = records.record_slot_error(record, flags.at[slot].get(mode="fill", fill_value=0), slot)
     return [flags, record]
+
+
+def known_update(flags: np.ndarray, record: np.ndarray, slot: int, op: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`update` in NumPy, for flags, record and slot known while tracing (``slot`` not
+    negative: callers pass ``len(flags)`` for no slot)."""
+    n = flags.shape[0]
+    flags = flags.copy()
+    if slot < n:
+        flags[slot] = flags_after(flags[slot], op, xp=np)
+    if op != "read":
+        bits: Any = flags[slot] if slot < n else np.int32(0)
+        code = int(records.slot_code(bits, xp=np))
+        if code and record[0] == 0:
+            record = np.zeros_like(record)
+            record[0], record[1] = code, slot
+    return flags, record
 
 
 def _batch(args: Any, dims: Any, *, op: str) -> tuple[list[jax.Array], list[int]]:
@@ -79,7 +95,7 @@ batching.primitive_batchers[slot_p] = _batch
 ad.primitive_jvps[slot_p] = _jvp
 
 
-def replay(flags: jax.Array, slots: jax.Array, ops: tuple[str, ...]) -> tuple[jax.Array, jax.Array]:
+def replay(flags: Any, slots: Any, ops: tuple[str, ...], xp: Any = jnp) -> tuple[Any, Any]:
     """What ``update`` at ``slots[t, e]`` with ``ops[e]``, in row-major order, does to ``flags``,
     without a loop: ``(flags after them all, codes)``, where ``codes[t, e]`` is the error code
     that op records (0: none) *if no earlier op recorded one*. Only the first op with a code
@@ -90,34 +106,40 @@ def replay(flags: jax.Array, slots: jax.Array, ops: tuple[str, ...]) -> tuple[ja
     comes before ``p``, and written when its first op does (a read marks a slot written too).
     Its final error flags follow from its first and last ops of each kind, so one scatter-min
     of five positions per op (the last as a negated minimum) says everything: a few fused
-    kernels, where every kernel outside the loop costs compile time."""
+    kernels, where every kernel outside the loop costs compile time. ``xp``: ``jax.numpy``, or
+    ``numpy`` for flags and slots known while tracing (the same computation, made then)."""
     steps, per_step = slots.shape
     n = flags.shape[0]
-    j = slots.reshape(-1).astype(jnp.int32)
-    j = jnp.where((j >= 0) & (j < n), j, n)  # n: no slot
+    i32 = xp.int32
+    j = slots.reshape(-1).astype(i32)
+    j = xp.where((j >= 0) & (j < n), j, n)  # n: no slot
     count = j.shape[0]
-    p = jnp.arange(count, dtype=jnp.int32)
+    p = xp.arange(count, dtype=i32)
     # (``steps`` may be a symbolic dimension of jax.export: no NumPy on it.)
-    op_of = jnp.broadcast_to(np.asarray([OPS.index(op) for op in ops], np.int32), (steps, per_step)).reshape(-1)
+    op_of = xp.broadcast_to(np.asarray([OPS.index(op) for op in ops], np.int32), (steps, per_step)).reshape(-1)
     is_read, is_write = op_of >= OPS.index("read"), op_of < OPS.index("read")
-    never = jnp.asarray(core.dimension_as_value(count), jnp.int32)
+    never = xp.asarray(count if xp is np else core.dimension_as_value(count), i32)
     # Per slot: its first op, its first read, and (negated, 1: none) its last write of either
     # kind, its last forward write and its last clearing read.
-    keys = jnp.stack([p, jnp.where(is_read, p, never), jnp.where(is_write, -p, 1),
-                      jnp.where(op_of == OPS.index("write"), -p, 1),
-                      jnp.where(op_of == OPS.index("read_clear"), -p, 1)], axis=1)
-    first = jnp.full((n + 1, 5), never, jnp.int32).at[j].min(keys)
-    before = jnp.append(flags, jnp.int32(0))[j]  # the slot's flags before the loop
+    keys = xp.stack([p, xp.where(is_read, p, never), xp.where(is_write, -p, 1),
+                     xp.where(op_of == OPS.index("write"), -p, 1),
+                     xp.where(op_of == OPS.index("read_clear"), -p, 1)], axis=1).astype(i32)
+    if xp is np:
+        first = np.full((n + 1, 5), never, np.int32)
+        np.minimum.at(first, j, keys)
+    else:
+        first = jnp.full((n + 1, 5), never, jnp.int32).at[j].min(keys)
+    before = xp.append(flags, i32(0)).astype(i32)[j]  # the slot's flags before the loop
     mine = first[j]
     was_read = ((before & records.READ) != 0) | (mine[:, 1] < p)
     was_written = ((before & records.WRITTEN) != 0) | (mine[:, 0] < p)
-    none = jnp.int32(0)
-    own = (jnp.where(is_write & was_read, jnp.int32(records.E_WRITE_AFTER_READ), none)
-           | jnp.where((op_of == OPS.index("write")) & was_written, jnp.int32(records.E_WRITTEN_TWICE), none)
-           | jnp.where((op_of == OPS.index("read_clear")) & was_read, jnp.int32(records.E_READ_CLEARED), none))
+    none = i32(0)
+    own = (xp.where(is_write & was_read, i32(records.E_WRITE_AFTER_READ), none)
+           | xp.where((op_of == OPS.index("write")) & was_written, i32(records.E_WRITTEN_TWICE), none)
+           | xp.where((op_of == OPS.index("read_clear")) & was_read, i32(records.E_READ_CLEARED), none))
     # The code an op records: the first of its slot's error flags in ``SLOT_ERRORS``'s order.
     sticky = (before & records.ERROR_FLAGS) | own
-    code = jnp.where((j < n) & (op_of != OPS.index("read")), records.slot_code(sticky), 0)
+    code = xp.where((j < n) & (op_of != OPS.index("read")), records.slot_code(sticky, xp=xp), 0)
     # Each slot's flags after the loop: an error bit is set when the last op that can set it
     # does (the slot's history only grows, so if any such op sets it, the last one does).
     first_op, first_read, last_write, last_forward, last_clear = (first[:n, k] for k in range(5))
@@ -127,9 +149,9 @@ def replay(flags: jax.Array, slots: jax.Array, ops: tuple[str, ...]) -> tuple[ja
     after_read = (last_write <= 0) & (had_read | (first_read < -last_write))
     twice = (last_forward <= 0) & (had_written | (first_op < -last_forward))
     cleared = (last_clear <= 0) & (had_read | (first_read < -last_clear))
-    flags = (old | jnp.where(first_op < never, jnp.int32(records.WRITTEN), none)
-             | jnp.where(read, jnp.int32(records.READ), none)
-             | jnp.where(after_read, jnp.int32(records.E_WRITE_AFTER_READ), none)
-             | jnp.where(twice, jnp.int32(records.E_WRITTEN_TWICE), none)
-             | jnp.where(cleared, jnp.int32(records.E_READ_CLEARED), none))
-    return flags, code.reshape(steps, per_step)
+    flags = (old | xp.where(first_op < never, i32(records.WRITTEN), none)
+             | xp.where(read, i32(records.READ), none)
+             | xp.where(after_read, i32(records.E_WRITE_AFTER_READ), none)
+             | xp.where(twice, i32(records.E_WRITTEN_TWICE), none)
+             | xp.where(cleared, i32(records.E_READ_CLEARED), none))
+    return flags.astype(old.dtype), code.reshape(steps, per_step).astype(i32)

@@ -1,0 +1,387 @@
+"""Values known while tracing: what a loop's bookkeeping reads, computed in NumPy at trace time.
+
+Most loops index their arrays with ``jnp.arange(T)`` scanned in, a counter that starts at a
+constant, or arithmetic on those; the arrays are made in the same program, their flags and records
+start empty. Then everything the decision after a loop reads (``hoisting.decide``: whether an index
+is in range, the slot it marks, the record it would make) is known while tracing, and the decision
+itself is: :func:`per_step` computes those values for every step in NumPy (nothing is staged,
+nothing compiled), and the decision runs on them in NumPy too. A program whose checks are known to
+pass then holds no decision at all; one known to fail holds its record as a constant.
+
+:func:`value` is an operand's value when it is known (a concrete array, a constant, or a few cheap
+integer ops on known values, read back through the tracer's equation); :func:`per_step` evaluates a
+scan body's slice (``hoisting.Steps``) for every step at once, for a small set of integer
+primitives, or gives up (``None``): the decision is then staged, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax._src import core
+from jax._src.custom_derivatives import custom_jvp_call_p
+from jax._src.lax import slicing
+from jax._src.lax.slicing import GatherScatterMode
+from jax._src.pjit import jit_p
+
+from .._records import slots
+from .._records.primitives import record_p
+
+LIMIT = 1 << 22  # elements of one value over all steps: larger slices are decided at run time
+
+
+def _iota(dtype: Any, shape: tuple[int, ...], dimension: int, **_: Any) -> np.ndarray:
+    along = np.arange(shape[dimension]).reshape([-1 if d == dimension else 1 for d in range(len(shape))])
+    return np.broadcast_to(along, shape).astype(dtype)
+
+
+def _broadcast_in_dim(a: np.ndarray, shape: tuple[int, ...], broadcast_dimensions: tuple[int, ...], **_: Any
+                      ) -> np.ndarray:
+    return np.broadcast_to(a.reshape([a.shape[broadcast_dimensions.index(d)] if d in broadcast_dimensions else 1
+                                      for d in range(len(shape))]), shape)
+
+
+# Integer ops evaluated in NumPy while tracing (no device computation, nothing compiled).
+KNOWN: dict[Any, Callable[..., np.ndarray]] = {
+    lax.iota_p: lambda **p: _iota(**p),
+    lax.add_p: lambda a, b: a + b,
+    lax.sub_p: lambda a, b: a - b,
+    lax.mul_p: lambda a, b: a * b,
+    lax.neg_p: lambda a: -a,
+    lax.max_p: np.maximum,
+    lax.min_p: np.minimum,
+    lax.convert_element_type_p: lambda a, new_dtype, **_: a.astype(new_dtype),
+    lax.broadcast_in_dim_p: _broadcast_in_dim,
+    lax.reshape_p: lambda a, new_sizes, **_: a.reshape(new_sizes),
+    lax.squeeze_p: lambda a, dimensions: np.squeeze(a, tuple(dimensions)),
+}
+
+
+def value(x: Any, memo: Optional[dict[int, Any]] = None, depth: int = 0) -> Optional[np.ndarray]:
+    """``x``'s value when it is known while tracing: a concrete array, a constant, or integer ops
+    (those of :func:`_run`, ``jit`` included) on known values, read back through the equations
+    that made the tracer (``jnp.arange(1, T + 1)``: an iota plus a constant; an array's flags
+    and record as made and updated at static indices). ``memo``: equations already evaluated
+    (``id`` -> the equation and its results, or ``None``), shared by the calls of one trace."""
+    if not isinstance(x, core.Tracer):
+        return np.asarray(x) if isinstance(x, (np.ndarray, np.generic, jax.Array, int, bool)) else None
+    const = getattr(x, "get_const", lambda: None)()
+    if const is not None:  # (a constant of this trace: perhaps a tracer of an outer one)
+        return value(const, memo, depth + 1) if isinstance(const, core.Tracer) else value(const)
+    eqn = getattr(x, "parent", None)
+    aval: Any = x.aval
+    if eqn is None or depth > 200 or not _exact(aval) or aval.size > LIMIT:
+        return None
+    memo = {} if memo is None else memo
+    if id(eqn) not in memo:
+        memo[id(eqn)] = (eqn, None)  # (while it is evaluated: a cycle is unknown)
+        outs = None
+        if _foldable(eqn):
+            ins: list[np.ndarray] = []
+            for t in eqn.in_tracers:
+                got = value(t, memo, depth + 1)
+                if got is None:
+                    break
+                ins.append(got[None])
+            else:
+                with np.errstate(over="ignore"):  # (integers wrap, as XLA's do)
+                    outs = _apply(eqn, ins, 1)
+        memo[id(eqn)] = (eqn, None if outs is None else [o[0] for o in outs])
+    outs = memo[id(eqn)][1]
+    if outs is None:
+        return None
+    for v, out in zip(eqn.outvars, outs, strict=True):
+        if v is getattr(x, "val", None):
+            return out
+    return outs[0] if len(outs) == 1 else None
+
+
+def _foldable(eqn: Any) -> bool:
+    return (eqn.primitive in _STEPPED or eqn.primitive in _CALLS) and all(
+        _exact(v.aval) and v.aval.size <= LIMIT for v in [*eqn.invars, *eqn.outvars])
+
+
+# -- a scan body's slice, for every step --------------------------------------------------------
+def _elementwise(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda *xs, **_: fn(*_aligned(xs))
+
+
+def _aligned(xs: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+    """Per-step operands ``[T, *shape]`` of an elementwise op, a scalar's ``[T]`` made
+    ``[T, 1, ...]`` (lax broadcasts a rank-0 operand)."""
+    rank = max(x.ndim for x in xs)
+    return [x.reshape(x.shape + (1,) * (rank - x.ndim)) for x in xs]
+
+
+def _convert(x: np.ndarray, *, new_dtype: Any, **_: Any) -> np.ndarray:
+    return (x != 0) if np.dtype(new_dtype) == np.bool_ else x.astype(new_dtype)
+
+
+def _select_n(which: np.ndarray, *cases: np.ndarray) -> np.ndarray:
+    chosen, *among = _aligned((which, *cases))
+    return np.choose(chosen.astype(np.int32), np.broadcast_arrays(*among))
+
+
+def _clamp(lo: np.ndarray, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    lo, x, hi = _aligned((lo, x, hi))
+    return np.minimum(np.maximum(x, lo), hi)
+
+
+def _stepped_broadcast(a: np.ndarray, *, shape: tuple[int, ...],
+                       broadcast_dimensions: tuple[int, ...], **_: Any) -> np.ndarray:
+    return _broadcast_in_dim(a, (a.shape[0], *shape), (0, *(d + 1 for d in broadcast_dimensions)))
+
+
+def _stepped_reshape(a: np.ndarray, *, new_sizes: tuple[int, ...], dimensions: Any, **_: Any
+                     ) -> Optional[np.ndarray]:
+    return None if dimensions is not None else a.reshape((a.shape[0], *new_sizes))
+
+
+def _stepped_iota(**params: Any) -> np.ndarray:
+    return _iota(**params)[None]
+
+
+# ``rule(out_vars, *per-step operands, **params)``: the op at every step (operands ``[T, *shape]``).
+_STEPPED: dict[Any, Callable[..., Any]] = {
+    lax.add_p: _elementwise(lambda a, b: a + b),
+    lax.sub_p: _elementwise(lambda a, b: a - b),
+    lax.mul_p: _elementwise(lambda a, b: a * b),
+    lax.neg_p: _elementwise(lambda a: -a),
+    lax.max_p: _elementwise(np.maximum),
+    lax.min_p: _elementwise(np.minimum),
+    lax.and_p: _elementwise(lambda a, b: a & b),
+    lax.or_p: _elementwise(lambda a, b: a | b),
+    lax.xor_p: _elementwise(lambda a, b: a ^ b),
+    lax.not_p: _elementwise(lambda a: ~a),
+    lax.eq_p: _elementwise(lambda a, b: a == b),
+    lax.ne_p: _elementwise(lambda a, b: a != b),
+    lax.lt_p: _elementwise(lambda a, b: a < b),
+    lax.le_p: _elementwise(lambda a, b: a <= b),
+    lax.gt_p: _elementwise(lambda a, b: a > b),
+    lax.ge_p: _elementwise(lambda a, b: a >= b),
+    lax.convert_element_type_p: _convert,
+    lax.select_n_p: _select_n,
+    lax.clamp_p: _clamp,
+    lax.broadcast_in_dim_p: _stepped_broadcast,
+    lax.reshape_p: _stepped_reshape,
+    lax.squeeze_p: lambda a, *, dimensions: np.squeeze(a, tuple(d + 1 for d in dimensions)),
+    lax.iota_p: _stepped_iota,
+    lax.concatenate_p: lambda *xs, dimension: np.concatenate(xs, axis=dimension + 1),
+    lax.copy_p: lambda a: a,
+    lax.reduce_or_p: lambda a, *, axes, **_: np.any(a, axis=tuple(d + 1 for d in axes)),
+    lax.reduce_and_p: lambda a, *, axes, **_: np.all(a, axis=tuple(d + 1 for d in axes)),
+    lax.reduce_max_p: lambda a, *, axes, **_: np.max(a, axis=tuple(d + 1 for d in axes)),
+    lax.reduce_min_p: lambda a, *, axes, **_: np.min(a, axis=tuple(d + 1 for d in axes)),
+    lax.argmax_p: lambda a, *, axes, index_dtype: np.argmax(a, axis=axes[0] + 1).astype(index_dtype),
+    record_p: lambda error, bad, entry: np.where(((error[..., 0] == 0) & bad)[..., None], entry, error),
+}
+_CALLS = (jit_p, core.closed_call_p, custom_jvp_call_p)
+
+
+# The 1-D gathers and scatters ``x.at[j]`` makes, evaluated once (``value``: ``length`` 1).
+_ROWS = ((), (0,), (0,))
+
+
+def _one_d(operand: np.ndarray, indices: np.ndarray) -> bool:
+    return operand.shape[0] == 1 and operand.ndim == 2 and indices.ndim == 3 and indices.shape[2] == 1
+
+
+def _gather(operand: np.ndarray, indices: np.ndarray, *, dimension_numbers: Any, slice_sizes: Any, mode: Any,
+            fill_value: Any, **_: Any) -> Optional[np.ndarray]:
+    d = dimension_numbers
+    if ((d.offset_dims, d.collapsed_slice_dims, d.start_index_map) != _ROWS or d.operand_batching_dims
+            or d.start_indices_batching_dims or tuple(slice_sizes) != (1,) or not _one_d(operand, indices)):
+        return None
+    op, j = operand[0], indices[0, :, 0].astype(np.int64)
+    n = op.shape[0]
+    inside = (j >= 0) & (j < n)
+    got = op[np.clip(j, 0, n - 1)] if n else np.zeros(j.shape, op.dtype)
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        if fill_value is None:
+            return None
+        got = np.where(inside, got, np.asarray(fill_value, op.dtype))
+    elif mode not in (GatherScatterMode.CLIP, GatherScatterMode.PROMISE_IN_BOUNDS) or not n:
+        return None
+    return got[None]
+
+
+def _scatter(combine: Optional[Any]) -> Callable[..., Optional[np.ndarray]]:
+    def rule(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray, *, dimension_numbers: Any, mode: Any,
+             **_: Any) -> Optional[np.ndarray]:
+        d = dimension_numbers
+        if ((d.update_window_dims, d.inserted_window_dims, d.scatter_dims_to_operand_dims) != _ROWS
+                or d.operand_batching_dims or d.scatter_indices_batching_dims or not _one_d(operand, indices)
+                or updates.shape != indices.shape[:2]):
+            return None
+        out, j, u = operand[0].copy(), indices[0, :, 0].astype(np.int64), updates[0]
+        n = out.shape[0]
+        inside = (j >= 0) & (j < n)
+        if mode == GatherScatterMode.CLIP:
+            j, inside = np.clip(j, 0, n - 1), np.full(j.shape, n > 0)
+        elif mode != GatherScatterMode.FILL_OR_DROP and not inside.all():
+            return None  # (out of bounds, promised not to be: left to XLA)
+        j, u = j[inside], u[inside]
+        if combine is None:
+            if np.unique(j).size != j.size:
+                return None  # (a slot set twice: XLA does not say which update wins)
+            out[j] = u
+        else:
+            combine.at(out, j, u)
+        return out[None]
+
+    return rule
+
+
+def _dynamic_slice(operand: np.ndarray, *starts: np.ndarray, slice_sizes: Any) -> Optional[np.ndarray]:
+    if operand.shape[0] != 1 or len(starts) != operand.ndim - 1:
+        return None
+    at = tuple(slice(int(np.clip(s[0], 0, n - k)), int(np.clip(s[0], 0, n - k)) + k)
+               for s, n, k in zip(starts, operand.shape[1:], slice_sizes, strict=True))
+    return operand[(slice(None), *at)]
+
+
+def _slot(flags: np.ndarray, record: np.ndarray, slot: np.ndarray, *, op: str) -> Optional[list[np.ndarray]]:
+    if flags.shape[0] != 1 or flags.ndim != 2 or record.ndim != 2 or slot.shape != (1,) or slot[0] < 0:
+        return None
+    out_flags, out_record = slots.known_update(flags[0], record[0], int(slot[0]), op)
+    return [out_flags[None], out_record[None]]
+
+
+_STEPPED.update({
+    slicing.gather_p: _gather,
+    slicing.scatter_p: _scatter(None),
+    slicing.scatter_min_p: _scatter(np.minimum),
+    slicing.scatter_max_p: _scatter(np.maximum),
+    slicing.scatter_add_p: _scatter(np.add),
+    slicing.dynamic_slice_p: _dynamic_slice,
+    slots.slot_p: _slot,
+})
+_MULTIPLE = {slots.slot_p}  # rules that give every result (the others give one)
+
+
+def _exact(aval: Any) -> bool:
+    """Integers and booleans of a static shape only: their NumPy ops are XLA's, bit for bit."""
+    return (isinstance(aval, core.ShapedArray) and core.is_constant_shape(aval.shape)
+            and (jnp.issubdtype(aval.dtype, jnp.integer) or aval.dtype == np.bool_))
+
+
+def _eval(jaxpr: core.Jaxpr, consts: Any, args: list[np.ndarray], length: int) -> Optional[list[np.ndarray]]:
+    """``jaxpr`` at every step (operands and results ``[T, *shape]``), or ``None``."""
+    env: dict[core.Var, np.ndarray] = {}
+    for v, c in zip(jaxpr.constvars, consts, strict=True):
+        known = None if isinstance(c, core.Tracer) else value(c)
+        if known is None:
+            return None
+        env[v] = _stepped(v, known, length)
+    env.update(zip(jaxpr.invars, args, strict=True))
+    return _run(jaxpr.eqns, jaxpr.outvars, env, length)
+
+
+def _stepped(v: core.Atom, x: Any, length: int) -> np.ndarray:
+    """A value fixed for the loop, the same at every step."""
+    return np.broadcast_to(np.asarray(x, _dtype(v)), (length, *np.shape(x)))
+
+
+def _run(eqns: Any, outvars: Any, env: dict[core.Var, np.ndarray], length: int) -> Optional[list[np.ndarray]]:
+    """``eqns`` at every step, from ``env``; the values of ``outvars``, or ``None``."""
+    def read(v: core.Atom) -> np.ndarray:
+        return _stepped(v, v.val, length) if isinstance(v, core.Literal) else env[v]
+
+    for eqn in eqns:
+        if not all(_exact(v.aval) for v in [*eqn.invars, *eqn.outvars]):
+            return None
+        outs = _apply(eqn, [read(v) for v in eqn.invars], length)
+        if outs is None:
+            return None
+        env.update(zip(eqn.outvars, outs, strict=True))
+    return [read(v) for v in outvars]
+
+
+def _apply(eqn: Any, ins: list[np.ndarray], length: int) -> Optional[list[np.ndarray]]:
+    """One equation (of a jaxpr, or the one that made a tracer) at every step, or ``None``."""
+    if eqn.primitive in _CALLS:
+        inner = eqn.params["jaxpr"] if eqn.primitive is jit_p else eqn.params["call_jaxpr"]
+        if not isinstance(inner, core.ClosedJaxpr):
+            inner = core.ClosedJaxpr(inner, ())
+        outs = _eval(inner.jaxpr, inner.consts, ins, length)
+    elif eqn.primitive in _STEPPED:
+        out = _STEPPED[eqn.primitive](*ins, **eqn.params)
+        outs = out if out is None or eqn.primitive in _MULTIPLE else [out]
+    else:
+        return None
+    if outs is None:
+        return None
+    done = []
+    for v, x in zip(eqn.outvars, outs, strict=True):
+        aval: Any = v.aval
+        if np.shape(x) != (length, *aval.shape):
+            return None
+        done.append(np.asarray(x).astype(aval.dtype, copy=False))
+    return done
+
+
+def _shape(v: core.Atom) -> tuple[int, ...]:
+    aval: Any = v.aval
+    return aval.shape
+
+
+def _dtype(v: core.Atom) -> Any:
+    aval: Any = v.aval
+    return aval.dtype
+
+
+def per_step(slice_: tuple[core.JaxprEqn, ...], needed: tuple[core.Var, ...], counters: dict[int, core.Atom],
+             closed: core.ClosedJaxpr, num_consts: int, num_carry: int, consts: Any, init: Any, xs: Any,
+             length: int, reverse: bool, memo: Optional[dict[int, Any]] = None) -> Optional[dict[core.Var, np.ndarray]]:
+    """The values ``needed`` (computed by the body's equations ``slice_``) at every step, in the
+    order the loop runs, as ``[T, *shape]`` NumPy arrays, when they are known while tracing:
+    computed from the body's consts, the scan's known consts, scanned inputs, counters that start
+    at a known value and carries the body returns unchanged, by integer ops of ``_STEPPED``;
+    else ``None``."""
+    body = closed.jaxpr
+    if not isinstance(length, int) or not all(_exact(v.aval) and length * int(np.prod(_shape(v))) <= LIMIT
+                                              for v in needed):
+        return None
+    carry_out = body.outvars[:num_carry]
+    used = {v for eqn in slice_ for v in eqn.invars if isinstance(v, core.Var)} | set(needed)
+    produced = {v for eqn in slice_ for v in eqn.outvars}
+    sources: dict[core.Var, np.ndarray] = {}
+    with np.errstate(over="ignore"):  # (integers wrap, as XLA's do)
+        for k, v in enumerate(body.invars):
+            if v not in used or v in produced:
+                continue
+            got: Optional[np.ndarray] = None
+            if k < num_consts:
+                got = value(consts[k], memo)
+                got = None if got is None else np.broadcast_to(got, (length, *got.shape))
+            elif k < num_consts + num_carry:
+                c = k - num_consts
+                first = value(init[c], memo)
+                if c in counters:
+                    d = counters[c]
+                    step = np.asarray(d.val) if isinstance(d, core.Literal) else value(consts[body.invars.index(d)], memo)
+                    if first is not None and step is not None:
+                        got = (first + np.arange(length) * step).astype(first.dtype)
+                elif carry_out[c] is v and first is not None:  # a carry the body returns as it received it
+                    got = np.broadcast_to(first, (length, *first.shape))
+            else:
+                got = value(xs[k - num_consts - num_carry], memo)
+                got = got[::-1] if got is not None and reverse else got
+            aval: Any = v.aval
+            if got is None or got.shape != (length, *aval.shape) or not _exact(aval):
+                return None
+            sources[v] = got.astype(aval.dtype, copy=False)
+        env = dict(sources)
+        for v, c in zip(body.constvars, closed.consts, strict=True):
+            if v in used:
+                known = value(c)
+                if known is None:
+                    return None
+                env[v] = _stepped(v, known, length)
+        outs = _run(slice_, needed, env, length)
+    return None if outs is None else dict(zip(needed, outs, strict=True))
