@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "docs" / "_generated" / "tf2_ops.md"
 COMMAND = "python -m tests.test_tf2_import"
 
-DYNAMIC = ("early_exit", "greedy_decoder")  # the trip count is the data's
+DYNAMIC = ("early_exit", "greedy_decoder", "inner_bounded_growth", "minimum_bound")  # the trip count is the data's
 
 
 def _close(got: Any, want: Any, pad: bool = False) -> None:
@@ -302,6 +302,201 @@ def test_saved_model_signature(tmp_path: Any) -> None:
     np.testing.assert_allclose(jax_fn(params, p.args[0])["ys"], want, rtol=2e-5, atol=1e-6)
     with pytest.raises(KeyError, match="no signature"):
         jta.import_saved_model(str(tmp_path), name="nope")
+
+
+# -- regressions of the random programs (tests/test_tf2_programs.py), one per class -------------
+@pytest.mark.parametrize("name", list(tf2_programs.REGRESSIONS))
+def test_random_program_regressions(name: str) -> None:
+    """Each class of mismatch the random TF2 programs found, eagerly and under jit, train step and jax.grad."""
+    program = tf2_programs.REGRESSIONS[name]()
+    if name != "inner_bounded_growth":
+        _check_program(program, ("jit", "eager"))
+        return
+    # The tape's gradient of a data-dependent inner loop inside an outer loop runs as many steps as the
+    # forward's inner loop ran, a count it pops from an accumulator: no static bound is known for it, so
+    # under jit the lists it grows are refused (code 435); eagerly it runs step by step.
+    step, params = jta.import_function(program.train, *program.args, pad_stacks=True)
+    _close(step(params, *program.args), program.train(*program.args))
+    with pytest.raises(jta.errors.UnimplementedError) as info:
+        jax.jit(step)(params, *program.args)
+    assert GraphError.LIST_CAPACITY.matches(info.value)
+    fwd, params = jta.import_function(program.forward, *program.args, pad_stacks=True)
+    _close(fwd(params, *program.args), program.forward(*program.args))
+    _close(jax.jit(fwd)(params, *program.args), program.forward(*program.args), pad=True)
+    grads = jax.jit(jax.grad(_loss(fwd, program.args)))(params)
+    np.testing.assert_allclose(grads["u"], program.train(*program.args)[1][0], rtol=2e-4, atol=2e-5)
+
+
+def test_gather_gradient_with_repeated_indices() -> None:
+    """TensorFlow's tape gradient of a TensorList gather scatters its rows, so a repeated index keeps one
+    row's gradient (TF's, inside a tf.function); the imported train step gives TF's value, jax.grad of the
+    imported forward the sum (the derivative)."""
+    w = tf.Variable(np.array([1.0, 2.0, 3.0], np.float32), name="w")
+
+    def forward(x: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=3).unstack(x * w)
+        return tf.reduce_sum(ta.gather([0, 0, 1]) * tf.constant([1.0, 10.0, 100.0]))
+
+    @tf.function
+    def train(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = forward(x)
+        return loss, tape.gradient(loss, w)
+
+    x = np.ones(3, np.float32)
+    step, params = jta.import_function(train, x)
+    _close(jax.jit(step)(params, x), train(x))
+    np.testing.assert_allclose(train(x)[1], [10.0, 100.0, 0.0])  # TF's: the 1 of index 0's first read is lost
+    fwd, params = jta.import_function(tf.function(forward), x)
+    np.testing.assert_allclose(jax.grad(lambda p: fwd(p, x))(params)["w"], [11.0, 100.0, 0.0])
+
+
+# -- TensorList pieces: max_num_elements, TensorListConcatLists, TensorListPushBackBatch ---------
+RAW = tf.raw_ops
+
+
+def _tf_error(f: Any, *args: Any) -> str:
+    """TensorFlow's kernel message for ``f(*args)``: the line of it past TF's node prefix."""
+    with pytest.raises(tf.errors.InvalidArgumentError) as caught:
+        f(*args)
+    lines = [ln.strip() for ln in str(caught.value).splitlines() if ln.strip() and not ln.strip().startswith(
+        ("[[", "Detected at", "File ", "Graph execution"))]
+    return lines[-1].split("{{function_node")[-1].split("}} ")[-1].split(" [Op:")[0]
+
+
+@pytest.mark.parametrize("mode", ["eager", "checked", "jit"])
+def test_push_onto_a_full_list_fails_with_tensorflow_text(mode: str) -> None:
+    """``max_num_elements``: a push past it fails with TensorFlow's class and text, also where the
+    length is only known at run time (a loop of a fed trip count, under jit: a check in compiled code)."""
+    @tf.function
+    def f(x: Any, n: Any) -> Any:
+        lst = RAW.EmptyTensorList(element_shape=tf.constant([2]), max_num_elements=3, element_dtype=tf.float32)
+        for i in tf.range(tf.minimum(n, 5)):
+            lst = RAW.TensorListPushBack(input_handle=lst, tensor=x * tf.cast(i, tf.float32))
+        return RAW.TensorListStack(input_handle=lst, element_shape=[2], element_dtype=tf.float32, num_elements=-1)
+
+    x = np.array([1.0, 2.0], np.float32)
+    jax_fn, params = jta.import_function(f, x, np.int32(2), pad_stacks=True)
+    _close(jax_fn(params, x, np.int32(3)), f(x, np.int32(3)))  # full, not past it
+    want = _tf_error(f, x, np.int32(5))
+    assert want == "Tried to push item into a full list list size: 3 max_num_elements: 3", want
+    run = {"eager": jax_fn, "checked": jta.checked(jax_fn),
+           "jit": lambda *a: jax.block_until_ready(jax.jit(jax_fn)(*a))}[mode]
+    with pytest.raises((jta.errors.InvalidArgumentError, jax.errors.JaxRuntimeError)) as caught:
+        run(params, x, np.int32(5))
+    if mode == "jit":
+        with pytest.raises(jta.errors.InvalidArgumentError) as caught:
+            jta.throw()
+    assert str(caught.value).endswith(want), (str(caught.value), want)
+    assert GraphError.LIST_FULL.matches(caught.value)
+
+
+def test_push_onto_a_full_list_outside_loops() -> None:
+    @tf.function
+    def f(x: Any) -> Any:
+        lst = RAW.EmptyTensorList(element_shape=tf.constant([2]), max_num_elements=1, element_dtype=tf.float32)
+        lst = RAW.TensorListPushBack(input_handle=lst, tensor=x)
+        return RAW.TensorListPushBack(input_handle=lst, tensor=x)
+
+    want = _tf_error(lambda v: RAW.TensorListStack(input_handle=f(v), element_shape=[2],
+                                                   element_dtype=tf.float32), np.ones(2, np.float32))
+    g = tf.function(lambda v: RAW.TensorListStack(input_handle=f(v), element_shape=[2], element_dtype=tf.float32))
+    with pytest.raises(jta.errors.InvalidArgumentError) as caught:
+        jta.import_function(g, np.ones(2, np.float32))[0]({}, np.ones(2, np.float32))
+    assert str(caught.value).endswith(want) and "max_num_elements: 1" in want
+
+
+def _stack(lst: Any, shape: Any = -1) -> Any:
+    return RAW.TensorListStack(input_handle=lst, element_shape=shape, element_dtype=tf.float32)
+
+
+def test_concat_lists_scalar_and_batched() -> None:
+    """TensorListConcatLists: a's elements then b's, for two lists and for vectors of lists (tf.stack)."""
+    @tf.function
+    def f(x: Any, y: Any) -> Any:
+        a = RAW.TensorListFromTensor(tensor=x, element_shape=[2])
+        b = RAW.TensorListFromTensor(tensor=y, element_shape=[2])
+        r = RAW.TensorListReserve(element_shape=[2], num_elements=2, element_dtype=tf.float32)  # unset: zeros
+        one = _stack(RAW.TensorListConcatLists(input_a=r, input_b=a, element_dtype=tf.float32), [2])
+        both = RAW.TensorListConcatLists(input_a=tf.stack([a, b]), input_b=tf.stack([b, a]), element_dtype=tf.float32)
+        first, second = tf.unstack(both)
+        return one, _stack(first, [2]), _stack(second, [2]) * 2.0
+
+    x, y = np.arange(6, dtype=np.float32).reshape(3, 2), np.ones((1, 2), np.float32)
+    jax_fn, params = jta.import_function(f, x, y)
+    _close(jax_fn(params, x, y), f(x, y))
+    _close(jax.jit(jax_fn)(params, x, y), f(x, y))
+    grad = jax.grad(lambda a: jnp.sum(jax_fn(params, a, y)[2] ** 2))(x)  # TF registers no gradient for the op
+    np.testing.assert_allclose(grad, 8.0 * x, rtol=1e-6)  # d/dx sum((2 [y; x])^2)
+
+
+def test_concat_lists_in_a_loop() -> None:
+    """Lists of run-time lengths (a bounded loop's): b's elements land after a's length."""
+    @tf.function
+    def f(x: Any, n: Any) -> Any:
+        a = RAW.EmptyTensorList(element_shape=[2], max_num_elements=-1, element_dtype=tf.float32)
+        for i in tf.range(tf.minimum(n, 4)):
+            a = RAW.TensorListPushBack(input_handle=a, tensor=x[i])
+        b = RAW.TensorListFromTensor(tensor=x[:2] * 10.0, element_shape=[2])
+        return _stack(RAW.TensorListConcatLists(input_a=a, input_b=b, element_dtype=tf.float32), [2])
+
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    jax_fn, params = jta.import_function(f, x, np.int32(2), pad_stacks=True)
+    for n in (0, 2, 4):
+        want = f(x, np.int32(n))
+        _close(jax_fn(params, x, np.int32(n)), want)
+        got = np.asarray(jax.jit(jax_fn)(params, x, np.int32(n)))
+        np.testing.assert_array_equal(got[:want.shape[0]], want)
+        np.testing.assert_array_equal(got[want.shape[0]:], 0)
+
+
+def _pairs() -> dict[str, Any]:
+    """Misuses of the two ops, each a function of x (float32 [2, 2]) that TensorFlow refuses."""
+    def fl(v: Any) -> Any:
+        return RAW.TensorListFromTensor(tensor=v, element_shape=[2])
+
+    def concat(a: Any, b: Any) -> Any:
+        return RAW.TensorListLength(input_handle=RAW.TensorListConcatLists(input_a=a, input_b=b,
+                                                                           element_dtype=tf.float32))
+
+    def pbb(h: Any, t: Any) -> Any:
+        return _stack(tf.unstack(RAW.TensorListPushBackBatch(input_handles=h, tensor=t))[0])
+    return {  # (the misuses TensorFlow's shape inference lets through when the argument's shape is unknown)
+        "concat unknown": lambda x: concat(RAW.EmptyTensorList(element_shape=-1, max_num_elements=-1,
+                                                               element_dtype=tf.float32), fl(x)),
+        "concat shapes": lambda x: concat(fl(x), RAW.TensorListFromTensor(tensor=x, element_shape=[-1])),
+        "push_back_batch size": lambda x: pbb(tf.stack([fl(x), fl(x)]), x[:1]),
+        "push_back_batch shape": lambda x: pbb(tf.stack([fl(x), fl(x)]), tf.concat([x, x], 1)),
+        "push_back shape": lambda x: _stack(RAW.TensorListPushBack(input_handle=fl(x), tensor=x[0, :1])),
+    }
+
+
+@pytest.mark.parametrize("name", list(_pairs()))
+def test_list_op_misuse_has_tensorflow_texts(name: str) -> None:
+    """Each misuse fails as TensorFlow's kernel does: InvalidArgumentError, TensorFlow's text (code 434)."""
+    f = tf.function(_pairs()[name], input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    want = _tf_error(f, x)
+    with pytest.raises(jta.errors.InvalidArgumentError) as caught:
+        jax_fn, params = jta.import_function(f, x)
+        jax_fn(params, x)
+    assert GraphError.LIST_MISUSE.matches(caught.value)
+    assert str(caught.value).endswith(want), (str(caught.value), want)
+
+
+def test_push_back_batch() -> None:
+    """TensorListPushBackBatch: row b of the tensor pushed onto list b (max_num_elements unchecked, as in TF)."""
+    @tf.function
+    def f(x: Any) -> Any:
+        m = RAW.EmptyTensorList(element_shape=[2], max_num_elements=1, element_dtype=tf.float32)
+        a = RAW.TensorListPushBack(input_handle=m, tensor=x[0])
+        out = RAW.TensorListPushBackBatch(input_handles=tf.stack([m, a]), tensor=x * 3.0)
+        return [_stack(lst, [2]) for lst in tf.unstack(out)]
+
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    jax_fn, params = jta.import_function(f, x)
+    _close(jax_fn(params, x), f(x))
+    _close(jax.jit(jax_fn)(params, x), f(x))
 
 
 # -- the coverage table of docs/tf2-import.md ---------------------------------------------------

@@ -202,6 +202,7 @@ class Evaluator:
         # ``loop(evaluator, node, args)`` runs a While (jta.graph_import._tf2_loops.run, which imports this module)
         self.lib, self.params, self.loop, self.probe, self.pad_stacks = lib, params, loop, probe, pad_stacks
         self.bounds: dict[int, tuple[Any, int]] = {}  # id(traced count) -> (the count, its static bound)
+        self.carry_depth = 0  # how many loop bodies on their prepared carry are running (see _tf2_loops)
 
     def call(self, body: Body, args: list[Any]) -> list[Any]:
         env: dict[Tensor, Any] = {}
@@ -250,8 +251,11 @@ class Evaluator:
                 absorbing = op == "LogicalOr"
                 if any(is_static(a) and np.shape(a) == () and bool(a) is absorbing for a in args):
                     return [np.bool_(absorbing)]
+            if op == "Minimum" and any(unknown):
+                bound = _static_bound(args)
+                return None if bound is None else [Bounded(bound)]
             if any(unknown) and not (op in ("Shape", "Size", "Rank", "ShapeN") and
-                                     not any(a is UNKNOWN for a in args)):
+                                     not any(a is UNKNOWN or isinstance(a, Bounded) for a in args)):
                 return None
         if op in VAR_OPS:
             return self._variable(node, args)
@@ -262,15 +266,27 @@ class Evaluator:
                 GraphError.LIST_MISUSE.raise_(node=node.name, op=op, error="The optional variant has no value.")
             return list(args[0].value)
         if op in _lists.LIST_OPS:
-            if op == "TensorListStack" and not args[0].static and not self.pad_stacks:
+            if op in ("TensorListStack", "TensorListConcat", "TensorListConcatV2") and not args[0].static \
+                    and not self.pad_stacks:
                 GraphError.PADDED_STACK.raise_(node=node.name, op=op)
+            if op == "TensorListReserve" and id(args[1]) in self.bounds:  # a run-time size under a static bound
+                return _lists.reserve_bounded(node, args, self.bounds[id(args[1])][1])
             return _lists.LIST_OPS[op](node, args)
+        if op == "Unpack" and isinstance(args[0], _lists.ListBatch):
+            return list(args[0].lists)
         if any(isinstance(a, _lists.TList) for a in args):
+            if op == "Pack":  # a vector of lists (TensorListPushBackBatch, TensorListConcatLists take one)
+                return [_lists.ListBatch(tuple(args))]
             if op == "ZerosLike":
                 return [_lists.zeros_like(args[0])]
             if op == "AddN":
                 return [_lists.add_n(node, args)]
-        return OPS[op](node, args)
+        out = OPS[op](node, args)
+        if op == "Minimum":  # min(n, c) with n only known at run time: at most c (a loop's bound, a list's size)
+            bound = _static_bound([self.bounds[id(a)][1] if id(a) in self.bounds else a for a in args])
+            if bound is not None and isinstance(out[0], Tracer):
+                self.bounds[id(out[0])] = (out[0], bound)
+        return out
 
     def _variable(self, node: Node, args: list[Any]) -> list[Any]:
         var = args[0]
@@ -313,6 +329,14 @@ class Evaluator:
             return list(jax.lax.switch(index, fns))
         except TypeError as error:  # the branches' outputs differ in structure, shape or dtype
             raise GraphError.TF2_BRANCH.exception(node=node.name, op=node.op, error=str(error)[:500]) from error
+
+
+def _static_bound(args: list[Any]) -> Optional[int]:
+    """The least static integer scalar among a ``Minimum``'s operands (a ``Bounded``'s bound counts)."""
+    known = [a.bound if isinstance(a, Bounded) else int(a) for a in args
+             if isinstance(a, (Bounded, int)) or (is_static(a) and np.ndim(a) == 0 and
+                                                  np.issubdtype(np.asarray(a).dtype, np.integer))]
+    return min(known) if known and min(known) >= 0 else None
 
 
 def _as_jax(values: list[Any]) -> list[Any]:

@@ -42,8 +42,14 @@ class TList:
     """One TensorList value (a pytree: ``items`` and ``length`` are its leaves)."""
 
     def __init__(self, items: Any, length: Any, dtype: Any, shape: Optional[tuple[Optional[int], ...]],
-                 parts: Optional[tuple[Any, ...]] = None, const: Any = None):
+                 parts: Optional[tuple[Any, ...]] = None, const: Any = None, rows_hint: Optional[int] = None,
+                 limit: Optional[int] = None):
         self.items, self.length, self.dtype, self.shape, self.parts = items, length, dtype, shape, parts
+        # ``rows_hint``: the buffer's rows once it exists, for a list without one yet whose length is only
+        # known at run time under a static bound (``TensorListReserve`` of ``tf.minimum(n, c)`` elements
+        # of an unknown shape)
+        self.rows_hint = rows_hint
+        self.limit = limit  # ``max_num_elements`` of an EmptyTensorList (None: no limit); a push past it fails
         # ``const``: every element is this static value (a key of it). A tape's accumulator of a static
         # value (an element shape, a length pushed in each forward step) pops it static in the gradient
         # loop, where it sizes a TensorListReserve.
@@ -52,14 +58,16 @@ class TList:
     def tree_flatten(self) -> tuple[tuple[Any, ...], Any]:
         # A static length is part of the structure (it stays a Python int through jax.eval_shape).
         if isinstance(self.length, int):
-            return (self.items, self.parts), (self.dtype, self.shape, self.length, self.const)
-        return (self.items, self.length, self.parts), (self.dtype, self.shape, None, self.const)
+            return (self.items, self.parts), (self.dtype, self.shape, self.length, self.const, self.rows_hint,
+                                               self.limit)
+        return (self.items, self.length, self.parts), (self.dtype, self.shape, None, self.const, self.rows_hint,
+                                                       self.limit)
 
     @classmethod
     def tree_unflatten(cls, aux: Any, children: Any) -> TList:
         if aux[2] is not None:
-            return cls(children[0], aux[2], aux[0], aux[1], children[1], aux[3])
-        return cls(children[0], children[1], aux[0], aux[1], children[2], aux[3])
+            return cls(children[0], aux[2], aux[0], aux[1], children[1], aux[3], aux[4], aux[5])
+        return cls(children[0], children[1], aux[0], aux[1], children[2], aux[3], aux[4], aux[5])
 
     @property
     def static(self) -> bool:
@@ -73,7 +81,8 @@ class TList:
 
     def traced(self) -> TList:
         """This list with its length a JAX value (a loop carry's)."""
-        return TList(self.items, jnp.asarray(self.length, jnp.int32), self.dtype, self.shape, self.parts, self.const)
+        return TList(self.items, jnp.asarray(self.length, jnp.int32), self.dtype, self.shape, self.parts, self.const,
+                     self.rows_hint, self.limit)
 
     def __repr__(self) -> str:
         shape = None if self.items is None else jax.tree_util.tree_map(np.shape, self.items)
@@ -154,12 +163,13 @@ def materialize(lst: TList, node: Node, capacity: int, shape: Any = None) -> TLi
         if not _full(shape):
             _misuse(node, "Tried to stack elements of an empty list with non-fully-defined element_shape: "
                           f"{_shape_text(shape)}")
-        return TList(jnp.zeros((capacity, *shape), lst.dtype), lst.length, lst.dtype, lst.shape)
+        capacity = max(capacity, lst.rows_hint or 0)
+        return TList(jnp.zeros((capacity, *shape), lst.dtype), lst.length, lst.dtype, lst.shape, limit=lst.limit)
     have = lst.items.shape[0]
     if have >= capacity:
         return lst
     pad = jnp.zeros((capacity - have, *lst.items.shape[1:]), lst.items.dtype)
-    return TList(jnp.concatenate([lst.items, pad]), lst.length, lst.dtype, lst.shape)
+    return TList(jnp.concatenate([lst.items, pad]), lst.length, lst.dtype, lst.shape, limit=lst.limit)
 
 
 def _shape_text(shape: Any) -> str:
@@ -174,7 +184,7 @@ def _unparts(lst: TList, node: Node) -> TList:
             f"the list holds elements of different shapes {sorted(shapes)} (from TensorListSplit), which only "
             "TensorListConcat, TensorListGetItem and TensorListLength read here"))
     items = jnp.stack(parts) if parts else None
-    return TList(items, lst.length, lst.dtype, lst.shape)
+    return TList(items, lst.length, lst.dtype, lst.shape, limit=lst.limit)
 
 
 def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> TList:
@@ -189,8 +199,8 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
         if lst.items is not None and tuple(lst.items.shape[1:]) != tuple(item.shape):
             _misuse(node, f"Tried to set element with shape {list(item.shape)} in a list with element shape "
                           f"{list(lst.items.shape[1:])}")
-        lst = materialize(TList(lst.items, lst.length, lst.dtype, lst.shape), node, length, item.shape)
-        return TList(lst.items.at[i].set(item), length, lst.dtype, lst.shape)
+        lst = materialize(TList(lst.items, lst.length, lst.dtype, lst.shape, limit=lst.limit), node, length, item.shape)
+        return TList(lst.items.at[i].set(item), length, lst.dtype, lst.shape, limit=lst.limit)
     if lst.items is None or (lst.static and not resize and lst.items.shape[0] < lst.length):
         lst = materialize(lst, node, lst.length if lst.static else 0, item.shape)
     if lst.static and resize:
@@ -203,14 +213,17 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
         length = jnp.maximum(lst.length, at + 1)
     else:
         _check(node, (at < 0) | (at >= lst.length), GraphError.LIST_MODIFY, at, lst.length, 0)
+        _check(node, at >= rows(lst.items), GraphError.LIST_BEYOND_CAPACITY, at, rows(lst.items), 0)
         length = lst.length
-    return TList(lst.items.at[index].set(item), length, lst.dtype, lst.shape)
+    return TList(lst.items.at[index].set(item), length, lst.dtype, lst.shape, limit=lst.limit)
 
 
 # -- construction -----------------------------------------------------------------------------
 @_reg("EmptyTensorList")
 def _empty(node: Node, args: list[Any]) -> list[Any]:
-    return [TList(None, 0, _dtype(node), _decl_shape(node, args[0]))]
+    limit = _static_int(args[1]) if len(args) > 1 else None
+    return [TList(None, 0, _dtype(node), _decl_shape(node, args[0]), limit=limit if limit is not None and limit >= 0
+                  else None)]
 
 
 @_reg("TensorListReserve")
@@ -220,15 +233,30 @@ def _reserve(node: Node, args: list[Any]) -> list[Any]:
     shape = _decl_shape(node, args[0]) if is_static(args[0]) else None
     n = _static_int(args[1])
     if n is None:
-        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what="the number of elements")
+        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=(
+            "the number of elements (a size only known at run time has a static bound where it is "
+            "tf.minimum(n, c))"))
+    _check(node, n < 0, GraphError.LIST_RESERVE_NEGATIVE, n)
     items = jnp.zeros((n, *(shape or ())), _dtype(node)) if _full(shape) else None
     return [TList(items, n, _dtype(node), shape)]
+
+
+def reserve_bounded(node: Node, args: list[Any], bound: int) -> list[Any]:
+    """``TensorListReserve`` of a run-time number of elements at most ``bound`` (``tf.minimum(n, c)``):
+    a buffer of ``bound`` rows and a traced length, as a list a bounded loop wrote has."""
+    shape = _decl_shape(node, args[0]) if is_static(args[0]) else None
+    length = jnp.asarray(args[1], jnp.int32)
+    _check(node, length < 0, GraphError.LIST_RESERVE_NEGATIVE, length)
+    # without a full element shape the buffer waits for the first write (a loop sizes it for its steps)
+    items = jnp.zeros((bound, *(shape or ())), _dtype(node)) if _full(shape) else None
+    return [TList(items, jnp.maximum(length, 0), _dtype(node), shape, rows_hint=bound)]
 
 
 @_reg("TensorListFromTensor")
 def _from_tensor(node: Node, args: list[Any]) -> list[Any]:
     x = jnp.asarray(args[0])
-    return [TList(x, int(x.shape[0]), x.dtype, _merge_shape(_decl_shape(node, args[1]), tuple(x.shape[1:])))]
+    # ``shape``: the declared element shape (TensorFlow's list keeps it; TensorListConcatLists compares it)
+    return [TList(x, int(x.shape[0]), x.dtype, _decl_shape(node, args[1]))]
 
 
 @_reg("TensorListSplit")
@@ -264,9 +292,34 @@ def _key(v: Any) -> Any:
     return v.dtype.str, v.shape, v.tobytes()
 
 
+def _check_push(node: Node, lst: TList, item: Any, at: str = "") -> None:
+    """TensorFlow's checks of a push: the dtype, the element shape, ``max_num_elements``."""
+    dtype = jnp.asarray(item).dtype if not isinstance(item, (np.ndarray, np.generic)) else item.dtype
+    if lst.dtype != VARIANT and jax.dtypes.canonicalize_dtype(dtype) != lst.dtype:
+        _misuse(node, f"Invalid data type{' at index ' + at if at else 's'}; op elements "
+                      f"{_tf_dtype(dtype)} but list elements {_tf_dtype(lst.dtype)}")
+    shape = lst.element_shape() if lst.parts is None else lst.shape
+    if lst.dtype != VARIANT and shape is not None and (len(shape) != np.ndim(item) or any(
+            d is not None and d != e for d, e in zip(shape, np.shape(item), strict=False))):
+        _misuse(node, f"Tried to append a tensor with incompatible shape to a list{' at index ' + at if at else ''}. "
+                      f"Op element shape: {list(np.shape(item))} list shape: {_shape_text(shape)}")
+    if lst.limit is not None:
+        _check(node, lst.length >= lst.limit if lst.static else lst.length >= np.int32(lst.limit),
+               GraphError.LIST_FULL, lst.length, lst.limit)
+
+
+def _tf_dtype(dtype: Any) -> str:
+    """A dtype's name in TensorFlow's kernel messages (``float``, ``double``, ``int32``)."""
+    name: str = np.dtype(dtype).name
+    names = {"float32": "float", "float64": "double", "float16": "half"}
+    return names[name] if name in names else name
+
+
 @_reg("TensorListPushBack")
 def _push_back(node: Node, args: list[Any]) -> list[Any]:
     lst, item = args
+    if lst.dtype != VARIANT:
+        _check_push(node, lst, item)
     if lst.dtype == VARIANT:
         return [_push_list(node, lst, item)]
     empty = lst.static and lst.length == 0
@@ -276,7 +329,7 @@ def _push_back(node: Node, args: list[Any]) -> list[Any]:
         # elements may differ in shape (a loop variable with a shape invariant)
         parts = (*(lst.parts or ()), np.asarray(item, lst.dtype) if is_static(item) else jnp.asarray(item, lst.dtype))
         const = _key(item) if is_static(item) and (empty or lst.const == _key(item)) else None
-        return [TList(None, lst.length + 1, lst.dtype, lst.shape, parts, const)]
+        return [TList(None, lst.length + 1, lst.dtype, lst.shape, parts, const, limit=lst.limit)]
     out = _with_item(lst, node, lst.length, item, True)
     if is_static(item) and (empty or lst.const == _key(item)):
         out.const = _key(item)
@@ -288,19 +341,19 @@ def _pop_back(node: Node, args: list[Any]) -> list[Any]:
     lst, shape = args
     _check(node, lst.length <= 0, GraphError.LIST_POP_EMPTY, lst.length)
     if lst.parts is not None and lst.dtype != VARIANT and lst.static:
-        return [TList(None, lst.length - 1, lst.dtype, lst.shape, lst.parts[:-1], lst.const), lst.parts[-1]]
+        return [TList(None, lst.length - 1, lst.dtype, lst.shape, lst.parts[:-1], lst.const, limit=lst.limit), lst.parts[-1]]
     if lst.dtype == VARIANT:
         last = lst.length - 1
         if lst.parts is not None:
-            return [TList(None, last, lst.dtype, lst.shape, lst.parts[:-1]), lst.parts[-1]]
-        return [TList(lst.items, last, lst.dtype, lst.shape), jax.tree_util.tree_map(lambda b: b[last], lst.items)]
+            return [TList(None, last, lst.dtype, lst.shape, lst.parts[:-1], limit=lst.limit), lst.parts[-1]]
+        return [TList(lst.items, last, lst.dtype, lst.shape, limit=lst.limit), jax.tree_util.tree_map(lambda b: b[last], lst.items)]
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
     last = lst.length - 1
     if lst.const is not None:
         dtype, shape, data = lst.const
-        return [TList(lst.items, last, lst.dtype, lst.shape, None, lst.const),
+        return [TList(lst.items, last, lst.dtype, lst.shape, None, lst.const, limit=lst.limit),
                 np.frombuffer(data, np.dtype(dtype)).reshape(shape).copy()]
-    return [TList(lst.items, last, lst.dtype, lst.shape), lst.items[last]]
+    return [TList(lst.items, last, lst.dtype, lst.shape, limit=lst.limit), lst.items[last]]
 
 
 @_reg("TensorListLength")
@@ -327,16 +380,16 @@ def _resize(node: Node, args: list[Any]) -> list[Any]:
         lst = _unparts(lst, node)
     if n is not None and lst.static:
         if lst.items is None:
-            return [TList(None, n, lst.dtype, lst.shape)]
+            return [TList(None, n, lst.dtype, lst.shape, limit=lst.limit)]
         items = lst.items[:n] if n <= lst.items.shape[0] else materialize(lst, node, n).items
         if n > lst.length:  # the new elements are unset
             items = items.at[lst.length:].set(0)
-        return [TList(items, n, lst.dtype, lst.shape)]
+        return [TList(items, n, lst.dtype, lst.shape, limit=lst.limit)]
     lst = materialize(lst, node, lst.length if lst.static else 0)
     size = jnp.asarray(size, jnp.int32)
     rows = jnp.arange(lst.items.shape[0]).reshape((-1,) + (1,) * (lst.items.ndim - 1))
     keep = (rows < size) & (rows < lst.length)
-    return [TList(jnp.where(keep, lst.items, 0), size, lst.dtype, lst.shape)]
+    return [TList(jnp.where(keep, lst.items, 0), size, lst.dtype, lst.shape, limit=lst.limit)]
 
 
 # -- whole-list reads and writes --------------------------------------------------------------
@@ -369,9 +422,9 @@ def _scatter(node: Node, lst: TList, tensor: Any, indices: Any) -> TList:
     if is_static(indices) and lst.static:
         top = int(np.max(indices)) + 1 if np.size(indices) else 0
         lst = materialize(lst, node, max(lst.length, top), tuple(tensor.shape[1:]))
-        return TList(lst.items.at[indices].set(tensor), max(lst.length, top), lst.dtype, lst.shape)
+        return TList(lst.items.at[indices].set(tensor), max(lst.length, top), lst.dtype, lst.shape, limit=lst.limit)
     lst = materialize(lst, node, lst.length if lst.static else 0, tuple(tensor.shape[1:]))
-    return TList(lst.items.at[jnp.asarray(indices)].set(tensor), lst.length, lst.dtype, lst.shape)
+    return TList(lst.items.at[jnp.asarray(indices)].set(tensor), lst.length, lst.dtype, lst.shape, limit=lst.limit)
 
 
 @_reg("TensorListScatterIntoExistingList")
@@ -394,13 +447,14 @@ def _concat(node: Node, args: list[Any]) -> list[Any]:
         pieces = list(lst.parts)
         return [jnp.concatenate(pieces), np.asarray([p.shape[0] for p in pieces], np.int64)]
     shape = _decl_shape(node, args[1]) if len(args) > 1 else node.attr("element_shape")
-    if not lst.static:
-        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what="the list's length")
-    lst = materialize(lst, node, lst.length, shape)
-    items = lst.items[:lst.length]
+    if lst.static:
+        lst = materialize(lst, node, lst.length, shape)
+        items = lst.items[:lst.length]
+    else:  # a run-time length (pad_stacks=True): the whole buffer, the rows past the length zeros
+        items = materialize(lst, node, 0, shape).items
     if items.ndim < 2:
         _misuse(node, "Concat requires elements to be at least vectors, found scalars instead.")
-    lengths = np.full(lst.length, items.shape[1], np.int64)
+    lengths = np.full(items.shape[0], items.shape[1], np.int64)
     return [items.reshape((-1, *items.shape[2:])), lengths]
 
 
@@ -409,7 +463,7 @@ def zeros_like(lst: TList) -> TList:
     if lst.parts is not None:
         return TList(None, lst.length, lst.dtype, lst.shape, jax.tree_util.tree_map(jnp.zeros_like, lst.parts))
     items = None if lst.items is None else jax.tree_util.tree_map(jnp.zeros_like, lst.items)
-    return TList(items, lst.length, lst.dtype, lst.shape)
+    return TList(items, lst.length, lst.dtype, lst.shape, limit=lst.limit)
 
 
 def add_n(node: Node, lists: list[TList]) -> TList:
@@ -417,6 +471,22 @@ def add_n(node: Node, lists: list[TList]) -> TList:
     known = [lst for lst in lists if lst.items is not None or lst.parts is not None]
     if not known:
         return lists[0]
+    ragged = [lst for lst in known if lst.parts is not None and len({tuple(p.shape) for p in lst.parts}) > 1]
+    if ragged and all(lst.static and lst.length == ragged[0].length for lst in known):
+        # elements of different shapes (a split into pieces of different lengths; the gradient of a read of
+        # one piece is a list with that element set): the sum element by element, where an element of
+        # another shape in a buffer is one that was never set (TensorFlow's AddN of lists adds set elements
+        # only, and fails where two set elements differ in shape)
+        parts = list(ragged[0].parts or ())
+        for lst in known:
+            if lst is ragged[0]:
+                continue
+            for k in range(len(parts)):
+                other = lst.parts[k] if lst.parts is not None else lst.items[k]
+                if tuple(other.shape) == tuple(parts[k].shape):
+                    parts[k] = parts[k] + other
+        first = ragged[0]
+        return TList(None, first.length, first.dtype, first.shape, tuple(parts), limit=first.limit)
     out = known[0] if known[0].parts is None else _unparts(known[0], node)
     if out.dtype == VARIANT:  # lists of lists of one structure: the sum leaf by leaf
         items = jax.tree_util.tree_map(lambda *xs: sum(xs[1:], xs[0]), *[lst.items for lst in known])
@@ -447,7 +517,7 @@ def _materialize_lists(lst: TList, capacity: int, template: Any) -> TList:
             GraphError.TF2_LOOP.raise_(node="a list of lists", op="TensorListPushBack", what=(
                 "its lists differ in structure (inner loops of different lengths), so it cannot be a loop's carry."))
         stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *lst.parts) if lst.parts else None
-        lst = TList(stacked, lst.length, lst.dtype, lst.shape)
+        lst = TList(stacked, lst.length, lst.dtype, lst.shape, limit=lst.limit)
     items = lst.items if lst.items is not None else template
     if items is None:
         return lst
@@ -458,7 +528,7 @@ def _materialize_lists(lst: TList, capacity: int, template: Any) -> TList:
     def grow(leaf: Any) -> Any:
         pad = jnp.zeros((capacity - have, *leaf.shape[1:]), leaf.dtype)
         return pad if lst.items is None else jnp.concatenate([leaf, pad])
-    return TList(jax.tree_util.tree_map(grow, items), lst.length, lst.dtype, lst.shape)
+    return TList(jax.tree_util.tree_map(grow, items), lst.length, lst.dtype, lst.shape, limit=lst.limit)
 
 
 def _push_list(node: Node, lst: TList, item: Any) -> TList:
@@ -471,16 +541,126 @@ def _push_list(node: Node, lst: TList, item: Any) -> TList:
         parts = lst.parts or ()
         if len(parts) != lst.length:
             GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what="a list of lists with unset elements.")
-        return TList(None, lst.length + 1, lst.dtype, lst.shape, (*parts, item))
+        return TList(None, lst.length + 1, lst.dtype, lst.shape, (*parts, item), limit=lst.limit)
     one = jax.tree_util.tree_map(lambda e: jnp.asarray(e)[None], item)
     if lst.static:
         if rows(lst.items) > lst.length:
             items = jax.tree_util.tree_map(lambda b, e: b.at[lst.length].set(e[0]), lst.items, one)
         else:
             items = jax.tree_util.tree_map(lambda b, e: jnp.concatenate([b[:lst.length], e]), lst.items, one)
-        return TList(items, lst.length + 1, lst.dtype, lst.shape)
+        return TList(items, lst.length + 1, lst.dtype, lst.shape, limit=lst.limit)
     if lst.items is None:
         GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what="a list of lists is pushed where its "
                                         "length is only known at run time, before its buffer was sized.")
     items = jax.tree_util.tree_map(lambda b, e: b.at[lst.length].set(e[0].astype(b.dtype)), lst.items, one)
-    return TList(items, lst.length + 1, lst.dtype, lst.shape)
+    return TList(items, lst.length + 1, lst.dtype, lst.shape, limit=lst.limit)
+
+
+# -- vectors of lists (tf.stack of lists): TensorListPushBackBatch, TensorListConcatLists -------
+@jax.tree_util.register_pytree_node_class
+class ListBatch:
+    """A vector of TensorLists (a ``Pack`` of list handles; ``Unpack`` gives them back)."""
+
+    def __init__(self, lists: tuple[TList, ...]):
+        self.lists = tuple(lists)
+
+    def tree_flatten(self) -> tuple[tuple[TList, ...], None]:
+        return self.lists, None
+
+    @classmethod
+    def tree_unflatten(cls, aux: None, children: Any) -> ListBatch:
+        return cls(tuple(children))
+
+    def __repr__(self) -> str:
+        return f"ListBatch({list(self.lists)!r})"
+
+
+def _handles_shape(v: Any) -> str:
+    return f"[{len(v.lists)}]" if isinstance(v, ListBatch) else "[]"
+
+
+@_reg("TensorListPushBackBatch")
+def _push_back_batch(node: Node, args: list[Any]) -> list[Any]:
+    handles, tensor = args
+    if not isinstance(handles, ListBatch):
+        _misuse(node, "Expected input_handles to be a vector, but saw shape: []")
+    if np.ndim(tensor) < 1:
+        _misuse(node, "Expected tensor to be at least a vector, but saw shape: []")
+    if np.shape(tensor)[0] != len(handles.lists):
+        _misuse(node, f"Expected tensor.shape[0] == input_handles.size, but saw {np.shape(tensor)[0]} vs. "
+                      f"{len(handles.lists)}")
+    out = []
+    for b, lst in enumerate(handles.lists):
+        if lst.dtype == VARIANT:
+            _misuse(node, f"Invalid data type at index {b}; op elements {_tf_dtype(np.asarray(tensor).dtype)} but "
+                          "list elements variant")
+        _check_push(node, TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts), tensor[b], str(b))
+        # (TensorFlow's batched push does not check max_num_elements)
+        out.append(_push_back(node, [TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts, lst.const,
+                                           lst.rows_hint), tensor[b]])[0])
+        out[-1].limit = lst.limit
+    return [ListBatch(tuple(out))]
+
+
+@_reg("TensorListConcatLists")
+def _concat_lists(node: Node, args: list[Any]) -> list[Any]:
+    a, b = args
+    if isinstance(a, ListBatch) != isinstance(b, ListBatch) or (
+            isinstance(a, ListBatch) and len(a.lists) != len(b.lists)):
+        _misuse(node, f"Incompatible input TensorList tensor shapes: {_handles_shape(a)} vs. {_handles_shape(b)}")
+    if not isinstance(a, ListBatch):
+        return [_concat_two(node, a, b, 0)]
+    return [ListBatch(tuple(_concat_two(node, x, y, k) for k, (x, y) in enumerate(zip(a.lists, b.lists,
+                                                                                   strict=True))))]
+
+
+def _concat_two(node: Node, a: TList, b: TList, k: int) -> TList:
+    """The elements of ``a`` then those of ``b`` (TensorFlow's checks: dtypes, identical element shapes)."""
+    want = _dtype(node)
+    for name, lst in (("input_a", a), ("input_b", b)):
+        if lst.dtype != want:
+            _misuse(node, f"{name}[{k}].dtype != element_dtype.  Saw: {_tf_dtype_any(lst.dtype)} vs. "
+                          f"{_tf_dtype_any(want)}")
+    if a.shape != b.shape:
+        _misuse(node, f"input_a and input_b TensorList element shapes are not identical at index {k}.  Saw "
+                      f"{_shape_text(a.shape)} vs. {_shape_text(b.shape)}")
+    if a.static and b.static:
+        if a.length == 0 and a.items is None and a.parts is None:
+            return TList(b.items, b.length, b.dtype, b.shape, b.parts, None, limit=a.limit)
+        if (a.items is None or b.items is None) and (a.parts is not None or b.parts is not None or
+                                                     a.length == 0 or b.length == 0):
+            pa, pb = _as_parts(node, a), _as_parts(node, b)
+            if pa is not None and pb is not None:
+                return TList(None, a.length + b.length, a.dtype, a.shape, (*pa, *pb), limit=a.limit)
+        shape = _merge_shape(a.element_shape(), b.element_shape())
+        if a.items is None and b.items is None and not _full(shape):
+            return TList(None, a.length + b.length, a.dtype, a.shape, limit=a.limit)
+        xa, xb = materialize(a, node, a.length, shape), materialize(b, node, b.length, shape)
+        items = jnp.concatenate([xa.items[:a.length], xb.items[:b.length]])
+        return TList(items, a.length + b.length, a.dtype, a.shape, limit=a.limit)
+    # a run-time length (inside a loop): b's buffer placed after a's length, in a buffer of both sizes
+    shape = _merge_shape(a.element_shape(), b.element_shape())
+    xa = materialize(a, node, a.length if a.static else 0, shape)
+    xb = materialize(b, node, b.length if b.static else 0, shape)
+    rows_a, rows_b = xa.items.shape[0], xb.items.shape[0]
+    items = jnp.zeros((rows_a + rows_b, *xa.items.shape[1:]), a.dtype).at[:rows_a].set(xa.items)
+    keep = (jnp.arange(rows_a) < a.length).reshape((-1,) + (1,) * (items.ndim - 1))
+    items = items.at[:rows_a].set(jnp.where(keep, xa.items, 0))
+    items = jax.lax.dynamic_update_slice_in_dim(items, xb.items, jnp.asarray(a.length, jnp.int32), 0)
+    length = jnp.asarray(a.length, jnp.int32) + jnp.asarray(b.length, jnp.int32)
+    return TList(items, length, a.dtype, a.shape, limit=a.limit)
+
+
+def _as_parts(node: Node, lst: TList) -> Optional[tuple[Any, ...]]:
+    """A static list's elements one by one (None where some are unset and of an unknown shape)."""
+    if lst.parts is not None:
+        return lst.parts
+    if lst.length == 0:
+        return ()
+    if lst.items is None:
+        return None
+    return tuple(lst.items[k] for k in range(lst.length))
+
+
+def _tf_dtype_any(dtype: Any) -> str:
+    return "variant" if dtype == VARIANT else _tf_dtype(dtype)

@@ -108,3 +108,7 @@ class GraphError(Message):
                                  "static sizes). The way out: give the loop a static bound (maximum_iterations= of "
                                  "tf.while_loop), or call the imported function eagerly.",
                                  ("index", "capacity", "index_high"))
+    LIST_RESERVE_NEGATIVE = (445, InvalidArgumentError, "Node {name} ({op}): The num_elements to reserve must be a "
+                                  "non negative number, but got {size}", ("size",))
+    LIST_FULL = (446, InvalidArgumentError, "Node {name} ({op}): Tried to push item into a full list list size: "
+                      "{size} max_num_elements: {max}", ("size", "max"))  # (TensorFlow's "list list")

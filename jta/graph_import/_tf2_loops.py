@@ -76,6 +76,8 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
     steps, exact, final = _trips(ev, node, cond, body, args)
     if steps is not None and not any(v is UNKNOWN for v in final):
         return final  # every value static (shape arithmetic, or the probe ran it all): computed already
+    if exact and steps == 0:  # the body never runs (tracing it for a scan of no steps could fail: a push
+        return args           # onto a buffer of no rows)
     if not exact and _concrete(args):
         return _python_loop(ev, cond, body, args)
     if exact and steps is not None and steps <= MAX_UNROLL:
@@ -92,15 +94,16 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
           final: list[Any]) -> list[Any]:
     """The loop as a ``lax.scan`` (``steps`` exact or a bound) or, without a bound, ``jta.while_loop``."""
     fixed = [k for k, a in enumerate(args) if isinstance(a, Var) or body.passthrough(k) == k]
-    growth, shapes, consts = _discover(ev, body, args, fixed)
+    growth, shapes, consts, room = _discover(ev, body, args, fixed)
     capacity = steps if steps is not None else 0
     carry = {}
     for k, a in enumerate(args):
         if k in fixed:
             continue
         if isinstance(a, TList):
-            c = _prepare(node, a, growth[k], shapes[k], capacity, steps is None)
-            carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, consts[k])  # a copy: _consts edits it
+            c = _prepare(node, a, growth[k], shapes[k], capacity, steps is None, room.get(k, 1), ev.carry_depth > 0)
+            carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, consts[k],  # a copy: _consts edits it
+                             limit=c.limit)
         else:
             carry[k] = jnp.asarray(a)
     variants = [k for k in carry if isinstance(args[k], TList) and args[k].dtype == VARIANT and args[k].static]
@@ -113,11 +116,11 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
         return [c[k] if k in c else args[k] for k in range(len(args))]
 
     def step_body(c: dict[int, Any]) -> dict[int, Any]:
-        out = ev.call(body, merge(c))
+        out = _in_carry(ev, body, merge(c))
         return {k: _like(node, out[k], c[k]) for k in c}
 
     def truth(c: dict[int, Any]) -> Any:
-        return jnp.asarray(ev.call(cond, merge(c))[0]).astype(bool).reshape(())
+        return jnp.asarray(_in_carry(ev, cond, merge(c))[0]).astype(bool).reshape(())
 
     if steps is None:
         out = while_loop(truth, step_body, carry)
@@ -132,6 +135,9 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
             if k in out and is_static(v) and np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.integer) \
                     and is_static(args[k]) and int(v) >= int(args[k]):
                 ev.bounds[id(result[k])] = (result[k], int(v))
+    for k, r in enumerate(result):  # an eager call: a length the loop computed is concrete, so static again
+        if isinstance(r, TList) and isinstance(r.length, jax.Array) and not isinstance(r.length, Tracer):
+            result[k] = TList(r.items, int(r.length), r.dtype, r.shape, r.parts, r.const, r.rows_hint, r.limit)
     if exact:  # the static part of the carry is known after the loop, and so are the lists' lengths
         for k, v in enumerate(final):
             if k not in fixed and is_static(v):
@@ -139,8 +145,19 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
             elif isinstance(result[k], TList) and isinstance(args[k], TList) and args[k].static and \
                     growth.get(k) is not None:
                 r = result[k]
-                result[k] = TList(r.items, args[k].length + steps * growth[k], r.dtype, r.shape, r.parts, r.const)
+                result[k] = TList(r.items, args[k].length + steps * growth[k], r.dtype, r.shape, r.parts, r.const,
+                                  limit=r.limit)
     return result
+
+
+def _in_carry(ev: Evaluator, body: Body, args: list[Any]) -> list[Any]:
+    """``body`` on a loop's prepared carry: the lists of a run-time length there have buffers this loop
+    sized for all its steps, so the loops inside must not grow them (:func:`_prepare`)."""
+    ev.carry_depth += 1
+    try:
+        return ev.call(body, args)
+    finally:
+        ev.carry_depth -= 1
 
 
 def _concrete(args: list[Any]) -> bool:
@@ -156,23 +173,28 @@ def _python_loop(ev: Evaluator, cond: Body, body: Body, args: list[Any]) -> list
 
 
 def _discover(ev: Evaluator, body: Body, args: list[Any], fixed: list[int]) -> tuple[dict[int, Any], ...]:
-    """Per list of the carry: its growth per step (None: not static), its element shape and its
-    constant (:class:`TList`'s ``const``; checked again on the scan's carry by :func:`_consts`), from one
+    """Per list of the carry: its growth per step (None: not static), its element shape, its
+    constant (:class:`TList`'s ``const``; checked again on the scan's carry by :func:`_consts`) and, where
+    the growth is not static, a bound on it (the rows an inner bounded loop sized), from one
     abstract step of the body where the static values stay static (a write at the loop counter has a
     static index)."""
     lists = [k for k, a in enumerate(args) if isinstance(a, TList) and k not in fixed]
     if not lists:
-        return {}, {}, {}
+        return {}, {}, {}, {}
 
     def one(dyn: dict[int, Any]) -> list[Any]:
         out = ev.call(body, [dyn.get(k, a) for k, a in enumerate(args)])
         return [out[k] for k in lists]
 
     outs = jax.eval_shape(one, {k: a for k, a in enumerate(args) if not _is_const(a)})
-    growth, shapes, consts = {}, {}, {}
+    growth, shapes, consts, room = {}, {}, {}, {}
     for k, out in zip(lists, outs, strict=True):
         a = args[k]
         growth[k] = out.length - a.length if isinstance(out.length, int) and a.static else None
+        if growth[k] is None and a.static and out.items is not None and a.dtype != VARIANT:
+            # an inner loop whose trip count is the data's (a bound) sized the buffer for its bound: the
+            # growth per step is at most that many rows (not one)
+            room[k] = max(rows(out.items) - a.length, 1)
         if a.dtype == VARIANT:  # a list of lists: its buffer's abstract value is the template
             shapes[k] = out.items if out.items is not None or not out.parts else jax.tree_util.tree_map(
                 lambda e: jax.ShapeDtypeStruct((1, *e.shape), e.dtype), out.parts[0])
@@ -181,7 +203,7 @@ def _discover(ev: Evaluator, body: Body, args: list[Any], fixed: list[int]) -> t
         else:  # pushed one by one (a static length): the last element's shape
             shapes[k] = tuple(out.parts[-1].shape) if out.parts else None
         consts[k] = out.const
-    return growth, shapes, consts
+    return growth, shapes, consts, room
 
 
 def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], carry: dict[int, Any],
@@ -189,7 +211,7 @@ def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], c
     """Size the lists of lists (or of optionals) of the carry from one abstract step on the carry
     (where the lists they receive are already buffers with traced lengths), not on the arguments."""
     def one(c: dict[int, Any]) -> dict[int, Any]:
-        out = ev.call(body, [c[k] if k in c else a for k, a in enumerate(args)])
+        out = _in_carry(ev, body, [c[k] if k in c else a for k, a in enumerate(args)])
         return {k: out[k] for k in variants}
 
     outs = jax.eval_shape(one, {**carry, **{k: args[k] for k in variants}})
@@ -198,14 +220,14 @@ def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], c
         template = out.items if out.items is not None or not out.parts else jax.tree_util.tree_map(
             lambda e: jax.ShapeDtypeStruct((1, *e.shape), e.dtype), out.parts[-1])
         c = _prepare(node, args[k], growth[k], template, steps, False)
-        carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, None)
+        carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, None, limit=c.limit)
 
 
 def _consts(ev: Evaluator, body: Body, args: list[Any], carry: dict[int, Any]) -> None:
     """Keep a list's ``const`` only where one step of the scan's body (its carry traced) keeps it."""
     for _ in range(3):
         def one(c: dict[int, Any]) -> dict[int, Any]:
-            out = ev.call(body, [c[k] if k in c else a for k, a in enumerate(args)])
+            out = _in_carry(ev, body, [c[k] if k in c else a for k, a in enumerate(args)])
             return {k: out[k] for k in c}
 
         out = jax.eval_shape(one, carry)
@@ -217,16 +239,24 @@ def _consts(ev: Evaluator, body: Body, args: list[Any], carry: dict[int, Any]) -
             return
 
 
-def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: int, unbounded: bool) -> TList:
-    """A list of the carry with its buffer sized for the loop."""
+def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: int, unbounded: bool,
+             room: int = 1, nested: bool = False) -> TList:
+    """A list of the carry with its buffer sized for the loop (``room``: the growth per step where it
+    is not static; ``nested``: the loop runs inside another loop's body, on its carry)."""
     if growth == 0 and shape is None and lst.items is None:
-        return TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts)  # the loop does not touch it
+        return TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts, limit=lst.limit)  # the loop does not touch it
     if unbounded and growth != 0:
+        # (inside an enclosing loop too: its abstract step, where its counter was static, did not see this
+        # loop's trip count, so the enclosing loop's buffer may be too small; it is unrolled instead)
         GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
             "the loop has no static bound on its trip count and grows a TensorList, whose buffer must be "
             "sized before the loop."))
+    if nested and not lst.static and lst.items is not None and lst.dtype != VARIANT:
+        # a run-time length inside an enclosing loop's body: the enclosing loop sized the buffer for all
+        # its steps (this loop's included); growing it here would change the enclosing loop's carry
+        return lst
     have = lst.length if lst.static else rows(lst.items)
-    capacity = have + steps * (1 if growth is None else max(growth, 0))
+    capacity = have + steps * (room if growth is None else max(growth, 0))
     lst = materialize(lst, node, capacity, shape)
     return lst if growth == 0 else lst.traced()
 
@@ -236,6 +266,8 @@ def _like(node: Node, new: Any, old: Any) -> Any:
     if isinstance(old, TList):
         if not isinstance(new, TList):
             GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what="the body turns a TensorList into a tensor.")
+        if (new.rows_hint, new.limit) != (old.rows_hint, old.limit):  # static facts the carry keeps
+            new = TList(new.items, new.length, new.dtype, new.shape, new.parts, new.const, old.rows_hint, old.limit)
         if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(old):
             new = new.traced() if not isinstance(old.length, int) and isinstance(new.length, int) else new
         if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(old):

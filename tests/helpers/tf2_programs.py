@@ -273,3 +273,92 @@ def shape_invariant(seed: int = 0) -> Program:
 
 
 MORE: dict[str, Callable[..., Program]] = {f.__name__: f for f in (cond_in_loop, shape_invariant)}
+
+
+# -- regressions of the random programs (tests/test_tf2_programs.py): one per class of mismatch ----
+def nested_growth(seed: int = 0) -> Program:
+    """A dynamic_size array written in a static loop inside a static loop: the inner loop must not grow
+    the buffer the outer one sized (its carry would change shape: lax.scan's TypeError)."""
+    r = _rng(seed)
+    u = tf.Variable(r.normal(size=(2,)).astype(np.float32), name="u")
+
+    def forward(x: Any) -> Any:  # (4, 2)
+        acc = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=())
+        n = tf.constant(0)
+        for i in tf.range(4):
+            h = tf.zeros([2])
+            for j in tf.range(2):
+                h = tf.tanh(h * u + x[i] * tf.cast(j + 1, tf.float32))
+                acc = acc.write(n, tf.reduce_sum(h))
+                n += 1
+        return acc.stack()
+    return _program("nested_growth", forward, [u], (r.normal(size=(4, 2)).astype(np.float32),))
+
+
+def inner_bounded_growth(seed: int = 0) -> Program:
+    """An inner tf.while_loop with maximum_iterations= and a data-dependent condition pushes into a list
+    of the outer loop: the outer buffer gets the inner bound's rows per step (not one)."""
+    r = _rng(seed)
+    u = tf.Variable(r.normal(size=(2,)).astype(np.float32) * 0.5, name="u")
+
+    def forward(x: Any) -> Any:  # (3, 2)
+        acc = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=(2,))
+        n = tf.constant(0)
+        for i in tf.range(3):
+            def cond(k: Any, v: Any, n: Any, acc: Any) -> Any:
+                return tf.reduce_sum(tf.abs(v)) > 0.3
+
+            def body(k: Any, v: Any, n: Any, acc: Any) -> Any:
+                v = tf.tanh(v * u) * 0.9
+                return k + 1, v, n + 1, acc.write(n, v)
+            _, _, n, acc = tf.while_loop(cond, body, (0, x[i] + 1.0, n, acc), maximum_iterations=3)
+        return acc.stack()
+    return _program("inner_bounded_growth", forward, [u], (r.normal(size=(3, 2)).astype(np.float32),))
+
+
+def minimum_bound(seed: int = 0) -> Program:
+    """A trip count and a TensorArray size of tf.minimum(n, 4), n an argument: bounded by 4, so under jit
+    a lax.scan of 4 steps and a buffer of 4 rows (the stack and the concat padded)."""
+    r = _rng(seed)
+    w = tf.Variable(r.normal(size=(2, 2)).astype(np.float32) * 0.5, name="w")
+
+    def forward(x: Any, n: Any) -> Any:  # (4, 2), n
+        m = tf.minimum(n, 4)
+        ta = tf.TensorArray(tf.float32, size=m)  # an unknown element shape: the buffer waits for the loop
+        grow = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=(2,))
+        h = tf.zeros([2])
+        for i in tf.range(m):
+            h = tf.tanh(tf.linalg.matvec(w, x[i]) + h)
+            ta = ta.write(i, h)
+            grow = grow.write(i, 2.0 * h)
+        return ta.stack(), grow.concat(), h
+    return _program("minimum_bound", forward, [w], (r.normal(size=(4, 2)).astype(np.float32), np.int32(3)))
+
+
+def zero_trips(seed: int = 0) -> Program:
+    """A loop whose static trip count is 0 (tf.range of a shape difference) over a growing array."""
+    r = _rng(seed)
+    u = tf.Variable(r.normal(size=(2,)).astype(np.float32), name="u")
+
+    def forward(x: Any) -> Any:  # (4, 2)
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=(2,))
+        for i in tf.range(tf.shape(x)[0] - 4):
+            ta = ta.write(i, x[i] * u)
+        return ta.stack(), tf.reduce_sum(x * u)
+    return _program("zero_trips", forward, [u], (r.normal(size=(4, 2)).astype(np.float32),))
+
+
+def ragged_split(seed: int = 0) -> Program:
+    """A TensorArray split into pieces of different lengths, one piece read: the tape's AddN of the
+    gradient lists sums them element by element (the read's list sets one element)."""
+    r = _rng(seed)
+    u = tf.Variable(r.normal(size=(2,)).astype(np.float32), name="u")
+
+    def forward(x: Any) -> Any:  # (5, 2)
+        ta = tf.TensorArray(tf.float32, size=2, infer_shape=False).split(x * u, [1, 4])
+        return ta.concat(), ta.read(1) * 3.0
+    return _program("ragged_split", forward, [u], (r.normal(size=(5, 2)).astype(np.float32),))
+
+
+REGRESSIONS: dict[str, Callable[..., Program]] = {
+    f.__name__: f for f in (nested_growth, inner_bounded_growth, minimum_bound, zero_trips, ragged_split)}

@@ -1,0 +1,399 @@
+"""Seeded random TF2 programs (``tf.function`` with TensorArrays), for fuzzing ``jta.import_function``.
+
+:func:`generate` composes one small program per seed, in the spirit of :mod:`tests.helpers.tf1_programs`:
+one to three *stages* applied in turn to an argument ``x`` of shape ``[T, D]`` (``T <= 6``, ``D <= 3``), each
+one of the constructs TF2 users write inside a ``tf.function``:
+
+* autograph loops ``for i in tf.range(n)`` over ``tf.TensorArray``s, with ``n`` static, a shape
+  (``tf.shape(x)[0]``), or an int32 argument (data-dependent), clipped by ``tf.minimum`` or not; with a
+  data-dependent ``break`` (``maximum_iterations=-1``, the bound only in the condition), an autograph
+  ``if`` on the data inside, a previous step's element read back, several arrays in one loop (an int32
+  array of per-step argmaxes), the input unstacked into an array and read per step;
+* arrays of fixed size or ``dynamic_size=True``, element shape known or unknown, float32 or float64;
+* ``tf.while_loop`` with a data-dependent condition, bounded by ``maximum_iterations=``, by a counter
+  in the condition, or not at all (a contraction that ends);
+* ``tf.map_fn`` (``fn_output_signature``, tuples), ``tf.scan`` (``reverse``), ``tf.foldl``/``tf.foldr``;
+* nested loops (an inner loop of static or triangular trip count), a greedy decoder (``dynamic_size``,
+  ``tf.gather`` of an embedding, argmax, EOS ``break``), a ``tf_keras`` RNN layer (SimpleRNN, GRU, LSTM);
+* array ops outside loops: ``split``/``concat``/``scatter``/``gather``/``unstack``/``read``/``size``.
+
+Each stage ends its arrays with ``stack``, ``gather``, ``concat`` or ``size`` and adds outputs; the math in
+between uses the program's variables (``matvec``, ``tanh``, ...). A :class:`Program` holds the forward
+``tf.function``, a train step (a ``tf.GradientTape`` inside a ``tf.function``: the loss, the sum of squares of
+the float outputs, and the gradients of every variable), the variables, the example arguments, the tags of the
+constructs it used and whether some loop's trip count is the data's (:attr:`Program.dynamic`).
+
+``python -m tests.helpers.tf2_generator SEED...`` prints the programs of some seeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class Program:
+    seed: int
+    description: str
+    tags: frozenset[str]
+    forward: Any  # tf.function(*args) -> tuple of tensors
+    train: Any  # tf.function(*args) -> (loss, [gradient of each variable])
+    variables: list[Any]
+    args: tuple[Any, ...]
+    dynamic: bool  # a loop's trip count is the data's (its stacks are padded under jit)
+
+
+class _Builder:
+    """The seed's random choices, the program's variables, and what it records of itself."""
+
+    def __init__(self, seed: int):
+        import tensorflow as tf
+
+        self.tf = tf
+        self.r = np.random.default_rng(seed)
+        self.seed = seed
+        self.t = int(self.r.integers(3, 7))
+        self.d = int(self.r.integers(2, 4))
+        self.tags: set[str] = set()
+        self.parts: list[str] = []
+        self.variables: list[Any] = []
+        self.n_arg = False  # the program takes a trip count n as its second argument
+        self.dynamic = False
+
+    def var(self, name: str, shape: tuple[int, ...], scale: float = 0.5) -> Any:
+        v = self.tf.Variable((self.r.normal(size=shape) * scale).astype(np.float32), name=f"{name}{len(self.variables)}")
+        self.variables.append(v)
+        return v
+
+    def pick(self, *options: Any) -> Any:
+        return options[int(self.r.integers(len(options)))]
+
+    def chance(self, p: float) -> bool:
+        return bool(self.r.random() < p)
+
+    def tag(self, *tags: str) -> None:
+        self.tags.update(tags)
+
+
+Stage = Callable[[Any, Any, list[Any]], Any]  # (x, n, outputs) -> the next stage's x
+
+
+def _finish_array(b: _Builder, ta: Any, how: str, n_rows: int) -> Any:
+    """A stage's array read out: its stack, a gather, its concat, or its size beside its stack."""
+    if how == "gather":
+        # distinct indices: TensorFlow's tape gradient of a TensorList gather scatters, so the gradients of a
+        # repeated index overwrite each other (tests/test_tf2_import.py: jax.grad sums them, TF's tape does not)
+        picks = [int(k) for k in b.r.permutation(n_rows)[:3]]
+        return [ta.gather(picks)]
+    if how == "concat":
+        return [ta.concat()]
+    if how == "size":
+        return [ta.stack(), ta.size()]
+    return [ta.stack()]
+
+
+def _for_loop(b: _Builder) -> Stage:
+    """An autograph for loop over tf.range writing one or two TensorArrays."""
+    tf, t, d = b.tf, b.t, b.d
+    n_kind = b.pick("static", "static", "shape", "arg", "arg_raw")
+    if n_kind in ("arg", "arg_raw"):
+        b.n_arg = True
+    fixed = b.chance(0.5)
+    known = b.chance(0.6)
+    dtype = b.pick(tf.float32, tf.float32, tf.float64)
+    prev = fixed and known and b.chance(0.4)
+    brk = b.chance(0.35)
+    cond_inside = b.chance(0.3)
+    unstack = b.chance(0.35)
+    ints = b.chance(0.3)
+    how = b.pick("stack", "stack", "gather", "concat", "size") if not brk or fixed else b.pick("stack", "size")
+    if how == "gather" and n_kind in ("arg", "arg_raw"):
+        how = "stack"  # the gather's static indices would be out of range for a smaller n
+    w, u = b.var("w", (d, d)), b.var("u", (d,))
+    threshold = float(b.r.uniform(0.2, 1.5))
+    b.tag(f"for_{n_kind}", "ta_fixed" if fixed else "ta_dynamic", f"shape_{'known' if known else 'unknown'}",
+          *(["f64"] if dtype == tf.float64 else []), *(["read_prev"] if prev else []), *(["break"] if brk else []),
+          *(["cond_in_loop"] if cond_inside else []), *(["unstack_read"] if unstack else []),
+          *(["int_array"] if ints else []), f"finish_{how}")
+    if brk or n_kind in ("arg", "arg_raw"):
+        b.dynamic = True
+    b.parts.append(f"for[{n_kind}{' break' if brk else ''}{' if' if cond_inside else ''}] "
+                   f"ta({'fixed' if fixed else 'dynamic'}, {'known' if known else 'unknown'} shape, {dtype.name}"
+                   f"{', prev' if prev else ''}{', unstack' if unstack else ''}{', +int' if ints else ''}) -> {how}")
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        n = t if n_kind == "static" else tf.shape(x)[0] if n_kind == "shape" else \
+            tf.minimum(n_in, t) if n_kind == "arg" else n_in  # arg_raw: no static bound at all
+        ta = tf.TensorArray(dtype, size=n if fixed else 0, dynamic_size=not fixed,
+                            element_shape=(d,) if known else None)
+        xs = tf.TensorArray(dtype, size=t, element_shape=(d,) if known else None).unstack(tf.cast(x, dtype)) \
+            if unstack else None
+        ia = tf.TensorArray(tf.int32, size=0, dynamic_size=True)
+        wd, ud = tf.cast(w, dtype), tf.cast(u, dtype)
+        h = tf.zeros([d], dtype)
+        for i in tf.range(n):
+            xi = xs.read(i) if xs is not None else tf.cast(x[i], dtype)
+            pre = tf.linalg.matvec(wd, xi) + h
+            if prev:
+                pre = pre + 0.5 * ta.read(tf.maximum(i - 1, 0))
+            if cond_inside:
+                if tf.reduce_sum(xi) > 0:
+                    h = tf.tanh(pre)
+                else:
+                    h = 0.5 * h + ud * xi
+            else:
+                h = tf.tanh(pre) * ud
+            ta = ta.write(i, h)
+            if ints:
+                ia = ia.write(i, tf.argmax(h, output_type=tf.int32))
+            if brk:
+                if tf.reduce_sum(h) > threshold:
+                    break
+        outs.extend(_finish_array(b, ta, how, t))
+        outs.append(h)
+        if ints:
+            outs.append(ia.stack())
+        return x + tf.cast(h, tf.float32)
+    return stage
+
+
+def _while(b: _Builder) -> Stage:
+    """tf.while_loop with a data-dependent condition: bounded by maximum_iterations=, by a counter in the
+    condition, or unbounded (a contraction; no array grows then)."""
+    tf, t, d = b.tf, b.t, b.d
+    bound = b.pick("max_iter", "counter", "unbounded")
+    dynamic_ta = bound != "unbounded" and b.chance(0.5)
+    u = b.var("u", (d,))
+    threshold = float(b.r.uniform(0.05, 0.6))
+    b.tag(f"while_{bound}", "ta_dynamic" if dynamic_ta else "ta_fixed")
+    b.dynamic = True
+    b.parts.append(f"while_loop[{bound}] ta({'dynamic' if dynamic_ta else 'fixed'})")
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        v0 = tf.reduce_mean(x, 0)
+        if bound == "unbounded":
+            def cond(i: Any, v: Any) -> Any:
+                return tf.reduce_sum(tf.square(v)) > threshold * 1e-2
+
+            def body(i: Any, v: Any) -> Any:
+                return i + 1, 0.5 * tf.tanh(v * u + 0.1 * v)
+            i, v = tf.while_loop(cond, body, (tf.constant(0), v0 + 1.0))
+            outs.extend([v, i])
+            return x * tf.reduce_sum(v)
+        ta = tf.TensorArray(tf.float32, size=0 if dynamic_ta else t, dynamic_size=dynamic_ta, element_shape=(d,))
+
+        def cond2(i: Any, v: Any, ta: Any) -> Any:
+            keep = tf.reduce_sum(tf.abs(v)) > threshold
+            return tf.logical_and(i < t, keep) if bound == "counter" else keep
+
+        def body2(i: Any, v: Any, ta: Any) -> Any:
+            v = tf.tanh(v * u + x[tf.minimum(i, t - 1)] * 0.3) * 0.8
+            return i + 1, v, ta.write(i, v)
+        i, v, ta = tf.while_loop(cond2, body2, (tf.constant(0), v0 + 1.0, ta),
+                                 maximum_iterations=t if bound == "max_iter" else None)
+        outs.extend([ta.stack(), v, i])
+        return x + v
+    return stage
+
+
+def _map_fn(b: _Builder) -> Stage:
+    tf, d = b.tf, b.d
+    kind = b.pick("plain", "signature", "tuple")
+    u = b.var("u", (d,))
+    b.tag(f"map_fn_{kind}")
+    b.parts.append(f"map_fn[{kind}]")
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        if kind == "plain":
+            y = tf.map_fn(lambda row: tf.sin(row * u) + tf.reduce_sum(row), x)
+        elif kind == "signature":
+            y = tf.map_fn(lambda row: tf.cast(tf.tanh(row * u), tf.float64), x, fn_output_signature=tf.float64)
+            y = tf.cast(y, tf.float32)
+        else:
+            y, k = tf.map_fn(lambda row: (tf.tanh(row * u), tf.argmax(row, output_type=tf.int32)), x,
+                             fn_output_signature=(tf.float32, tf.int32))
+            outs.append(k)
+        outs.append(y)
+        return y
+    return stage
+
+
+def _scan(b: _Builder) -> Stage:
+    tf, d = b.tf, b.d
+    reverse = b.chance(0.3)
+    w = b.var("w", (d, d))
+    b.tag("scan", *(["scan_reverse"] if reverse else []))
+    b.parts.append(f"scan[{'reverse' if reverse else 'forward'}]")
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        y = tf.scan(lambda a, row: tf.tanh(tf.linalg.matvec(w, row) + a), x, initializer=tf.zeros([d]),
+                    reverse=reverse)
+        outs.append(y)
+        return y
+    return stage
+
+
+def _fold(b: _Builder) -> Stage:
+    tf, d = b.tf, b.d
+    which = b.pick("foldl", "foldr")
+    u = b.var("u", (d,))
+    b.tag(which)
+    b.parts.append(which)
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        fold = tf.foldl if which == "foldl" else tf.foldr
+        a = fold(lambda a, row: a * 0.9 + tf.tanh(row * u), x, initializer=tf.zeros([d]))
+        outs.append(a)
+        return x + a
+    return stage
+
+
+def _nested(b: _Builder) -> Stage:
+    """A for loop over a for loop: the inner trip count static or the outer counter (triangular)."""
+    tf, t, d = b.tf, b.t, b.d
+    inner = b.pick("static", "triangular")
+    k_inner = int(b.r.integers(2, 4))
+    u = b.var("u", (d,))
+    b.tag("nested", f"nested_{inner}")
+    b.parts.append(f"nested[{inner}]")
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        acc = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=())
+        rows = tf.TensorArray(tf.float32, size=t, element_shape=(d,))
+        n = tf.constant(0)
+        for i in tf.range(t):
+            h = tf.zeros([d])
+            for j in tf.range(i + 1 if inner == "triangular" else k_inner):
+                h = tf.tanh(h * u + x[i] * tf.cast(j + 1, tf.float32))
+                acc = acc.write(n, tf.reduce_sum(h))
+                n += 1
+            rows = rows.write(i, h)
+        y = rows.stack()
+        outs.extend([y, acc.stack()])
+        return y
+    return stage
+
+
+def _decoder(b: _Builder) -> Stage:
+    """A greedy decoder: dynamic_size arrays of logits and tokens, stopped at EOS or max_len."""
+    tf, d = b.tf, b.d
+    vocab = int(b.r.integers(3, 6))
+    max_len = int(b.r.integers(4, 9))
+    emb, out = b.var("emb", (vocab, d), 1.0), b.var("out", (d, vocab), 1.0)
+    b.tag("decoder")
+    b.dynamic = True
+    b.parts.append(f"decoder[vocab {vocab}, max_len {max_len}]")
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        logits_ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        tokens = tf.TensorArray(tf.int32, size=0, dynamic_size=True)
+        h, token = tf.reduce_mean(x, 0), tf.constant(1)
+        for i in tf.range(max_len):
+            h = tf.tanh(h + tf.gather(emb, token))
+            logits = tf.linalg.matvec(out, h, transpose_a=True) + tf.cast(i, tf.float32) * tf.one_hot(0, vocab)
+            logits_ta = logits_ta.write(i, logits)
+            token = tf.argmax(logits, output_type=tf.int32)
+            tokens = tokens.write(i, token)
+            if token == 0:
+                break
+        outs.extend([logits_ta.stack(), tokens.stack(), h])
+        return x + h
+    return stage
+
+
+def _array_ops(b: _Builder) -> Stage:
+    """TensorArray ops outside loops: split/concat, scatter/gather, unstack/read, size."""
+    tf, t, d = b.tf, b.t, b.d
+    kind = b.pick("split_concat", "scatter_gather", "unstack_read")
+    u = b.var("u", (d,))
+    b.tag(f"array_{kind}")
+    b.parts.append(f"array[{kind}]")
+    cut = int(b.r.integers(1, t))
+    picks = [int(k) for k in b.r.permutation(t)[:2]]
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        y = x * u
+        if kind == "split_concat":
+            ta = tf.TensorArray(tf.float32, size=2, infer_shape=False).split(y, [cut, t - cut])
+            outs.extend([ta.concat(), ta.read(1), ta.size()])
+        elif kind == "scatter_gather":
+            ta = tf.TensorArray(tf.float32, size=t, element_shape=(d,)).scatter(picks, y[:2])
+            outs.extend([ta.gather(picks[::-1]), ta.stack()])  # unset rows stack as zeros
+        else:
+            ta = tf.TensorArray(tf.float32, size=t).unstack(y)
+            ta = ta.write(picks[0], ta.read(picks[1]) * 2.0)  # an overwrite; reads do not clear
+            outs.extend([ta.read(picks[1]), ta.stack()])
+        return tf.tanh(y)
+    return stage
+
+
+def _keras(b: _Builder) -> Stage:
+    """A tf_keras RNN layer (SimpleRNN, GRU, LSTM; return_sequences or not) over x as a batch of one."""
+    import tf_keras
+
+    d = b.d
+    kind = b.pick("SimpleRNN", "GRU", "LSTM")
+    sequences = b.chance(0.5)
+    tf_keras.utils.set_random_seed(b.seed)
+    layer = getattr(tf_keras.layers, kind)(d, return_sequences=sequences)
+    layer(np.zeros((1, b.t, d), np.float32))
+    b.variables.extend(layer.trainable_variables)
+    b.tag("keras", f"keras_{kind}")
+    b.parts.append(f"keras[{kind}{', sequences' if sequences else ''}]")
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        y = layer(x[None])[0]
+        outs.append(y)
+        return x + y if sequences else x * y
+    return stage
+
+
+STAGES: dict[str, Callable[[_Builder], Stage]] = {
+    "for": _for_loop, "while": _while, "map_fn": _map_fn, "scan": _scan, "fold": _fold,
+    "nested": _nested, "decoder": _decoder, "array": _array_ops, "keras": _keras}
+WEIGHTS = {"for": 5, "while": 2, "map_fn": 1, "scan": 1, "fold": 1, "nested": 1, "decoder": 1, "array": 1,
+           "keras": 1}
+
+
+def generate(seed: int) -> Program:
+    """The program of ``seed`` (the same seed gives the same program)."""
+    b = _Builder(seed)
+    tf = b.tf
+    names = list(STAGES)
+    p = np.array([WEIGHTS[n] for n in names], float)
+    stages = [STAGES[names[int(b.r.choice(len(names), p=p / p.sum()))]](b) for _ in range(int(b.r.integers(1, 4)))]
+    x = b.r.normal(size=(b.t, b.d)).astype(np.float32)
+    args: tuple[Any, ...] = (x, np.int32(b.r.integers(1, b.t + 1))) if b.n_arg else (x,)
+
+    def forward(x: Any, n: Any = None) -> Any:
+        outs: list[Any] = []
+        for stage in stages:
+            x = stage(x, n, outs)
+        outs.append(x)
+        return tuple(outs)
+
+    signature = [tf.TensorSpec(np.shape(a), tf.as_dtype(np.asarray(a).dtype)) for a in args]
+    variables = list(b.variables)
+
+    @tf.function(input_signature=signature)
+    def train(*a: Any) -> Any:
+        with tf.GradientTape() as tape:
+            outs = forward(*a)
+            loss = tf.add_n([tf.reduce_sum(tf.square(tf.cast(o, tf.float32))) for o in outs if o.dtype.is_floating])
+        grads = tape.gradient(loss, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        return loss, [tf.convert_to_tensor(g) for g in grads]
+
+    description = f"T={b.t} D={b.d}{' n=' + str(int(args[1])) if b.n_arg else ''}: " + " ; ".join(b.parts)
+    return Program(seed, description, frozenset(b.tags), tf.function(forward, input_signature=signature), train,
+                   variables, args, b.dynamic)
+
+
+if __name__ == "__main__":
+    for s in sys.argv[1:] or ["0"]:
+        prog = generate(int(s))
+        print(f"{s}: {prog.description}\n   tags: {sorted(prog.tags)}")
