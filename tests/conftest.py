@@ -30,6 +30,8 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_graph_import.py``: half of the graph corpus matched against ``Session.run`` / all of it;
 * ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 3 / 60 per family (7 families);
 * ``tests/test_symbolic_export_fuzz.py``: programs exported at symbolic dimensions 8 / 400;
+* ``tests/test_known.py``: random integer programs whose known values must be XLA's 8 / 3000, random
+  loops decided while tracing 3 / 1500;
 * ``rotate``: the raw-op cases, gradient cases, transforms and traced errors (``mode``), each op's
   single report (``mode``), checks inside higher-order constructs (``mode``), the kernel counts
   (``batched``), the export platforms (``platform``) and ``jta.checkify``'s cases (``how``);

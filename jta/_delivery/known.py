@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax._src import core
@@ -118,13 +117,40 @@ def _aligned(xs: tuple[np.ndarray, ...]) -> list[np.ndarray]:
     return [x.reshape(x.shape + (1,) * (rank - x.ndim)) for x in xs]
 
 
+def _shift(kind: str) -> Callable[..., np.ndarray]:
+    """XLA's shifts: the amount read as unsigned; by the width or more, ``0`` (``left``,
+    ``logical``) or the sign (``arithmetic``, of the bits read as signed, whatever the dtype)."""
+    def rule(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = np.broadcast_arrays(*_aligned((a, b)))
+        bits = 8 * a.dtype.itemsize
+        unsigned, signed = np.dtype(f"u{a.dtype.itemsize}"), np.dtype(f"i{a.dtype.itemsize}")
+        amount = b.view(unsigned)
+        past = amount >= bits
+        amount = np.where(past, 0, amount).astype(unsigned)
+        if kind == "left":
+            out = np.where(past, 0, a.view(unsigned) << amount)
+        elif kind == "logical":
+            out = np.where(past, 0, a.view(unsigned) >> amount)
+        else:
+            as_signed = a.view(signed)
+            out = np.where(past, np.where(as_signed < 0, -1, 0), as_signed >> amount.astype(signed)).astype(signed)
+        return np.asarray(out).astype(unsigned if kind != "arithmetic" else signed).view(a.dtype)
+    return rule
+
+
 def _convert(x: np.ndarray, *, new_dtype: Any, **_: Any) -> np.ndarray:
     return (x != 0) if np.dtype(new_dtype) == np.bool_ else x.astype(new_dtype)
 
 
-def _select_n(which: np.ndarray, *cases: np.ndarray) -> np.ndarray:
+def _select_n(which: np.ndarray, *cases: np.ndarray) -> Optional[np.ndarray]:
+    """``select_n`` as XLA runs it: its lowering compares ``which`` with each split point (a
+    ``which`` out of range, which lax leaves unspecified, picks the first or the last case)."""
+    if len(cases) > 32:
+        return None
     chosen, *among = _aligned((which, *cases))
-    return np.choose(chosen.astype(np.int32), np.broadcast_arrays(*among))
+    if chosen.dtype != np.bool_:
+        chosen = np.where(chosen < 0, 0, np.where(chosen < len(cases), chosen, len(cases) - 1))
+    return np.choose(chosen.astype(np.intp), np.broadcast_arrays(*among))
 
 
 def _clamp(lo: np.ndarray, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -146,6 +172,42 @@ def _stepped_iota(**params: Any) -> np.ndarray:
     return _iota(**params)[None]
 
 
+def _axes(axes: Any) -> tuple[int, ...]:
+    return tuple(d + 1 for d in axes)
+
+
+def _bitwise(ufunc: Any, logical: Callable[..., np.ndarray], ones: bool) -> Callable[..., np.ndarray]:
+    """``reduce_and``/``reduce_or``: logical on booleans, bitwise on integers (their identity
+    all ones, or zero, over an empty axis)."""
+    def rule(a: np.ndarray, *, axes: Any, **_: Any) -> np.ndarray:
+        if a.dtype == np.bool_:
+            return logical(a, axis=_axes(axes))
+        if not a.size:
+            shape = [n for d, n in enumerate(a.shape) if d not in _axes(axes)]
+            return ~np.zeros(shape, a.dtype) if ones else np.zeros(shape, a.dtype)
+        return ufunc.reduce(a, axis=_axes(axes))
+    return rule
+
+
+def _extreme(fn: Callable[..., np.ndarray], lowest: bool) -> Callable[..., np.ndarray]:
+    """``reduce_max``/``reduce_min``: over an empty axis, the identity (the dtype's lowest or
+    highest value, as lax's)."""
+    def rule(a: np.ndarray, *, axes: Any, **_: Any) -> np.ndarray:
+        if a.dtype == np.bool_:
+            initial: Any = not lowest
+        else:
+            info = np.iinfo(a.dtype)
+            initial = info.min if lowest else info.max
+        return fn(a, axis=_axes(axes), initial=initial)
+    return rule
+
+
+def _argmax(a: np.ndarray, *, axes: Any, index_dtype: Any) -> Optional[np.ndarray]:
+    if not a.shape[axes[0] + 1]:
+        return None  # (no element: no index)
+    return np.argmax(a, axis=axes[0] + 1).astype(index_dtype)
+
+
 # ``rule(out_vars, *per-step operands, **params)``: the op at every step (operands ``[T, *shape]``).
 _STEPPED: dict[Any, Callable[..., Any]] = {
     lax.add_p: _elementwise(lambda a, b: a + b),
@@ -158,6 +220,9 @@ _STEPPED: dict[Any, Callable[..., Any]] = {
     lax.or_p: _elementwise(lambda a, b: a | b),
     lax.xor_p: _elementwise(lambda a, b: a ^ b),
     lax.not_p: _elementwise(lambda a: ~a),
+    lax.shift_left_p: _shift("left"),
+    lax.shift_right_logical_p: _shift("logical"),
+    lax.shift_right_arithmetic_p: _shift("arithmetic"),
     lax.eq_p: _elementwise(lambda a, b: a == b),
     lax.ne_p: _elementwise(lambda a, b: a != b),
     lax.lt_p: _elementwise(lambda a, b: a < b),
@@ -173,11 +238,11 @@ _STEPPED: dict[Any, Callable[..., Any]] = {
     lax.iota_p: _stepped_iota,
     lax.concatenate_p: lambda *xs, dimension: np.concatenate(xs, axis=dimension + 1),
     lax.copy_p: lambda a: a,
-    lax.reduce_or_p: lambda a, *, axes, **_: np.any(a, axis=tuple(d + 1 for d in axes)),
-    lax.reduce_and_p: lambda a, *, axes, **_: np.all(a, axis=tuple(d + 1 for d in axes)),
-    lax.reduce_max_p: lambda a, *, axes, **_: np.max(a, axis=tuple(d + 1 for d in axes)),
-    lax.reduce_min_p: lambda a, *, axes, **_: np.min(a, axis=tuple(d + 1 for d in axes)),
-    lax.argmax_p: lambda a, *, axes, index_dtype: np.argmax(a, axis=axes[0] + 1).astype(index_dtype),
+    lax.reduce_or_p: _bitwise(np.bitwise_or, np.any, ones=False),
+    lax.reduce_and_p: _bitwise(np.bitwise_and, np.all, ones=True),
+    lax.reduce_max_p: _extreme(np.max, lowest=True),
+    lax.reduce_min_p: _extreme(np.min, lowest=False),
+    lax.argmax_p: _argmax,
     record_p: lambda error, bad, entry: np.where(((error[..., 0] == 0) & bad)[..., None], entry, error),
 }
 _CALLS = (jit_p, core.closed_call_p, custom_jvp_call_p)
@@ -197,8 +262,10 @@ def _gather(operand: np.ndarray, indices: np.ndarray, *, dimension_numbers: Any,
     if ((d.offset_dims, d.collapsed_slice_dims, d.start_index_map) != _ROWS or d.operand_batching_dims
             or d.start_indices_batching_dims or tuple(slice_sizes) != (1,) or not _one_d(operand, indices)):
         return None
-    op, j = operand[0], indices[0, :, 0].astype(np.int64)
-    n = op.shape[0]
+    op, n = operand[0], operand.shape[1]
+    j = _indices(indices[0, :, 0], n)
+    if j is None:
+        return None
     inside = (j >= 0) & (j < n)
     got = op[np.clip(j, 0, n - 1)] if n else np.zeros(j.shape, op.dtype)
     if mode == GatherScatterMode.FILL_OR_DROP:
@@ -218,8 +285,10 @@ def _scatter(combine: Optional[Any]) -> Callable[..., Optional[np.ndarray]]:
                 or d.operand_batching_dims or d.scatter_indices_batching_dims or not _one_d(operand, indices)
                 or updates.shape != indices.shape[:2]):
             return None
-        out, j, u = operand[0].copy(), indices[0, :, 0].astype(np.int64), updates[0]
-        n = out.shape[0]
+        out, u, n = operand[0].copy(), updates[0], operand.shape[1]
+        j = _indices(indices[0, :, 0], n)
+        if j is None:
+            return None
         inside = (j >= 0) & (j < n)
         if mode == GatherScatterMode.CLIP:
             j, inside = np.clip(j, 0, n - 1), np.full(j.shape, n > 0)
@@ -237,11 +306,34 @@ def _scatter(combine: Optional[Any]) -> Callable[..., Optional[np.ndarray]]:
     return rule
 
 
+def _indices(x: np.ndarray, n: int) -> Optional[np.ndarray]:
+    """Indices into a dimension of size ``n``, as ``int64``, when XLA's reading of them is
+    plain: ``None`` when ``n`` does not fit their dtype (XLA bounds and clamps them in that
+    dtype, where ``n - 1`` wraps: an ``int8`` index into 300 rows past 43 is dropped), when an
+    unsigned one has its top bit set (XLA's implicit clamps read it as negative), or when one is
+    past ``int32`` (a filling gather converts them to ``int32`` first)."""
+    info = np.iinfo(x.dtype) if x.dtype != np.bool_ else None
+    if info is None or n > info.max:
+        return None
+    if not x.size:
+        return x.astype(np.int64)
+    if info.kind == "u" and int(x.max()) >> (info.bits - 1):
+        return None
+    if int(x.max()) >= 2**31 or int(x.min()) < -2**31:
+        return None
+    return x.astype(np.int64)
+
+
 def _dynamic_slice(operand: np.ndarray, *starts: np.ndarray, slice_sizes: Any) -> Optional[np.ndarray]:
     if operand.shape[0] != 1 or len(starts) != operand.ndim - 1:
         return None
-    at = tuple(slice(int(np.clip(s[0], 0, n - k)), int(np.clip(s[0], 0, n - k)) + k)
-               for s, n, k in zip(starts, operand.shape[1:], slice_sizes, strict=True))
+    at = []
+    for s, n, k in zip(starts, operand.shape[1:], slice_sizes, strict=True):
+        start = _indices(s, n)
+        if start is None:
+            return None
+        begin = min(max(int(start[0]), 0), n - k)  # (XLA clamps the slice into the operand)
+        at.append(slice(begin, begin + k))
     return operand[(slice(None), *at)]
 
 
@@ -265,9 +357,10 @@ _MULTIPLE = {slots.slot_p}  # rules that give every result (the others give one)
 
 
 def _exact(aval: Any) -> bool:
-    """Integers and booleans of a static shape only: their NumPy ops are XLA's, bit for bit."""
+    """Integers and booleans of a static shape only: their NumPy ops are XLA's, bit for bit
+    (NumPy's own integers: not ``int4`` and the like, whose ops are ``ml_dtypes``')."""
     return (isinstance(aval, core.ShapedArray) and core.is_constant_shape(aval.shape)
-            and (jnp.issubdtype(aval.dtype, jnp.integer) or aval.dtype == np.bool_))
+            and np.dtype(aval.dtype).kind in "iub")
 
 
 def _eval(jaxpr: core.Jaxpr, consts: Any, args: list[np.ndarray], length: int) -> Optional[list[np.ndarray]]:
@@ -365,8 +458,9 @@ def per_step(slice_: tuple[core.JaxprEqn, ...], needed: tuple[core.Var, ...], co
                 if c in counters:
                     d = counters[c]
                     step = np.asarray(d.val) if isinstance(d, core.Literal) else value(consts[body.invars.index(d)], memo)
-                    if first is not None and step is not None:
-                        got = (first + np.arange(length) * step).astype(first.dtype)
+                    if first is not None and step is not None:  # (in the counter's dtype: it wraps)
+                        dtype = first.dtype
+                        got = first + np.arange(length).astype(dtype) * np.asarray(step).astype(dtype)
                 elif carry_out[c] is v and first is not None:  # a carry the body returns as it received it
                     got = np.broadcast_to(first, (length, *first.shape))
             else:
