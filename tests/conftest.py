@@ -21,25 +21,28 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_adversarial.py``: hypothesis ``max_examples`` 8 / 500 per property;
 * ``tests/test_gradients_cases.py``: TF-style gradient cases through one API each (alternating) / both;
 * ``tests/test_kernel_exactness.py``: traced split lengths 2 / 7 per shape case;
-* ``tests/test_error_channel.py``: random programs eagerly and under jit 24 / 3000;
+* ``tests/test_error_channel.py``: random programs eagerly and under jit 12 / 3000;
 * ``tests/test_notebooks.py``: the quickstart notebook runs / all three;
 * ``tests/test_gradients_vmap.py``: three ways of many gradients at 16 cotangents / at 1, 3 and 16;
-* ``tests/test_hoisting.py``: each first-error case in one mode, in rotation / in all three;
-* ``tests/test_tf2_import.py``: four of the eight TF2 programs / all (and the Keras layers eagerly);
+* ``tests/test_hoisting.py``: each first-error case in one mode, in rotation / in all three; NumPy
+  against staged replays 10 / 200;
+* ``tests/test_tf2_import.py``: four of the eight TF2 programs / all (and the Keras layers eagerly), one
+  random-program regression (``inner_bounded_growth``) under ``--long`` only;
 * ``tests/test_graph_control_flow.py``: its three heaviest tests under ``--long`` only;
 * ``tests/test_graph_import.py``: half of the graph corpus matched against ``Session.run`` / all of it;
-* ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 3 / 60 per family (7 families);
-* ``tests/test_symbolic_export_fuzz.py``: programs exported at symbolic dimensions 8 / 400;
+* ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 1 / 60 per family (7 families; 3 of
+  the bound family, one per exit);
+* ``tests/test_symbolic_export_fuzz.py``: programs exported at symbolic dimensions 4 / 400;
 * ``tests/test_known.py``: random integer programs whose known values must be XLA's 8 / 3000, random
   loops decided while tracing 3 / 1500;
 * ``rotate``: the raw-op cases, gradient cases, transforms and traced errors (``mode``), each op's
   single report (``mode``), checks inside higher-order constructs (``mode``), the kernel counts
-  (``batched``), the export platforms (``platform``) and ``jta.checkify``'s cases (``how``);
+  (``batched``), the export platforms (``platform``), the HLO shape tests (``checks``, ``checkify``) and ``jta.checkify``'s cases (``how``);
 * ``tests/test_sharding.py``: each check on one of its two meshes, alternating / on both;
 * ``tests/test_lint.py``: pyright under ``--long`` only (``.ci/run`` runs it after the tests);
 * ``tests/test_graph_programs.py``: generated TF1 programs 1 / 300 (about 5 s each: each is built,
   frozen and run by TensorFlow, then imported eagerly, under ``jit`` and differentiated).
-* ``tests/test_tf2_programs.py``: generated TF2 programs 2 / 300 (about 3-10 s each: forward and train
+* ``tests/test_tf2_programs.py``: generated TF2 programs 1 / 300 (about 3-10 s each: forward and train
   step eagerly and under ``jit``, ``jax.grad`` against the tape).
 """
 

@@ -222,7 +222,7 @@ def test_random_programs_jit_agrees_with_eager(chunk):
     # 100 by default (150 until the TF1 importer's tests needed the time): the structural fuzzer
     # (test_structural_fuzz.py) runs 198 more programs, with program structure around these ops;
     # 3000 under --long.
-    count = 3000 if budget.LONG else 24
+    count = 3000 if budget.LONG else 12
     rng = random.Random(20261123)
     programs = [random_program(rng) for _ in range(count)][chunk::CHUNKS]
     mismatches, kinds = [], {"error": 0, "ok": 0}

@@ -289,6 +289,7 @@ CASES = {
 }
 
 
+@pytest.mark.rotate("checks")
 @pytest.mark.parametrize("checks", [True, False], ids=["checks", "no-checks"])
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("grad", [True, False], ids=["grad", "forward"])
@@ -328,6 +329,7 @@ def test_read_after_write_gradient_never_copies_the_data_buffer():
     assert found == [], _fmt(found)
 
 
+@pytest.mark.rotate("checkify")
 @pytest.mark.parametrize("grad", [True, False], ids=["grad", "forward"])
 @pytest.mark.parametrize("checkify", [False, True], ids=["jit", "checkify"])
 @pytest.mark.parametrize("w3", [w3_jta, w3_raw], ids=["TensorArray", "raw ops"])

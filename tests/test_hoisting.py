@@ -16,6 +16,7 @@ from jax import lax
 import jta
 from jta import raw_ops as ops
 from jta._delivery import hoisting
+from tests.helpers import budget
 
 
 def loop_writes(bad):
@@ -184,7 +185,7 @@ def test_known_replay_is_replay():
     from jta._records import slots
 
     rng = np.random.default_rng(0)
-    for _ in range(40):
+    for _ in range(budget.scaled(10, 200)):
         n, steps, per_step = int(rng.integers(1, 6)), int(rng.integers(1, 7)), int(rng.integers(1, 4))
         flags = rng.choice(np.arange(32, dtype=np.int32), n)
         where = rng.integers(-1, n + 2, (steps, per_step)).astype(np.int32)

@@ -36,7 +36,7 @@ import pytest
 import jta
 from tests.helpers import budget
 
-COUNT = budget.scaled(8, 400)
+COUNT = budget.scaled(4, 400)
 FIRST = int(os.environ.get("JTA_SYMBOLIC_SEED", "0"))
 SIZE = 4  # static size of the arrays the programs make
 OPS = ("read", "write", "gather", "scatter")

@@ -56,7 +56,8 @@ from tests.helpers import budget, while_programs
 tf = pytest.importorskip("tensorflow")
 
 SEED = 0
-N_PROGRAMS = budget.scaled(3, 60)  # 3: every exit of the bound family
+N_PROGRAMS = budget.scaled(1, 60)
+N_BOUND = budget.scaled(3, 60)  # 3: every exit of the bound family
 LONG = budget.long_run()  # also: random shapes (more compilations), more runs per program
 RTOL = 1e-5
 ATOL = 1e-6  # relative to the largest magnitude compared (gradients sum a few float32 terms)
@@ -233,7 +234,8 @@ def modes(program: while_programs.Program) -> tuple[str, ...]:
 
 
 def _cases():
-    return [pytest.param(family, k, id=f"{family}-{k}") for family in while_programs.FAMILIES for k in range(N_PROGRAMS)]
+    return [pytest.param(family, k, id=f"{family}-{k}") for family in while_programs.FAMILIES
+            for k in range(N_BOUND if family == "bound" else N_PROGRAMS)]
 
 
 @pytest.mark.long
