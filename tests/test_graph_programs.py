@@ -34,7 +34,7 @@ import jta  # noqa: E402
 from jta._records.catalogue import Error  # noqa: E402
 from jta.graph_import._messages import GraphError  # noqa: E402
 from tests.helpers import budget, tf1_programs  # noqa: E402
-from tests.helpers.errors import _forget_raised  # noqa: E402
+from tests.helpers.errors import Refused, run_phase  # noqa: E402
 
 # By default one seed picked for breadth (a loop with a fed count and maximum_iterations= around a loop over an
 # array of unknown element shape with a cond inside, map_fn with fn_output_signature, a constant cond around a
@@ -133,27 +133,6 @@ def _close(got: list[Any], expected: list[np.ndarray], outputs: list[str], rtol:
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=f"{what} {name}")
 
 
-@dataclasses.dataclass
-class _Refused(Exception):
-    phase: str
-    error: BaseException
-
-
-def _run_phase(phase: str, fn: Any) -> None:
-    """``fn()``; any exception (a compiled check's re-raised by ``jta.throw``) becomes :class:`_Refused`."""
-    _forget_raised()
-    try:
-        try:
-            fn()
-        except jax.errors.JaxRuntimeError:
-            jta.throw()
-            raise
-    except AssertionError:
-        raise
-    except Exception as error:  # noqa: BLE001 - classified by the caller
-        raise _Refused(phase, error) from error
-
-
 def check(program: tf1_programs.Program) -> Outcome:
     """Run ``program`` through the importer; raise ``AssertionError`` unless each phase matches TF or is an
     allowed refusal (see the module docstring)."""
@@ -164,8 +143,8 @@ def check(program: tf1_programs.Program) -> Outcome:
         phases.append(("grad", _jax_grad(p)))
     for phase, fn in phases:
         try:
-            _run_phase(phase, fn)
-        except _Refused as refused:
+            run_phase(phase, fn)
+        except Refused as refused:
             entry = _allowed(p, refused)
             outcome.refused.append((refused.phase, catalogue_code(refused.error), entry))
             if phase == "import":
@@ -197,7 +176,7 @@ def _jax_grad(p: tf1_programs.Program) -> Any:
     return run
 
 
-def _allowed(p: tf1_programs.Program, refused: _Refused) -> Allowed:
+def _allowed(p: tf1_programs.Program, refused: Refused) -> Allowed:
     """The allow-list entry that covers ``refused``; else an ``AssertionError`` saying why it is a bug."""
     error = refused.error
     text = f"{type(error).__module__}.{type(error).__name__}: {error}"

@@ -41,7 +41,7 @@ import jta  # noqa: E402
 from jta._records.catalogue import Error  # noqa: E402
 from jta.graph_import._messages import GraphError  # noqa: E402
 from tests.helpers import budget, tf2_generator  # noqa: E402
-from tests.helpers.errors import _forget_raised  # noqa: E402
+from tests.helpers.errors import Refused, run_phase  # noqa: E402
 
 # By default one seed picked for breadth and speed: 147 (a scan, then an autograph loop over tf.minimum(n, T)
 # of an argument with a data-dependent break over a dynamic_size float64 array, its size); --long runs
@@ -108,27 +108,7 @@ def _close(got: Any, want: Any, what: str, pad: bool = False) -> None:
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale, err_msg=f"{what} output {k}")
 
 
-@dataclasses.dataclass
-class _Refused(Exception):
-    phase: str
-    error: BaseException
-
-
-def _run(phase: str, fn: Any) -> None:
-    _forget_raised()
-    try:
-        try:
-            fn()
-        except jax.errors.JaxRuntimeError:
-            jta.throw()
-            raise
-    except AssertionError:
-        raise
-    except Exception as error:  # noqa: BLE001 - classified by the caller
-        raise _Refused(phase, error) from error
-
-
-def _allowed(p: tf2_generator.Program, refused: _Refused) -> Allowed:
+def _allowed(p: tf2_generator.Program, refused: Refused) -> Allowed:
     error = refused.error
     code = catalogue_code(error)
     for entry in ALLOWED:
@@ -193,8 +173,8 @@ def _check(p: tf2_generator.Program) -> list[tuple[str, int | None, Allowed]]:
     refusals = []
     for phase, fn in phases(p):
         try:
-            _run(phase, fn)
-        except _Refused as refused:
+            run_phase(phase, fn)
+        except Refused as refused:
             entry = _allowed(p, refused)
             refusals.append((phase, catalogue_code(refused.error), entry))
     return refusals

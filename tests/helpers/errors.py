@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
@@ -44,3 +45,26 @@ def _forget_raised() -> None:
         jta.throw()
     except (jta.errors.TensorArrayError, ValueError):
         pass
+
+
+@dataclasses.dataclass
+class Refused(Exception):
+    """A phase of a generated program that raised (the program generators' tests classify it)."""
+    phase: str
+    error: BaseException
+
+
+def run_phase(phase: str, fn: Any) -> None:
+    """``fn()``; any exception but a failed assertion (a compiled check's re-raised by ``jta.throw``)
+    becomes :class:`Refused`."""
+    _forget_raised()
+    try:
+        try:
+            fn()
+        except jax.errors.JaxRuntimeError:
+            jta.throw()
+            raise
+    except AssertionError:
+        raise
+    except Exception as error:  # noqa: BLE001 - classified by the caller
+        raise Refused(phase, error) from error
