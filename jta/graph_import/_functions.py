@@ -271,7 +271,16 @@ class Evaluator:
                 GraphError.PADDED_STACK.raise_(node=node.name, op=op)
             if op == "TensorListReserve" and id(args[1]) in self.bounds:  # a run-time size under a static bound
                 return _lists.reserve_bounded(node, args, self.bounds[id(args[1])][1])
-            return _lists.LIST_OPS[op](node, args)
+            if op == "TensorListPushBack" and id(args[1]) in self.bounds:  # a tape keeps a bounded count
+                return _lists.push_bounded(node, args, self.bounds[id(args[1])][1])
+            out = _lists.LIST_OPS[op](node, args)
+            if op == "TensorListPopBack" and _lists.is_bound_const(args[0].const) and isinstance(out[1], Tracer):
+                self.bounds[id(out[1])] = (out[1], args[0].const[1])  # popped from a tape: under its bound
+            elif op == "TensorListLength" and isinstance(out[0], Tracer):
+                rows = _lists.length_bound(args[0])
+                if rows is not None:  # a run-time length under a static bound (its buffer's rows)
+                    self.bounds[id(out[0])] = (out[0], rows)
+            return out
         if op == "Unpack" and isinstance(args[0], _lists.ListBatch):
             return list(args[0].lists)
         if any(isinstance(a, _lists.TList) for a in args):

@@ -336,6 +336,33 @@ def _push_back(node: Node, args: list[Any]) -> list[Any]:
     return [out]
 
 
+def is_bound_const(const: Any) -> bool:
+    """Whether a list's ``const`` is ``("<=", bound)``: every element is a run-time count at most ``bound``
+    (a tape's accumulator of a length under a static bound, popped in the gradient loop to size a
+    ``TensorListReserve``)."""
+    return isinstance(const, tuple) and len(const) == 2 and const[0] == "<="
+
+
+def length_bound(lst: TList) -> Optional[int]:
+    """A static bound on a run-time length: the rows of the list's buffer (or of the one it waits for)."""
+    if lst.static or lst.dtype == VARIANT or lst.parts is not None:
+        return None
+    if lst.rows_hint is not None:
+        return lst.rows_hint
+    return rows(lst.items) if lst.items is not None else None
+
+
+def push_bounded(node: Node, args: list[Any], bound: int) -> list[Any]:
+    """``TensorListPushBack`` of a run-time count at most ``bound``: the list keeps the bound (as its
+    ``const``) while every element pushed has it, so that a pop gives the bound back."""
+    lst = args[0]
+    empty = lst.static and lst.length == 0
+    out = _push_back(node, args)
+    if lst.dtype != VARIANT and (empty or is_bound_const(lst.const)):
+        out[0].const = ("<=", bound if empty else max(bound, lst.const[1]))
+    return out
+
+
 @_reg("TensorListPopBack")
 def _pop_back(node: Node, args: list[Any]) -> list[Any]:
     lst, shape = args
@@ -349,11 +376,12 @@ def _pop_back(node: Node, args: list[Any]) -> list[Any]:
         return [TList(lst.items, last, lst.dtype, lst.shape, limit=lst.limit), jax.tree_util.tree_map(lambda b: b[last], lst.items)]
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
     last = lst.length - 1
-    if lst.const is not None:
+    if lst.const is not None and not is_bound_const(lst.const):
         dtype, shape, data = lst.const
         return [TList(lst.items, last, lst.dtype, lst.shape, None, lst.const, limit=lst.limit),
                 np.frombuffer(data, np.dtype(dtype)).reshape(shape).copy()]
-    return [TList(lst.items, last, lst.dtype, lst.shape, limit=lst.limit), lst.items[last]]
+    const = lst.const if is_bound_const(lst.const) else None  # the bound stays for the pops after this one
+    return [TList(lst.items, last, lst.dtype, lst.shape, None, const, limit=lst.limit), lst.items[last]]
 
 
 @_reg("TensorListLength")

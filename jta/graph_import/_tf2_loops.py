@@ -35,7 +35,7 @@ from jax.core import Tracer
 from .. import errors
 from ..loops import while_loop
 from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete
-from ._lists import VARIANT, TList, materialize, rows
+from ._lists import VARIANT, TList, is_bound_const, materialize, rows
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static
@@ -225,7 +225,7 @@ def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], c
 
 def _consts(ev: Evaluator, body: Body, args: list[Any], carry: dict[int, Any]) -> None:
     """Keep a list's ``const`` only where one step of the scan's body (its carry traced) keeps it."""
-    for _ in range(3):
+    for attempt in range(3):
         def one(c: dict[int, Any]) -> dict[int, Any]:
             out = _in_carry(ev, body, [c[k] if k in c else a for k, a in enumerate(args)])
             return {k: out[k] for k in c}
@@ -234,7 +234,10 @@ def _consts(ev: Evaluator, body: Body, args: list[Any], carry: dict[int, Any]) -
         changed = False
         for k, v in carry.items():
             if isinstance(v, TList) and v.const is not None and out[k].const != v.const:
-                v.const, changed = None, True
+                # a bound on the elements (a tape's run-time counts) grows to the largest a step pushes (once:
+                # a bound still growing after that is dropped)
+                grown = attempt == 0 and is_bound_const(v.const) and is_bound_const(out[k].const)
+                v.const, changed = out[k].const if grown else None, True
         if not changed:
             return
 

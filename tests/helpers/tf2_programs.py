@@ -360,5 +360,24 @@ def ragged_split(seed: int = 0) -> Program:
     return _program("ragged_split", forward, [u], (r.normal(size=(5, 2)).astype(np.float32),))
 
 
+def bounded_read_grad(seed: int = 0) -> Program:
+    """A TensorArray of tf.minimum(n, 4) elements read in the loop: the read's gradient reserves a list as
+    long as the array, a length the tape pushes in the forward loop and pops in the gradient loop (under
+    jit a run-time length whose bound the tape keeps)."""
+    r = _rng(seed)
+    w = tf.Variable(r.normal(size=(2, 2)).astype(np.float32) * 0.5, name="w")
+
+    def forward(x: Any, n: Any) -> Any:  # (4, 2), n
+        m = tf.minimum(n, 4)
+        ta = tf.TensorArray(tf.float32, size=m, element_shape=(2,))
+        h = tf.zeros([2])
+        for i in tf.range(m):
+            ta = ta.write(i, tf.tanh(tf.linalg.matvec(w, x[i]) + h))
+            h = ta.read(i) * 0.5 + h
+        return ta.stack(), h
+    return _program("bounded_read_grad", forward, [w], (r.normal(size=(4, 2)).astype(np.float32), np.int32(3)))
+
+
 REGRESSIONS: dict[str, Callable[..., Program]] = {
-    f.__name__: f for f in (nested_growth, inner_bounded_growth, minimum_bound, zero_trips, ragged_split)}
+    f.__name__: f for f in (nested_growth, inner_bounded_growth, minimum_bound, zero_trips, ragged_split,
+                            bounded_read_grad)}
