@@ -27,7 +27,8 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_hoisting.py``: each first-error case in one mode, in rotation / in all three; NumPy
   against staged replays 10 / 200;
 * ``tests/test_tf2_import.py``: four of the eight TF2 programs / all (and the Keras layers eagerly), one
-  random-program regression (``inner_bounded_growth``) under ``--long`` only;
+  random-program regression (``inner_bounded_growth``) under ``--long`` only, sizes learned by
+  ``jta.checked`` in one of forward, train step and ``jax.grad``, in rotation / all three;
 * ``tests/test_graph_control_flow.py``: its three heaviest tests under ``--long`` only;
 * ``tests/test_graph_import.py``: half of the graph corpus matched against ``Session.run`` / all of it;
 * ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 1 / 60 per family (7 families; 3 of
@@ -43,7 +44,7 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_graph_programs.py``: generated TF1 programs 1 / 300 (about 5 s each: each is built,
   frozen and run by TensorFlow, then imported eagerly, under ``jit`` and differentiated).
 * ``tests/test_tf2_programs.py``: generated TF2 programs 1 / 300 (about 3-10 s each: forward and train
-  step eagerly and under ``jit``, ``jax.grad`` against the tape).
+  step eagerly, under ``jit`` and under ``jta.checked``, ``jax.grad`` against the tape).
 """
 
 from __future__ import annotations

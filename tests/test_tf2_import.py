@@ -70,10 +70,12 @@ def program(request: pytest.FixtureRequest) -> tf2_programs.Program:
 def test_forward_train_and_grad(program: tf2_programs.Program) -> None:
     """Values and train steps under jit (eagerly too under --long), jax.grad against the tape."""
     pad = program.name in DYNAMIC
-    _check_program(program, ("jit", "eager") if budget.LONG or pad else ("jit",))
+    _check_program(program, ("jit", "eager", "checked") if budget.LONG or pad else ("jit",))
 
 
 def _check_program(program: tf2_programs.Program, modes: tuple[str, ...]) -> None:
+    """``modes``: ``jit``, ``eager``, ``checked`` (``jta.checked(jax.jit(fn))``, imported without
+    ``pad_stacks``: TensorFlow's shapes, the lengths the data decides learned at run time)."""
     pad = program.name in DYNAMIC
     for kind in ("forward", "train"):
         fn = getattr(program, kind)
@@ -81,6 +83,10 @@ def _check_program(program: tf2_programs.Program, modes: tuple[str, ...]) -> Non
         jax_fn, params = jta.import_function(fn, *program.args, pad_stacks=pad)
         assert sorted(params) == sorted(_key(v) for v in program.variables)
         for mode in modes:
+            if mode == "checked":
+                exact, _ = jta.import_function(fn, *program.args)
+                _close(jta.checked(jax.jit(exact))(params, *program.args), want)
+                continue
             run = jax.jit(jax_fn) if mode == "jit" else jax_fn
             _close(run(params, *program.args), want, pad=pad and mode == "jit")
     jax_fn, params = jta.import_function(program.forward, *program.args, pad_stacks=pad)
@@ -165,9 +171,62 @@ def test_unbounded_loop_is_jta_while_loop() -> None:
     np.testing.assert_allclose(grad["w"], train(x)[1], rtol=1e-5)
     step, params = jta.import_function(train, x)
     _close(step(params, x), train(x))  # eagerly: step by step
-    with pytest.raises(jta.errors.UnimplementedError) as info:
+    _close(jta.checked(jax.jit(step))(params, x), train(x))  # the tape's growing lists: rows learned
+    with pytest.raises(jta.errors.UnimplementedError, match="through jta.checked") as info:
         jax.jit(step)(params, x)
     assert GraphError.LIST_CAPACITY.matches(info.value)
+
+
+@pytest.mark.rotate("mode")
+@pytest.mark.parametrize("mode", ["forward", "train", "grad"])
+def test_sizes_the_data_decides_under_checked(mode: str) -> None:
+    """A dynamic_size TensorArray grown by a loop without a bound, and one of an argument's size n:
+    under jta.checked their buffers get the rows the data needs (past the first 256: grown and compiled
+    again) and their stacks TensorFlow's shapes, in the forward, the train step (the tape's accumulators
+    grow too) and jax.grad."""
+    w, u = tf.Variable(np.float32(0.98), name="w"), tf.Variable(np.float32(0.5), name="u")
+
+    @tf.function
+    def decay(x: Any) -> Any:  # 169 steps from 3, 456 from 1000
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        i, _, ta = tf.while_loop(lambda i, v, ta: v > 0.1, lambda i, v, ta: (i + 1, v * w, ta.write(i, v)),
+                                 (0, x, ta))
+        return ta.stack(), i
+
+    @tf.function
+    def sized(x: Any, n: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=n)
+        v = x
+        for i in tf.range(n):
+            v = tf.tanh(v * u + 1.0)
+            ta = ta.write(i, v)
+        return ta.stack()
+
+    def train(fn: Any, v: Any) -> Any:
+        @tf.function
+        def step(*args: Any) -> Any:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.nest.flatten(fn(*args))[0] ** 2)
+            return loss, tape.gradient(loss, v)
+        return step
+
+    for fn, v, calls in ((decay, w, [(np.float32(3.0),), (np.float32(1e3),)]),
+                         (sized, u, [(np.float32(0.3), np.int32(300)), (np.float32(0.3), np.int32(7))])):
+        source = fn if mode != "train" else train(fn, v)
+        jax_fn, params = jta.import_function(source, *calls[0])
+        if mode == "grad":
+            run = jta.checked(jax.jit(jax.grad(lambda p, *a, f=jax_fn: jnp.sum(jax.tree_util.tree_leaves(f(p, *a))[0] ** 2))))
+        else:
+            run = jta.checked(jax.jit(jax_fn))
+        for args in calls:
+            got = run(params, *args)
+            if mode == "grad":
+                np.testing.assert_allclose(got[_key(v)], train(fn, v)(*args)[1], rtol=2e-4)
+            else:
+                _close(got, source(*args))
+        if mode == "forward":
+            with pytest.raises(jta.errors.UnimplementedError, match="through jta.checked"):
+                jax.jit(jax_fn)(params, *calls[0])
 
 
 def test_dynamic_stack_under_jit_is_refused() -> None:
@@ -322,6 +381,7 @@ def test_random_program_regressions(name: str) -> None:
     with pytest.raises(jta.errors.UnimplementedError) as info:
         jax.jit(step)(params, *program.args)
     assert GraphError.LIST_CAPACITY.matches(info.value)
+    _close(jta.checked(jax.jit(step))(params, *program.args), program.train(*program.args))  # rows learned
     fwd, params = jta.import_function(program.forward, *program.args, pad_stacks=True)
     _close(fwd(params, *program.args), program.forward(*program.args))
     _close(jax.jit(fwd)(params, *program.args), program.forward(*program.args), pad=True)

@@ -28,7 +28,7 @@ from .._records.catalogue import Error
 from .._records.primitives import emit
 from .array import ArrayData, known_size
 
-__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_size", "rows_for", "stack_rows", "grown", "sized"]
+__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 
@@ -114,16 +114,22 @@ def stack_rows(ta: ArrayData) -> Optional[int]:
     TensorFlow. ``None`` for any other array."""
     if known_size(ta) is not None:
         return None
-    number = ta._meta.plan
-    if number is None:  # an array given capacity=: numbered now, in trace order like the rest
+    return learned_rows(ta._traced_size, ta.name, ta._meta.plan)
+
+
+def learned_rows(size: Any, name: str, number: Optional[int] = None) -> Optional[int]:
+    """The rows to give a result whose length ``size`` is known at run time only (``stack()`` of a
+    dynamically sized array, of an imported TensorList), under ``jta.checked``: the size learned (0 at
+    first), with a record that makes ``jta.checked`` compile for the size the run saw and rerun when
+    they differ. ``number``: the plan's number for it, if it has one already; ``None`` outside a plan."""
+    if number is None:  # numbered now, in trace order like the rest
         numbered = _numbered()
         if numbered is None:
             return None
         number = numbered[1]
     guess = learned_size(number) or 0
-    size = ta._traced_size
     emit(records.record(records.no_error(), size != guess, Error.ARRAY_SIZE_LEARNED, size, guess, number),
-         ta.name, None, deferred=False)
+         name, None, deferred=False)
     return guess
 
 

@@ -356,9 +356,13 @@ def _learned(record: np.ndarray, sites: tuple[Site, ...], plan: dict[capacities.
         return capacities.grown(plan, v1, v2)
     if code == Error.ARRAY_SIZE_LEARNED.code:
         return capacities.sized(plan, v3, v1)
-    number = dict(sites[site].fields).get("plan") if site < len(sites) else None
-    if code == Error.WRITE_BEYOND_CAPACITY.code and number is not None:
-        return capacities.grown(plan, int(number), v1 + (v3 << 32) + 1)
+    fields = dict(sites[site].fields) if site < len(sites) else {}
+    index = v1 + (v3 << 32)
+    if code == Error.WRITE_BEYOND_CAPACITY.code and "plan" in fields:  # (an array's every error names its plan)
+        return capacities.grown(plan, int(fields["plan"]), index + 1)
+    if "grows" in fields:  # a write at ``index`` past a buffer of ``base + per * rows`` (an imported TensorList)
+        base, per = int(fields["base"]), int(fields["per"])
+        return capacities.grown(plan, int(fields["grows"]), -(-(index + 1 - base) // per))
     return None
 
 

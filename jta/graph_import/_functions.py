@@ -29,7 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
-from . import _lists
+from .._core import capacities
+from . import _list_vectors, _lists
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
 from ._ops import OPS, is_static
@@ -268,24 +269,28 @@ class Evaluator:
         if op in _lists.LIST_OPS:
             if op in ("TensorListStack", "TensorListConcat", "TensorListConcatV2") and not args[0].static \
                     and not self.pad_stacks:
-                GraphError.PADDED_STACK.raise_(node=node.name, op=op)
+                # TensorFlow's shape: the length jta.checked learned (it compiles again when it differs)
+                rows = None if args[0].parts is not None else capacities.learned_rows(args[0].length, node.name)
+                if rows is None:
+                    GraphError.PADDED_STACK.raise_(node=node.name, op=op)
+                return _lists.exact_rows(node, args, rows)
             if op == "TensorListReserve" and id(args[1]) in self.bounds:  # a run-time size under a static bound
                 return _lists.reserve_bounded(node, args, self.bounds[id(args[1])][1])
             if op == "TensorListPushBack" and id(args[1]) in self.bounds:  # a tape keeps a bounded count
                 return _lists.push_bounded(node, args, self.bounds[id(args[1])][1])
             out = _lists.LIST_OPS[op](node, args)
-            if op == "TensorListPopBack" and _lists.is_bound_const(args[0].const) and isinstance(out[1], Tracer):
-                self.bounds[id(out[1])] = (out[1], args[0].const[1])  # popped from a tape: under its bound
+            if op == "TensorListPopBack" and isinstance(args[0].const, _lists.AtMost) and isinstance(out[1], Tracer):
+                self.bounds[id(out[1])] = (out[1], args[0].const.bound)  # popped from a tape: under its bound
             elif op == "TensorListLength" and isinstance(out[0], Tracer):
                 rows = _lists.length_bound(args[0])
                 if rows is not None:  # a run-time length under a static bound (its buffer's rows)
                     self.bounds[id(out[0])] = (out[0], rows)
             return out
-        if op == "Unpack" and isinstance(args[0], _lists.ListBatch):
+        if op == "Unpack" and isinstance(args[0], _list_vectors.ListBatch):
             return list(args[0].lists)
         if any(isinstance(a, _lists.TList) for a in args):
             if op == "Pack":  # a vector of lists (TensorListPushBackBatch, TensorListConcatLists take one)
-                return [_lists.ListBatch(tuple(args))]
+                return [_list_vectors.ListBatch(tuple(args))]
             if op == "ZerosLike":
                 return [_lists.zeros_like(args[0])]
             if op == "AddN":

@@ -21,6 +21,7 @@ buffer first (:mod:`jta.graph_import._tf2_loops`) and a write lands in place.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -29,12 +30,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
+from .._core import capacities
 from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static, registrar, static_value
 
-__all__ = ["LIST_OPS", "TList"]
+__all__ = ["LIST_OPS", "AtMost", "TList"]
 
 
 @jax.tree_util.register_pytree_node_class
@@ -43,31 +45,37 @@ class TList:
 
     def __init__(self, items: Any, length: Any, dtype: Any, shape: Optional[tuple[Optional[int], ...]],
                  parts: Optional[tuple[Any, ...]] = None, const: Any = None, rows_hint: Optional[int] = None,
-                 limit: Optional[int] = None):
+                 limit: Optional[int] = None, plan: Optional[tuple[int, int, int]] = None):
         self.items, self.length, self.dtype, self.shape, self.parts = items, length, dtype, shape, parts
         # ``rows_hint``: the buffer's rows once it exists, for a list without one yet whose length is only
         # known at run time under a static bound (``TensorListReserve`` of ``tf.minimum(n, c)`` elements
         # of an unknown shape)
         self.rows_hint = rows_hint
         self.limit = limit  # ``max_num_elements`` of an EmptyTensorList (None: no limit); a push past it fails
-        # ``const``: every element is this static value (a key of it). A tape's accumulator of a static
-        # value (an element shape, a length pushed in each forward step) pops it static in the gradient
-        # loop, where it sizes a TensorListReserve.
+        # ``const``: what is known of every element while tracing: that it is one static value (a key of
+        # it: a tape's accumulator of an element shape or a length pushed in each forward step pops it
+        # static in the gradient loop, where it sizes a TensorListReserve), or :class:`AtMost` a bound (a
+        # tape's accumulator of run-time lengths under a static bound, which sizes it there)
         self.const = const
+        # ``plan``: ``(number, base, per)`` for a buffer of ``base + per * rows`` elements, ``rows`` the
+        # plan's number ``number`` (:mod:`jta._core.capacities`), for a list that a loop without a bound
+        # grows: a write past them makes jta.checked grow them
+        self.plan = plan
 
     def tree_flatten(self) -> tuple[tuple[Any, ...], Any]:
         # A static length is part of the structure (it stays a Python int through jax.eval_shape).
         if isinstance(self.length, int):
             return (self.items, self.parts), (self.dtype, self.shape, self.length, self.const, self.rows_hint,
-                                               self.limit)
+                                               self.limit, self.plan)
         return (self.items, self.length, self.parts), (self.dtype, self.shape, None, self.const, self.rows_hint,
-                                                       self.limit)
+                                                       self.limit, self.plan)
 
     @classmethod
     def tree_unflatten(cls, aux: Any, children: Any) -> TList:
-        if aux[2] is not None:
-            return cls(children[0], aux[2], aux[0], aux[1], children[1], aux[3], aux[4], aux[5])
-        return cls(children[0], children[1], aux[0], aux[1], children[2], aux[3], aux[4], aux[5])
+        dtype, shape, length, const, rows_hint, limit, plan = aux
+        if length is not None:
+            return cls(children[0], length, dtype, shape, children[1], const, rows_hint, limit, plan)
+        return cls(children[0], children[1], dtype, shape, children[2], const, rows_hint, limit, plan)
 
     @property
     def static(self) -> bool:
@@ -82,7 +90,7 @@ class TList:
     def traced(self) -> TList:
         """This list with its length a JAX value (a loop carry's)."""
         return TList(self.items, jnp.asarray(self.length, jnp.int32), self.dtype, self.shape, self.parts, self.const,
-                     self.rows_hint, self.limit)
+                     self.rows_hint, self.limit, self.plan)
 
     def __repr__(self) -> str:
         shape = None if self.items is None else jax.tree_util.tree_map(np.shape, self.items)
@@ -94,16 +102,21 @@ LIST_OPS: dict[str, Callable[[Node, list[Any]], list[Any]]] = {}
 _reg = registrar(LIST_OPS)
 
 
-def _misuse(node: Node, error: str) -> None:
+def misuse(node: Node, error: str) -> None:
     GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=error)
 
 
-def _check(node: Node, bad: Any, message: GraphError, *fields: Any) -> None:
+def _check(node: Node, bad: Any, message: GraphError, *fields: Any, plan: Optional[tuple[int, int, int]] = None
+           ) -> None:
     """TensorFlow's check of an index or a length: raised now when static or concrete, else
     reported from compiled code through jta's error channel (never a silently clamped index).
     Compute ``bad`` with NumPy from values known while tracing (:func:`_index`): then nothing is
-    staged into the program."""
-    value_ops.report(node.name, bad, message, *fields, extra={"op": node.op})
+    staged into the program. ``plan``: the check is of a buffer that ``jta.checked``'s plan sizes
+    (:class:`TList`'s ``plan``), which grows it to hold element ``fields[0]`` and runs again."""
+    extra = {"op": node.op}
+    if plan is not None:
+        extra.update(zip(("grows", "base", "per"), map(str, plan), strict=True))
+    value_ops.report(node.name, bad, message, *fields, extra=extra)
 
 
 def _index(index: Any) -> Any:
@@ -129,17 +142,17 @@ def _decl_shape(node: Node, v: Any) -> Optional[tuple[Optional[int], ...]]:
     return tuple(None if int(d) < 0 else int(d) for d in v)
 
 
-def _full(shape: Optional[tuple[Optional[int], ...]]) -> bool:
+def is_full(shape: Optional[tuple[Optional[int], ...]]) -> bool:
     return shape is not None and all(d is not None for d in shape)
 
 
-def _merge_shape(a: Optional[tuple[Optional[int], ...]], b: Optional[tuple[Optional[int], ...]]) -> Any:
+def merge_shape(a: Optional[tuple[Optional[int], ...]], b: Optional[tuple[Optional[int], ...]]) -> Any:
     if a is None or b is None:
         return b if a is None else a
     return tuple(x if x is not None else y for x, y in zip(a, b, strict=False)) if len(a) == len(b) else a
 
 
-def _dtype(node: Node) -> Any:
+def element_dtype(node: Node) -> Any:
     dtype = node.attr("element_dtype")
     return VARIANT if dtype == VARIANT else jax.dtypes.canonicalize_dtype(dtype)
 
@@ -158,11 +171,11 @@ def materialize(lst: TList, node: Node, capacity: int, shape: Any = None) -> TLi
         return _materialize_lists(lst, capacity, shape)
     if lst.parts is not None:
         lst = _unparts(lst, node)
-    shape = _merge_shape(lst.element_shape(), shape)
+    shape = merge_shape(lst.element_shape(), shape)
     if lst.items is None:
-        if not _full(shape):
-            _misuse(node, "Tried to stack elements of an empty list with non-fully-defined element_shape: "
-                          f"{_shape_text(shape)}")
+        if not is_full(shape):
+            misuse(node, "Tried to stack elements of an empty list with non-fully-defined element_shape: "
+                          f"{shape_text(shape)}")
         capacity = max(capacity, lst.rows_hint or 0)
         return TList(jnp.zeros((capacity, *shape), lst.dtype), lst.length, lst.dtype, lst.shape, limit=lst.limit)
     have = lst.items.shape[0]
@@ -172,7 +185,7 @@ def materialize(lst: TList, node: Node, capacity: int, shape: Any = None) -> TLi
     return TList(jnp.concatenate([lst.items, pad]), lst.length, lst.dtype, lst.shape, limit=lst.limit)
 
 
-def _shape_text(shape: Any) -> str:
+def shape_text(shape: Any) -> str:
     return "<unknown>" if shape is None else "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
@@ -197,7 +210,7 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
         _check(node, i < 0 or (i >= lst.length and not resize), GraphError.LIST_MODIFY, i, lst.length, 0)
         length = max(lst.length, i + 1)
         if lst.items is not None and tuple(lst.items.shape[1:]) != tuple(item.shape):
-            _misuse(node, f"Tried to set element with shape {list(item.shape)} in a list with element shape "
+            misuse(node, f"Tried to set element with shape {list(item.shape)} in a list with element shape "
                           f"{list(lst.items.shape[1:])}")
         lst = materialize(TList(lst.items, lst.length, lst.dtype, lst.shape, limit=lst.limit), node, length, item.shape)
         return TList(lst.items.at[i].set(item), length, lst.dtype, lst.shape, limit=lst.limit)
@@ -209,20 +222,19 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
     at = _index(index)
     if resize:  # grows the list, within the buffer its loop sized
         _check(node, at < 0, GraphError.LIST_MODIFY, at, lst.length, 0)
-        _check(node, at >= rows(lst.items), GraphError.LIST_BEYOND_CAPACITY, at, rows(lst.items), 0)
         length = jnp.maximum(lst.length, at + 1)
     else:
         _check(node, (at < 0) | (at >= lst.length), GraphError.LIST_MODIFY, at, lst.length, 0)
-        _check(node, at >= rows(lst.items), GraphError.LIST_BEYOND_CAPACITY, at, rows(lst.items), 0)
         length = lst.length
-    return TList(lst.items.at[index].set(item), length, lst.dtype, lst.shape, limit=lst.limit)
+    _check(node, at >= rows(lst.items), GraphError.LIST_BEYOND_CAPACITY, at, rows(lst.items), 0, plan=lst.plan)
+    return TList(_set_rows(lst.items, index, item), length, lst.dtype, lst.shape, limit=lst.limit, plan=lst.plan)
 
 
 # -- construction -----------------------------------------------------------------------------
 @_reg("EmptyTensorList")
 def _empty(node: Node, args: list[Any]) -> list[Any]:
     limit = _static_int(args[1]) if len(args) > 1 else None
-    return [TList(None, 0, _dtype(node), _decl_shape(node, args[0]), limit=limit if limit is not None and limit >= 0
+    return [TList(None, 0, element_dtype(node), _decl_shape(node, args[0]), limit=limit if limit is not None and limit >= 0
                   else None)]
 
 
@@ -232,13 +244,28 @@ def _reserve(node: Node, args: list[Any]) -> list[Any]:
     # value is the shape of what is set later): an unknown shape here, learned from the first write.
     shape = _decl_shape(node, args[0]) if is_static(args[0]) else None
     n = _static_int(args[1])
+    if n is None and capacities.active():
+        return _reserve_planned(node, shape, args[1])
     if n is None:
         GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=(
             "the number of elements (a size only known at run time has a static bound where it is "
-            "tf.minimum(n, c))"))
+            "tf.minimum(n, c); or call the function through jta.checked, which learns it at run time)"))
     _check(node, n < 0, GraphError.LIST_RESERVE_NEGATIVE, n)
-    items = jnp.zeros((n, *(shape or ())), _dtype(node)) if _full(shape) else None
-    return [TList(items, n, _dtype(node), shape)]
+    items = jnp.zeros((n, *(shape or ())), element_dtype(node)) if is_full(shape) else None
+    return [TList(items, n, element_dtype(node), shape)]
+
+
+def _reserve_planned(node: Node, shape: Any, n: Any) -> list[Any]:
+    """``TensorListReserve`` of a run-time number of elements under ``jta.checked``: a buffer of the rows
+    its plan gives (:mod:`jta._core.capacities`); more elements make ``jta.checked`` grow it and run again."""
+    planned = capacities.planned_rows()
+    assert planned is not None  # (capacities.active())
+    rows_, number = planned
+    length = jnp.asarray(n, jnp.int32)
+    _check(node, length < 0, GraphError.LIST_RESERVE_NEGATIVE, length)
+    _check(node, length > rows_, GraphError.LIST_BEYOND_CAPACITY, length - 1, rows_, 0, plan=(number, 0, 1))
+    items = jnp.zeros((rows_, *(shape or ())), element_dtype(node)) if is_full(shape) else None
+    return [TList(items, jnp.maximum(length, 0), element_dtype(node), shape, rows_hint=rows_, plan=(number, 0, 1))]
 
 
 def reserve_bounded(node: Node, args: list[Any], bound: int) -> list[Any]:
@@ -248,8 +275,8 @@ def reserve_bounded(node: Node, args: list[Any], bound: int) -> list[Any]:
     length = jnp.asarray(args[1], jnp.int32)
     _check(node, length < 0, GraphError.LIST_RESERVE_NEGATIVE, length)
     # without a full element shape the buffer waits for the first write (a loop sizes it for its steps)
-    items = jnp.zeros((bound, *(shape or ())), _dtype(node)) if _full(shape) else None
-    return [TList(items, jnp.maximum(length, 0), _dtype(node), shape, rows_hint=bound)]
+    items = jnp.zeros((bound, *(shape or ())), element_dtype(node)) if is_full(shape) else None
+    return [TList(items, jnp.maximum(length, 0), element_dtype(node), shape, rows_hint=bound)]
 
 
 @_reg("TensorListFromTensor")
@@ -263,13 +290,29 @@ def _from_tensor(node: Node, args: list[Any]) -> list[Any]:
 def _split(node: Node, args: list[Any]) -> list[Any]:
     x, shape, lengths = jnp.asarray(args[0]), args[1], static_value(node, args[2], "the lengths")
     if int(np.sum(lengths)) != x.shape[0]:
-        _misuse(node, f"Unable to split tensor of shape {list(x.shape)}: the sum of lengths is {int(np.sum(lengths))}")
+        misuse(node, f"Unable to split tensor of shape {list(x.shape)}: the sum of lengths is {int(np.sum(lengths))}")
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
     parts = tuple(x[offsets[k]:offsets[k + 1]] for k in range(len(lengths)))
     return [TList(None, len(parts), x.dtype, _decl_shape(node, shape), parts)]
 
 
 # -- element access ---------------------------------------------------------------------------
+# A buffer of no rows (a list of run-time length 0: the stack of a loop that ran no steps, or of a first
+# jta.checked trace, which guesses 0) has no row to index, which JAX refuses while tracing; the checks of
+# the index fail there, so what is read is zeros and a write changes nothing.
+def _rows_at(items: jax.Array, index: Any) -> jax.Array:
+    """``items[index]`` (one index or a vector of them)."""
+    index = jnp.asarray(index)
+    if items.shape[0] == 0:
+        return jnp.zeros((*index.shape, *items.shape[1:]), items.dtype)
+    return items[index]
+
+
+def _set_rows(items: jax.Array, index: Any, values: Any) -> jax.Array:
+    """``items`` with ``items[index]`` set to ``values``."""
+    return items if items.shape[0] == 0 else items.at[jnp.asarray(index)].set(values)
+
+
 @_reg("TensorListSetItem")
 def _set_item(node: Node, args: list[Any]) -> list[Any]:
     lst, index, item = args
@@ -284,7 +327,7 @@ def _get_item(node: Node, args: list[Any]) -> list[Any]:
     if lst.parts is not None and isinstance(at, np.integer):
         return [lst.parts[at]]
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
-    return [lst.items[index]]
+    return [_rows_at(lst.items, index)]
 
 
 def _key(v: Any) -> Any:
@@ -292,23 +335,23 @@ def _key(v: Any) -> Any:
     return v.dtype.str, v.shape, v.tobytes()
 
 
-def _check_push(node: Node, lst: TList, item: Any, at: str = "") -> None:
+def check_push(node: Node, lst: TList, item: Any, at: str = "") -> None:
     """TensorFlow's checks of a push: the dtype, the element shape, ``max_num_elements``."""
     dtype = jnp.asarray(item).dtype if not isinstance(item, (np.ndarray, np.generic)) else item.dtype
     if lst.dtype != VARIANT and jax.dtypes.canonicalize_dtype(dtype) != lst.dtype:
-        _misuse(node, f"Invalid data type{' at index ' + at if at else 's'}; op elements "
-                      f"{_tf_dtype(dtype)} but list elements {_tf_dtype(lst.dtype)}")
+        misuse(node, f"Invalid data type{' at index ' + at if at else 's'}; op elements "
+                      f"{tf_dtype_name(dtype)} but list elements {tf_dtype_name(lst.dtype)}")
     shape = lst.element_shape() if lst.parts is None else lst.shape
     if lst.dtype != VARIANT and shape is not None and (len(shape) != np.ndim(item) or any(
             d is not None and d != e for d, e in zip(shape, np.shape(item), strict=False))):
-        _misuse(node, f"Tried to append a tensor with incompatible shape to a list{' at index ' + at if at else ''}. "
-                      f"Op element shape: {list(np.shape(item))} list shape: {_shape_text(shape)}")
+        misuse(node, f"Tried to append a tensor with incompatible shape to a list{' at index ' + at if at else ''}. "
+                      f"Op element shape: {list(np.shape(item))} list shape: {shape_text(shape)}")
     if lst.limit is not None:
         _check(node, lst.length >= lst.limit if lst.static else lst.length >= np.int32(lst.limit),
                GraphError.LIST_FULL, lst.length, lst.limit)
 
 
-def _tf_dtype(dtype: Any) -> str:
+def tf_dtype_name(dtype: Any) -> str:
     """A dtype's name in TensorFlow's kernel messages (``float``, ``double``, ``int32``)."""
     name: str = np.dtype(dtype).name
     names = {"float32": "float", "float64": "double", "float16": "half"}
@@ -316,10 +359,10 @@ def _tf_dtype(dtype: Any) -> str:
 
 
 @_reg("TensorListPushBack")
-def _push_back(node: Node, args: list[Any]) -> list[Any]:
+def push_back(node: Node, args: list[Any]) -> list[Any]:
     lst, item = args
     if lst.dtype != VARIANT:
-        _check_push(node, lst, item)
+        check_push(node, lst, item)
     if lst.dtype == VARIANT:
         return [_push_list(node, lst, item)]
     empty = lst.static and lst.length == 0
@@ -336,11 +379,11 @@ def _push_back(node: Node, args: list[Any]) -> list[Any]:
     return [out]
 
 
-def is_bound_const(const: Any) -> bool:
-    """Whether a list's ``const`` is ``("<=", bound)``: every element is a run-time count at most ``bound``
-    (a tape's accumulator of a length under a static bound, popped in the gradient loop to size a
-    ``TensorListReserve``)."""
-    return isinstance(const, tuple) and len(const) == 2 and const[0] == "<="
+@dataclasses.dataclass(frozen=True)
+class AtMost:
+    """A list's ``const`` where every element is a run-time count at most ``bound``."""
+
+    bound: int
 
 
 def length_bound(lst: TList) -> Optional[int]:
@@ -353,13 +396,13 @@ def length_bound(lst: TList) -> Optional[int]:
 
 
 def push_bounded(node: Node, args: list[Any], bound: int) -> list[Any]:
-    """``TensorListPushBack`` of a run-time count at most ``bound``: the list keeps the bound (as its
-    ``const``) while every element pushed has it, so that a pop gives the bound back."""
+    """``TensorListPushBack`` of a run-time count at most ``bound``: the list keeps the bound (its
+    ``const`` is :class:`AtMost` it) while every element pushed has one, so that a pop gives it back."""
     lst = args[0]
     empty = lst.static and lst.length == 0
-    out = _push_back(node, args)
-    if lst.dtype != VARIANT and (empty or is_bound_const(lst.const)):
-        out[0].const = ("<=", bound if empty else max(bound, lst.const[1]))
+    out = push_back(node, args)
+    if lst.dtype != VARIANT and (empty or isinstance(lst.const, AtMost)):
+        out[0].const = AtMost(bound if empty else max(bound, lst.const.bound))
     return out
 
 
@@ -376,12 +419,12 @@ def _pop_back(node: Node, args: list[Any]) -> list[Any]:
         return [TList(lst.items, last, lst.dtype, lst.shape, limit=lst.limit), jax.tree_util.tree_map(lambda b: b[last], lst.items)]
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
     last = lst.length - 1
-    if lst.const is not None and not is_bound_const(lst.const):
+    if lst.const is not None and not isinstance(lst.const, AtMost):
         dtype, shape, data = lst.const
         return [TList(lst.items, last, lst.dtype, lst.shape, None, lst.const, limit=lst.limit),
                 np.frombuffer(data, np.dtype(dtype)).reshape(shape).copy()]
-    const = lst.const if is_bound_const(lst.const) else None  # the bound stays for the pops after this one
-    return [TList(lst.items, last, lst.dtype, lst.shape, None, const, limit=lst.limit), lst.items[last]]
+    const = lst.const if isinstance(lst.const, AtMost) else None  # the bound stays for the pops after this one
+    return [TList(lst.items, last, lst.dtype, lst.shape, None, const, limit=lst.limit), _rows_at(lst.items, last)]
 
 
 @_reg("TensorListLength")
@@ -422,14 +465,32 @@ def _resize(node: Node, args: list[Any]) -> list[Any]:
 
 # -- whole-list reads and writes --------------------------------------------------------------
 @_reg("TensorListStack")
-def _stack(node: Node, args: list[Any]) -> list[Any]:
+def _stack(node: Node, args: list[Any], rows_: Optional[int] = None) -> list[Any]:
+    """(``rows_``: for a run-time length, the rows to return, else the whole padded buffer)"""
     lst, shape = args
     if lst.parts is not None:
         lst = _unparts(lst, node)
     if not lst.static:  # run-time length: the padded buffer (rows past the length are zeros)
-        return [materialize(lst, node, 0, _decl_shape(node, shape)).items]
+        return [_first_rows(materialize(lst, node, 0, _decl_shape(node, shape)).items, rows_)]
     lst = materialize(lst, node, lst.length, _decl_shape(node, shape))
     return [lst.items[:lst.length]]
+
+
+def _first_rows(items: jax.Array, rows_: Optional[int]) -> jax.Array:
+    """The first ``rows_`` rows of a buffer (zeros past its end), or all of it (``None``)."""
+    if rows_ is None:
+        return items
+    if rows_ <= items.shape[0]:
+        return items[:rows_]
+    return jnp.concatenate([items, jnp.zeros((rows_ - items.shape[0], *items.shape[1:]), items.dtype)])
+
+
+def exact_rows(node: Node, args: list[Any], rows_: int) -> list[Any]:
+    """``TensorListStack`` or ``TensorListConcat`` of a list of a run-time length, for a length of
+    ``rows_`` elements (what ``jta.checked`` learned it is: :func:`jta._core.capacities.learned_rows`)."""
+    if node.op == "TensorListStack":
+        return _stack(node, args, rows_)
+    return _concat(node, args, rows_)
 
 
 @_reg("TensorListGather")
@@ -440,7 +501,7 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
     bad, first = _first_out_of_range(indices, lst.length)
     _check(node, bad, GraphError.LIST_GATHER, first, lst.length, 0)
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
-    return [lst.items[jnp.asarray(indices)]]
+    return [_rows_at(lst.items, indices)]
 
 
 def _scatter(node: Node, lst: TList, tensor: Any, indices: Any) -> TList:
@@ -452,7 +513,7 @@ def _scatter(node: Node, lst: TList, tensor: Any, indices: Any) -> TList:
         lst = materialize(lst, node, max(lst.length, top), tuple(tensor.shape[1:]))
         return TList(lst.items.at[indices].set(tensor), max(lst.length, top), lst.dtype, lst.shape, limit=lst.limit)
     lst = materialize(lst, node, lst.length if lst.static else 0, tuple(tensor.shape[1:]))
-    return TList(lst.items.at[jnp.asarray(indices)].set(tensor), lst.length, lst.dtype, lst.shape, limit=lst.limit)
+    return TList(_set_rows(lst.items, indices, tensor), lst.length, lst.dtype, lst.shape, limit=lst.limit)
 
 
 @_reg("TensorListScatterIntoExistingList")
@@ -464,12 +525,13 @@ def _scatter_existing(node: Node, args: list[Any]) -> list[Any]:
 def _scatter_new(node: Node, args: list[Any]) -> list[Any]:
     tensor, indices, shape = args[:3]
     n = _static_int(args[3]) if len(args) > 3 else -1
-    lst = TList(None, max(n or 0, 0), _dtype(node), _decl_shape(node, shape))
+    lst = TList(None, max(n or 0, 0), element_dtype(node), _decl_shape(node, shape))
     return [_scatter(node, lst, tensor, static_value(node, indices, "the indices"))]
 
 
 @_reg("TensorListConcat", "TensorListConcatV2")
-def _concat(node: Node, args: list[Any]) -> list[Any]:
+def _concat(node: Node, args: list[Any], rows_: Optional[int] = None) -> list[Any]:
+    """(``rows_``: for a run-time length, the elements to concatenate, else the whole padded buffer)"""
     lst = args[0]
     if lst.parts is not None:
         pieces = list(lst.parts)
@@ -478,10 +540,10 @@ def _concat(node: Node, args: list[Any]) -> list[Any]:
     if lst.static:
         lst = materialize(lst, node, lst.length, shape)
         items = lst.items[:lst.length]
-    else:  # a run-time length (pad_stacks=True): the whole buffer, the rows past the length zeros
-        items = materialize(lst, node, 0, shape).items
+    else:  # a run-time length: the whole buffer (pad_stacks=True), the rows past the length zeros
+        items = _first_rows(materialize(lst, node, 0, shape).items, rows_)
     if items.ndim < 2:
-        _misuse(node, "Concat requires elements to be at least vectors, found scalars instead.")
+        misuse(node, "Concat requires elements to be at least vectors, found scalars instead.")
     lengths = np.full(items.shape[0], items.shape[1], np.int64)
     return [items.reshape((-1, *items.shape[2:])), lengths]
 
@@ -561,7 +623,7 @@ def _materialize_lists(lst: TList, capacity: int, template: Any) -> TList:
 
 def _push_list(node: Node, lst: TList, item: Any) -> TList:
     if isinstance(item, (np.ndarray, np.generic, jax.Array)):  # elements are lists or optionals
-        _misuse(node, f"Tried to push a tensor into a list of variants: {item!r}")
+        misuse(node, f"Tried to push a tensor into a list of variants: {item!r}")
     if lst.items is not None and jax.tree_util.tree_structure(lst.items) != jax.tree_util.tree_structure(item):
         GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what=(
             f"the lists pushed into a list of lists differ in structure ({lst.items!r} and {item!r})."))
@@ -582,113 +644,3 @@ def _push_list(node: Node, lst: TList, item: Any) -> TList:
                                         "length is only known at run time, before its buffer was sized.")
     items = jax.tree_util.tree_map(lambda b, e: b.at[lst.length].set(e[0].astype(b.dtype)), lst.items, one)
     return TList(items, lst.length + 1, lst.dtype, lst.shape, limit=lst.limit)
-
-
-# -- vectors of lists (tf.stack of lists): TensorListPushBackBatch, TensorListConcatLists -------
-@jax.tree_util.register_pytree_node_class
-class ListBatch:
-    """A vector of TensorLists (a ``Pack`` of list handles; ``Unpack`` gives them back)."""
-
-    def __init__(self, lists: tuple[TList, ...]):
-        self.lists = tuple(lists)
-
-    def tree_flatten(self) -> tuple[tuple[TList, ...], None]:
-        return self.lists, None
-
-    @classmethod
-    def tree_unflatten(cls, aux: None, children: Any) -> ListBatch:
-        return cls(tuple(children))
-
-    def __repr__(self) -> str:
-        return f"ListBatch({list(self.lists)!r})"
-
-
-def _handles_shape(v: Any) -> str:
-    return f"[{len(v.lists)}]" if isinstance(v, ListBatch) else "[]"
-
-
-@_reg("TensorListPushBackBatch")
-def _push_back_batch(node: Node, args: list[Any]) -> list[Any]:
-    handles, tensor = args
-    if not isinstance(handles, ListBatch):
-        _misuse(node, "Expected input_handles to be a vector, but saw shape: []")
-    if np.ndim(tensor) < 1:
-        _misuse(node, "Expected tensor to be at least a vector, but saw shape: []")
-    if np.shape(tensor)[0] != len(handles.lists):
-        _misuse(node, f"Expected tensor.shape[0] == input_handles.size, but saw {np.shape(tensor)[0]} vs. "
-                      f"{len(handles.lists)}")
-    out = []
-    for b, lst in enumerate(handles.lists):
-        if lst.dtype == VARIANT:
-            _misuse(node, f"Invalid data type at index {b}; op elements {_tf_dtype(np.asarray(tensor).dtype)} but "
-                          "list elements variant")
-        _check_push(node, TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts), tensor[b], str(b))
-        # (TensorFlow's batched push does not check max_num_elements)
-        out.append(_push_back(node, [TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts, lst.const,
-                                           lst.rows_hint), tensor[b]])[0])
-        out[-1].limit = lst.limit
-    return [ListBatch(tuple(out))]
-
-
-@_reg("TensorListConcatLists")
-def _concat_lists(node: Node, args: list[Any]) -> list[Any]:
-    a, b = args
-    if isinstance(a, ListBatch) != isinstance(b, ListBatch) or (
-            isinstance(a, ListBatch) and len(a.lists) != len(b.lists)):
-        _misuse(node, f"Incompatible input TensorList tensor shapes: {_handles_shape(a)} vs. {_handles_shape(b)}")
-    if not isinstance(a, ListBatch):
-        return [_concat_two(node, a, b, 0)]
-    return [ListBatch(tuple(_concat_two(node, x, y, k) for k, (x, y) in enumerate(zip(a.lists, b.lists,
-                                                                                   strict=True))))]
-
-
-def _concat_two(node: Node, a: TList, b: TList, k: int) -> TList:
-    """The elements of ``a`` then those of ``b`` (TensorFlow's checks: dtypes, identical element shapes)."""
-    want = _dtype(node)
-    for name, lst in (("input_a", a), ("input_b", b)):
-        if lst.dtype != want:
-            _misuse(node, f"{name}[{k}].dtype != element_dtype.  Saw: {_tf_dtype_any(lst.dtype)} vs. "
-                          f"{_tf_dtype_any(want)}")
-    if a.shape != b.shape:
-        _misuse(node, f"input_a and input_b TensorList element shapes are not identical at index {k}.  Saw "
-                      f"{_shape_text(a.shape)} vs. {_shape_text(b.shape)}")
-    if a.static and b.static:
-        if a.length == 0 and a.items is None and a.parts is None:
-            return TList(b.items, b.length, b.dtype, b.shape, b.parts, None, limit=a.limit)
-        if (a.items is None or b.items is None) and (a.parts is not None or b.parts is not None or
-                                                     a.length == 0 or b.length == 0):
-            pa, pb = _as_parts(node, a), _as_parts(node, b)
-            if pa is not None and pb is not None:
-                return TList(None, a.length + b.length, a.dtype, a.shape, (*pa, *pb), limit=a.limit)
-        shape = _merge_shape(a.element_shape(), b.element_shape())
-        if a.items is None and b.items is None and not _full(shape):
-            return TList(None, a.length + b.length, a.dtype, a.shape, limit=a.limit)
-        xa, xb = materialize(a, node, a.length, shape), materialize(b, node, b.length, shape)
-        items = jnp.concatenate([xa.items[:a.length], xb.items[:b.length]])
-        return TList(items, a.length + b.length, a.dtype, a.shape, limit=a.limit)
-    # a run-time length (inside a loop): b's buffer placed after a's length, in a buffer of both sizes
-    shape = _merge_shape(a.element_shape(), b.element_shape())
-    xa = materialize(a, node, a.length if a.static else 0, shape)
-    xb = materialize(b, node, b.length if b.static else 0, shape)
-    rows_a, rows_b = xa.items.shape[0], xb.items.shape[0]
-    items = jnp.zeros((rows_a + rows_b, *xa.items.shape[1:]), a.dtype).at[:rows_a].set(xa.items)
-    keep = (jnp.arange(rows_a) < a.length).reshape((-1,) + (1,) * (items.ndim - 1))
-    items = items.at[:rows_a].set(jnp.where(keep, xa.items, 0))
-    items = jax.lax.dynamic_update_slice_in_dim(items, xb.items, jnp.asarray(a.length, jnp.int32), 0)
-    length = jnp.asarray(a.length, jnp.int32) + jnp.asarray(b.length, jnp.int32)
-    return TList(items, length, a.dtype, a.shape, limit=a.limit)
-
-
-def _as_parts(node: Node, lst: TList) -> Optional[tuple[Any, ...]]:
-    """A static list's elements one by one (None where some are unset and of an unknown shape)."""
-    if lst.parts is not None:
-        return lst.parts
-    if lst.length == 0:
-        return ()
-    if lst.items is None:
-        return None
-    return tuple(lst.items[k] for k in range(lst.length))
-
-
-def _tf_dtype_any(dtype: Any) -> str:
-    return "variant" if dtype == VARIANT else _tf_dtype(dtype)

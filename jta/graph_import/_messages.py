@@ -75,18 +75,21 @@ class GraphError(Message):
     TF2_PARAMS = (433, KeyError, "The imported function reads variable {name!r}, which params lacks (params holds: "
                        "{known}).")
     LIST_MISUSE = (434, InvalidArgumentError, "Node {node} ({op}): {error}")
-    LIST_CAPACITY = (435, UnimplementedError, "Node {node} ({op}): {what} The way out: give the loop a static bound "
-                          "(maximum_iterations= of tf.while_loop, or a for loop over tf.range(n) with a static n), "
-                          "or call the imported function eagerly (outside jax.jit and jax.grad), where loops run "
-                          "step by step.")
+    LIST_CAPACITY = (435, UnimplementedError, "Node {node} ({op}): {what} The ways out: call the imported function "
+                          "through jta.checked (jta.checked(jax.jit(fn))), which learns the buffer's rows at run time "
+                          "and compiles again when they run out; give the loop a static bound (maximum_iterations= of "
+                          "tf.while_loop, or a for loop over tf.range(n) with a static n); or call it eagerly "
+                          "(outside jax.jit and jax.grad), where loops run step by step.")
     TF2_LOOP = (436, UnimplementedError, "Loop {node} ({op}): {what}")
     SIGNATURE = (437, KeyError, "jta.import_saved_model: the SavedModel at {path!r} has no signature or "
                       "tf.function attribute {name!r} (signatures: {known}).")
     PADDED_STACK = (438, UnimplementedError, "Node {node} ({op}): the list's length is only known at run time "
                          "(it was written in a loop whose trip count the data decides, under jax.jit or jax.grad), "
                          "so TensorFlow's result has a shape JAX cannot give. The ways out: call the imported "
-                         "function eagerly with concrete arguments (its loops then run step by step and the stack "
-                         "has TensorFlow's shape), or import with pad_stacks=True: the stack then has as many rows "
+                         "function through jta.checked (jta.checked(jax.jit(fn))), which learns the length at run "
+                         "time and compiles for it, or eagerly with concrete arguments (its loops then run step by "
+                         "step): the stack then has TensorFlow's shape; or import with pad_stacks=True: the stack then "
+                         "has as many rows "
                          "as the loop's bound, the rows past the length zeros (as a fixed-size TensorArray's unwritten "
                          "rows are), which sums and gradients do not see.")
     TF2_BRANCH = (439, UnimplementedError, "Node {node} ({op}): its predicate is only known at run time, so it is "

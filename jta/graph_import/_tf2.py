@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _lists, _ops_linalg, _ops_nn, _ops_tf2jax, _tf2_loops  # noqa: F401 - _ops_* register their ops
+from . import _list_vectors, _lists, _ops_linalg, _ops_nn, _ops_tf2jax, _tf2_loops  # noqa: F401 - they register ops
 from ._functions import CONTROL_OPS, Body, Evaluator, Library, Var, reached
 from ._messages import GraphError
 from ._nodes import parse, tensor_name

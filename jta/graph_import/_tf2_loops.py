@@ -33,9 +33,10 @@ import numpy as np
 from jax.core import Tracer
 
 from .. import errors
+from .._core import capacities
 from ..loops import while_loop
 from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete
-from ._lists import VARIANT, TList, is_bound_const, materialize, rows
+from ._lists import VARIANT, AtMost, TList, materialize, rows
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static
@@ -96,14 +97,18 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
     fixed = [k for k, a in enumerate(args) if isinstance(a, Var) or body.passthrough(k) == k]
     growth, shapes, consts, room = _discover(ev, body, args, fixed)
     capacity = steps if steps is not None else 0
+    # without a bound, under jta.checked: the lists the loop grows get one number of the plan (its steps)
+    plan = capacities.planned_rows() if steps is None and capacities.active() and any(
+        isinstance(args[k], TList) and growth.get(k) != 0 for k in growth) else None
     carry = {}
     for k, a in enumerate(args):
         if k in fixed:
             continue
         if isinstance(a, TList):
-            c = _prepare(node, a, growth[k], shapes[k], capacity, steps is None, room.get(k, 1), ev.carry_depth > 0)
+            c = _prepare(node, a, growth[k], shapes[k], capacity, steps is None, room.get(k, 1), ev.carry_depth > 0,
+                         plan)
             carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, consts[k],  # a copy: _consts edits it
-                             limit=c.limit)
+                             limit=c.limit, plan=c.plan)
         else:
             carry[k] = jnp.asarray(a)
     variants = [k for k in carry if isinstance(args[k], TList) and args[k].dtype == VARIANT and args[k].static]
@@ -236,19 +241,22 @@ def _consts(ev: Evaluator, body: Body, args: list[Any], carry: dict[int, Any]) -
             if isinstance(v, TList) and v.const is not None and out[k].const != v.const:
                 # a bound on the elements (a tape's run-time counts) grows to the largest a step pushes (once:
                 # a bound still growing after that is dropped)
-                grown = attempt == 0 and is_bound_const(v.const) and is_bound_const(out[k].const)
+                grown = attempt == 0 and isinstance(v.const, AtMost) and isinstance(out[k].const, AtMost)
                 v.const, changed = out[k].const if grown else None, True
         if not changed:
             return
 
 
 def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: int, unbounded: bool,
-             room: int = 1, nested: bool = False) -> TList:
+             room: int = 1, nested: bool = False, plan: Optional[tuple[int, int]] = None) -> TList:
     """A list of the carry with its buffer sized for the loop (``room``: the growth per step where it
-    is not static; ``nested``: the loop runs inside another loop's body, on its carry)."""
+    is not static; ``nested``: the loop runs inside another loop's body, on its carry; ``plan``: the
+    ``(steps, number)`` jta.checked's plan gives a loop without a bound)."""
     if growth == 0 and shape is None and lst.items is None:
         return TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts, limit=lst.limit)  # the loop does not touch it
     if unbounded and growth != 0:
+        if plan is not None and not nested and lst.dtype != VARIANT:
+            return _planned(node, lst, shape, plan, room if growth is None else growth)
         # (inside an enclosing loop too: its abstract step, where its counter was static, did not see this
         # loop's trip count, so the enclosing loop's buffer may be too small; it is unrolled instead)
         GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
@@ -264,13 +272,24 @@ def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: i
     return lst if growth == 0 else lst.traced()
 
 
+def _planned(node: Node, lst: TList, shape: Any, plan: tuple[int, int], per_step: int) -> TList:
+    """A list that a loop without a bound grows, under ``jta.checked``: room for ``per_step`` elements
+    in each of the steps the plan gives (:mod:`jta._core.capacities`); a write past them reports the
+    steps it needs, and ``jta.checked`` grows them (for all the loop's lists at once) and runs again."""
+    steps, number = plan
+    have = lst.length if lst.static else rows(lst.items)
+    lst = materialize(lst, node, have + steps * per_step, shape).traced()
+    return TList(lst.items, lst.length, lst.dtype, lst.shape, limit=lst.limit, plan=(number, have, per_step))
+
+
 def _like(node: Node, new: Any, old: Any) -> Any:
     """A body output shaped and typed as the carry it replaces (``lax.scan`` needs the same types)."""
     if isinstance(old, TList):
         if not isinstance(new, TList):
             GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what="the body turns a TensorList into a tensor.")
-        if (new.rows_hint, new.limit) != (old.rows_hint, old.limit):  # static facts the carry keeps
-            new = TList(new.items, new.length, new.dtype, new.shape, new.parts, new.const, old.rows_hint, old.limit)
+        if (new.rows_hint, new.limit, new.plan) != (old.rows_hint, old.limit, old.plan):  # static facts the carry keeps
+            new = TList(new.items, new.length, new.dtype, new.shape, new.parts, new.const, old.rows_hint, old.limit,
+                        old.plan)
         if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(old):
             new = new.traced() if not isinstance(old.length, int) and isinstance(new.length, int) else new
         if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(old):
