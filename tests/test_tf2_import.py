@@ -389,6 +389,33 @@ def test_random_program_regressions(name: str) -> None:
     np.testing.assert_allclose(grads["u"], program.train(*program.args)[1][0], rtol=2e-4, atol=2e-5)
 
 
+def test_indexed_slices_output_is_dense() -> None:
+    """A train step returning the tape's gradient of an embedding lookup (an IndexedSlices, a repeated
+    id among the ids) gives tf.convert_to_tensor's value, eagerly and under jit; a ragged output is refused."""
+    emb = tf.Variable(np.random.RandomState(0).normal(size=(10, 4)).astype(np.float32), name="emb")
+    w = tf.Variable(np.linspace(0.5, 1.5, 4).astype(np.float32), name="w")
+
+    @tf.function
+    def step(ids: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.tanh(tf.nn.embedding_lookup(emb, ids) * w) ** 2)
+        return loss, tape.gradient(loss, [emb, w])
+
+    ids = np.array([1, 3, 3, 7], np.int32)
+    loss, (g_emb, g_w) = step(ids)
+    assert isinstance(g_emb, tf.IndexedSlices)
+    jax_fn, params = jta.import_function(step, ids)
+    for run in (jax_fn, jax.jit(jax_fn)):
+        _close(run(params, ids), (loss, [tf.convert_to_tensor(g_emb), g_w]))
+
+    @tf.function
+    def ragged(x: Any) -> Any:
+        return tf.RaggedTensor.from_row_lengths(x, [1, 2])
+
+    with pytest.raises(jta.errors.UnimplementedError, match=r"composite outputs \(RaggedTensor\)"):
+        jta.import_function(ragged, np.arange(3.0, dtype=np.float32))
+
+
 def test_gather_gradient_with_repeated_indices() -> None:
     """TensorFlow's tape gradient of a TensorList gather scatters its rows, so a repeated index keeps one
     row's gradient (TF's, inside a tf.function); the imported train step gives TF's value, jax.grad of the

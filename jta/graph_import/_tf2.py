@@ -21,7 +21,7 @@ from . import _list_vectors, _lists, _ops_linalg, _ops_nn, _ops_tf2jax, _tf2_loo
 from ._functions import CONTROL_OPS, Body, Evaluator, Library, Var, reached
 from ._messages import GraphError
 from ._nodes import parse, tensor_name
-from ._ops import OPS
+from ._ops import OPS, is_static
 
 __all__ = ["import_function", "import_saved_model", "supported_tf2_ops"]
 
@@ -109,13 +109,17 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable
     n_args = len(inputs) - len(concrete.captured_inputs)
     leaves, treedef = jax.tree_util.tree_flatten(concrete.structured_outputs, is_leaf=lambda x: x is None)
     is_tensor = [isinstance(t, (tf.Tensor, tf.TensorSpec)) for t in leaves]
-    composite = [type(t).__name__ for t, ok in zip(leaves, is_tensor, strict=True) if not ok and t is not None]
+    # an IndexedSlices (the tape's gradient of a gather, an embedding's) is returned dense: its three tensors
+    slices = [isinstance(t, tf.IndexedSlices) and t.dense_shape is not None for t in leaves]
+    composite = [type(t).__name__ for t, ok, sl in zip(leaves, is_tensor, slices, strict=True)
+                 if not ok and not sl and t is not None]
     if composite:
         GraphError.TF2_UNSUPPORTED.raise_(items=f"  - composite outputs ({', '.join(composite)}): return dense "
-                                                "tensors (tf.convert_to_tensor of an IndexedSlices gradient)")
+                                                "tensors (tf.convert_to_tensor of them)")
     # The structured outputs name their graph tensors; a loaded function's are specs, in the order of its
     # outputs (a forward a tape went through has more outputs: the accumulators its gradient pops).
-    tensors = [t for t, ok in zip(leaves, is_tensor, strict=True) if ok]
+    tensors = [part for t, ok, sl in zip(leaves, is_tensor, slices, strict=True)
+               for part in ([t] if ok else [t.values, t.indices, t.dense_shape] if sl else [])]
     outputs = [tensor_name(t.name) for t in (tensors if all(isinstance(t, tf.Tensor) for t in tensors)
                                              else concrete.outputs[:len(tensors)])]
     top = Body("<top>", nodes, inputs, outputs)
@@ -150,12 +154,22 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable
                 GraphError.FEED_SHAPE.raise_(shape=tuple(jnp.shape(a)), tensor=f"{name}:0", expected=tuple(shape))
         ev = Evaluator(lib, dict(params), _tf2_loops.run, pad_stacks=pad_stacks)
         values = iter(ev.call(top, [*flat, *handles]))
-        out = [next(values) if ok else t for t, ok in zip(leaves, is_tensor, strict=True)]
+        out = [next(values) if ok else _dense(next(values), next(values), next(values)) if sl else t
+               for t, ok, sl in zip(leaves, is_tensor, slices, strict=True)]
         return jax.tree_util.tree_unflatten(treedef, [jnp.asarray(v) if isinstance(v, (np.ndarray, np.generic))
                                                       else v for v in out])
 
     jax_fn.__doc__ = f"The imported {concrete.name}: (params, {arg_text})."
     return jax_fn, params
+
+
+def _dense(values: Any, indices: Any, dense_shape: Any) -> jax.Array:
+    """An ``IndexedSlices`` as ``tf.convert_to_tensor`` gives it: the rows of ``values`` summed into
+    zeros of ``dense_shape`` at ``indices`` (a repeated index sums its rows)."""
+    if not is_static(dense_shape):
+        GraphError.NOT_STATIC.raise_(node="(an output)", op="IndexedSlices", what="its dense_shape")
+    shape = np.asarray(dense_shape)
+    return jnp.zeros(tuple(int(d) for d in np.asarray(shape)), jnp.asarray(values).dtype).at[indices].add(values)
 
 
 def _unique_names(variables: dict[str, Any]) -> dict[str, str]:

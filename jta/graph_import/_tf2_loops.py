@@ -11,7 +11,8 @@ on the inputs' values is unknown), step after step until the condition is static
   ``n`` of an autograph ``for i in tf.range(n)`` with ``break``, which passes
   ``maximum_iterations=-1`` and keeps the bound in the condition only): a ``lax.scan`` of that many
   steps in which a step whose condition is false leaves the carry as it is (a ``lax.cond``);
-* no bound: ``jta.while_loop``, which ``jax.grad`` reverses too (its lists must not grow).
+* no bound: ``jta.while_loop``, which ``jax.grad`` reverses too; the lists it grows are sized by
+  ``jta.checked``'s plan (outside it they are refused).
 
 Eagerly (concrete inputs, outside ``jit`` and ``grad``) a loop without an exact trip count runs
 step by step in Python, so lists keep static lengths and stacks have TensorFlow's shapes. A loop of
