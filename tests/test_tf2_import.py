@@ -33,7 +33,7 @@ TABLE = ROOT / "docs" / "_generated" / "tf2_ops.md"
 COMMAND = "python -m tests.test_tf2_import"
 
 DYNAMIC = ("early_exit", "greedy_decoder", "inner_bounded_growth", "minimum_bound",
-           "bounded_read_grad")  # the trip count is the data's
+           "bounded_read_grad", "seq2seq")  # the trip count is the data's
 
 
 def _close(got: Any, want: Any, pad: bool = False) -> None:
@@ -119,8 +119,18 @@ def test_keras3_lstm() -> None:
 @pytest.mark.long_only
 @pytest.mark.parametrize("name", list(tf2_programs.KERAS))
 def test_keras_layers(name: str) -> None:
-    """SimpleRNN, Bidirectional, stacked layers, Keras 3: eagerly and under jit, with jax.grad."""
-    _check_program(tf2_programs.KERAS[name](), ("jit", "eager"))
+    """SimpleRNN, Bidirectional, stacked layers, Keras 3, a seq2seq encoder-decoder: eagerly, under jit
+    and jta.checked, with jax.grad."""
+    _check_program(tf2_programs.KERAS[name](), ("jit", "eager", "checked"))
+
+
+def test_seq2seq_train_step_under_checked() -> None:
+    """An encoder-decoder with attention and a data-dependent stop: its train step under jta.checked
+    (TensorFlow's shapes, the decoder's length learned) and jax.grad of its forward (the tape's values)."""
+    p = tf2_programs.seq2seq()
+    step, params = jta.import_function(p.train, *p.args)
+    want = p.train(*p.args)
+    _close(jta.checked(jax.jit(step))(params, *p.args), (want[0], [tf.convert_to_tensor(g) for g in want[1]]))
 
 
 @pytest.mark.long_only

@@ -203,8 +203,41 @@ def keras3_bidirectional_gru(seed: int = 0) -> Program:
     return _layer_program("keras3_bidirectional_gru", make, seed)
 
 
+def seq2seq(seed: int = 0, vocab: int = 6, d: int = 4, units: int = 8, t: int = 5, max_len: int = 7) -> Program:
+    """A tf_keras LSTM encoder and a greedy decoder (an LSTMCell, dot attention over the encoder's
+    outputs, a Dense to the vocabulary) run by a tf.while_loop until every row has emitted token 1 or
+    ``max_len`` steps, its logits in a dynamic_size TensorArray: its length is the data's."""
+    k = _tf_keras(seed)
+    r = _rng(seed)
+    emb = tf.Variable(r.normal(size=(vocab, d)).astype(np.float32) * 0.5, name="emb")
+    encoder = k.layers.LSTM(units, return_sequences=True, return_state=True)
+    cell, dense = k.layers.LSTMCell(units), k.layers.Dense(vocab)
+    encoder(tf.zeros([1, t, d]))
+    cell(tf.zeros([1, d]), [tf.zeros([1, units])] * 2)
+    dense(tf.zeros([1, 2 * units]))
+
+    def forward(src: Any) -> Any:  # (batch, steps, vocab)
+        seq, h, c = encoder(tf.nn.embedding_lookup(emb, src))
+        done0 = tf.zeros([tf.shape(src)[0]], tf.bool)
+
+        def go_on(i: Any, tok: Any, h: Any, c: Any, ta: Any, done: Any) -> Any:
+            return tf.logical_and(i < max_len, tf.logical_not(tf.reduce_all(done)))
+
+        def step(i: Any, tok: Any, h: Any, c: Any, ta: Any, done: Any) -> Any:
+            o, (h, c) = cell(tf.nn.embedding_lookup(emb, tok), [h, c])
+            attention = tf.nn.softmax(tf.einsum("bh,bth->bt", o, seq))
+            logits = dense(tf.concat([o, tf.einsum("bt,bth->bh", attention, seq)], -1))
+            tok = tf.argmax(logits, -1, output_type=tf.int32)
+            return i + 1, tok, h, c, ta.write(i, logits), tf.logical_or(done, tok == 1)
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        _, _, _, _, ta, _ = tf.while_loop(go_on, step, (0, tf.zeros_like(done0, tf.int32), h, c, ta, done0))
+        return tf.transpose(ta.stack(), [1, 0, 2])
+    variables = [emb, *encoder.trainable_variables, *cell.trainable_variables, *dense.trainable_variables]
+    return _program("seq2seq", forward, variables, (r.integers(0, vocab, size=(2, t)).astype(np.int32),))
+
+
 KERAS: dict[str, Callable[..., Program]] = {
-    f.__name__: f for f in (simple_rnn, bidirectional_lstm, stacked, keras3_lstm, keras3_bidirectional_gru)}
+    f.__name__: f for f in (simple_rnn, bidirectional_lstm, stacked, keras3_lstm, keras3_bidirectional_gru, seq2seq)}
 
 
 # -- nested loops: a tape's accumulators of an inner loop's lists are lists of lists -------------
