@@ -5,9 +5,10 @@ slot flags (``jta_slot``) and reports records (``jta_check``). When the indices 
 come from the scan's inputs, its counter or values fixed before the loop, nothing in them
 depends on the step's other work, so :func:`plan` takes them out of the body, and
 :func:`decide` computes them for all steps at once after the loop: the indices by ``vmap``
-over the steps, the slot flags by :func:`~jta._records.slots.replay`, and each record by an
-``argmax`` over the steps. The result is exactly the record the loop would have threaded: the
-first error in program order (step by step, and in the body's order within a step).
+over the steps, the slot flags by :func:`~jta._records.slots.replay`, and each record by one
+reduction over the steps that carries the first error's entry along (:func:`first_where`). The
+result is exactly the record the loop would have threaded: the first error in program order (step
+by step, and in the body's order within a step).
 
 When anything in the body reads the bookkeeping, or a report cannot move (a check inside a
 ``cond``, a record chosen by a select, an index that depends on the carry), :func:`plan`
@@ -228,18 +229,6 @@ def slice_of(body: core.Jaxpr, needed: list[core.Var], producers: dict[core.Var,
     return tuple(eqn for eqn in body.eqns if id(eqn) in keep)
 
 
-def _slot_entry(xp: Any, codes: Any, slots: Any, dtype: Any, t: Any) -> Any:
-    """The entry a ``jta_slot`` op records at step ``t``: ``[code, slot, 0, 0]``."""
-    if xp is np:
-        return np.asarray([codes[t], slots[t], 0, 0]).astype(dtype)
-    return packed(dtype, 4, _at(xp, codes, t), _at(xp, slots, t))
-
-
-def _at(xp: Any, x: Any, t: Any) -> Any:
-    """``x[t]`` for an index known to be in range (no wrap-around of negative indices)."""
-    return x[t] if xp is np else lax.dynamic_index_in_dim(x, t, keepdims=False)
-
-
 def _read(env: dict[core.Var, Any], v: core.Atom) -> Any:
     return v.val if isinstance(v, core.Literal) else env[v]
 
@@ -293,90 +282,142 @@ def decide_known(p: Plan, closed: core.ClosedJaxpr, num_consts: int, num_carry: 
     return outs, bool(fired), np.asarray(record).astype(dtype)
 
 
+NONE = np.iinfo(np.int32).max  # a position or step of :func:`first_where` where nothing holds
+
+
+def first_where(bad: Any, fields: list[Any], xp: Any = jnp) -> tuple[Any, list[Any]]:
+    """The first position where ``bad`` ``[N]`` holds (``NONE``: none) and each of ``fields``
+    (``[N]`` each) there (zeros: none).
+
+    Staged, it is one variadic reduction that carries the fields along: XLA makes it one kernel,
+    with the elementwise work that computes its operands fused in, where an ``argmax`` and then
+    a pick at its result are two kernels, the second waiting for the first (each kernel outside
+    the loop is time on every call of ``jta.checked``). ``xp``: ``numpy`` while tracing."""
+    if xp is np:
+        bad = np.asarray(bad).reshape(-1)
+        if not bad.any():
+            return np.int32(NONE), [np.zeros((), np.asarray(f).dtype) for f in fields]
+        k = int(np.argmax(bad))
+        return np.int32(k), [np.asarray(f)[k] for f in fields]
+    key = jnp.where(bad, lax.iota(jnp.int32, bad.shape[0]), jnp.int32(NONE))
+
+    def earlier(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+        take = b[0] < a[0]  # (positions differ, or both are NONE: then either will do)
+        return tuple(jnp.where(take, y, x) for x, y in zip(a, b, strict=True))
+
+    inits = (np.int32(NONE), *(np.zeros((), f.dtype) for f in fields))
+    found = lax.reduce((key, *fields), inits, earlier, (0,))
+    return found[0], list(found[1:])
+
+
+def _vector(xp: Any, dtype: Any, *fields: Any) -> Any:
+    """``[*fields]``; staged, from one-hot constants (``packed``), so that XLA fuses it with the
+    selects around it, where a stack or an append is a concatenate: a kernel of its own."""
+    if xp is np:
+        return np.asarray([np.asarray(f) for f in fields]).astype(dtype)
+    return packed(dtype, len(fields), *fields)
+
+
+def _site_at(xp: Any, site: Any, t: Any, length: Any) -> Any:
+    """``site[t]``, ``t`` clamped into the loop (a report that never fires reads some step)."""
+    if xp is np:
+        return np.asarray(site)[min(int(t), int(length) - 1)]
+    return lax.dynamic_index_in_dim(site, t, keepdims=False)  # (which clamps)
+
+
 def decide(p: Plan, values: dict[core.Var, Any], init: Any, length: int, offsets: list[int], dtype: Any,
            xp: Any = jnp) -> tuple[dict[int, Any], Any, Any]:
     """The moved carries after the loop, whether any report fires, and the first one's record
     ``[code, v1, v2, v3, site]`` (``offsets``: each report's offset into the site table).
 
-    The first report to fire is found with one ``argmax`` over ``[step, report]``, and only its
-    record is then picked out, at that step: every kernel outside the loop is compile time.
-    ``xp``: ``jax.numpy`` (staged into the program) or ``numpy`` (``values`` and ``init`` known
-    while tracing, ``known``: the decision is made then, and nothing is staged)."""
+    Each record's first error, and each report's first firing, is one :func:`first_where` over
+    the steps, carrying the entry along (a step's first update that records is a select per
+    update, fused into it); the reports are then combined as scalars, in program order (the
+    earliest step, then the first report at it). Entries stay columns (``[T]`` per field): a
+    stack of them would be a concatenate, a kernel of its own. ``xp``: ``jax.numpy`` (staged
+    into the program) or ``numpy`` (``values`` and ``init`` known while tracing, ``known``: the
+    decision is made then, and nothing is staged)."""
     def value(v: core.Atom) -> Any:
         if isinstance(v, core.Literal):
             return xp.broadcast_to(xp.asarray(v.val), (length, *np.shape(v.val)))
         return values[v]
 
-    def index(x: Any, t: Any) -> Any:
-        return _at(xp, x, t)
-
     outs: dict[int, Any] = {}
-    # id(eqn) -> (bad [T], its entry at step t): entries are built at the one step picked only.
-    by_event: dict[int, tuple[Any, Callable[[Any], Any]]] = {}
+    # id(eqn) -> (bad [T], its entry's four columns [T] of a dtype)
+    by_event: dict[int, tuple[Any, Callable[[Any], list[Any]]]] = {}
     for k, chain in p.flags.items():
         slots = xp.stack([value(e.invars[2]) for e in chain], axis=1)
         outs[k], codes = replay(init[k], slots, tuple(e.params["op"] for e in chain), xp=xp)
-        for c, eqn in enumerate(chain):
-            by_event[id(eqn)] = (codes[:, c] != 0, functools.partial(_slot_entry, xp, codes[:, c], slots[:, c],
-                                                                     _dtype(eqn.outvars[1])))
+        for c in range(len(chain)):
+            by_event[id(chain[c])] = (codes[:, c] != 0, functools.partial(_slot_entries, xp, codes[:, c], slots[:, c]))
 
-    def updates(lin: Lineage) -> Any:
-        """``bad [T, L]`` of a lineage's ``L`` updates."""
+    def updates(lin: Lineage, dtype: Any) -> tuple[Any, list[Any]]:
+        """Per step, whether any of a lineage's (one or more) updates records, and the entry of
+        the first that does (zeros: none), as columns."""
         for eqn in lin.events:
             if id(eqn) not in by_event:  # a jta_record: its ``bad`` and ``entry`` operands
-                entries = value(eqn.invars[2])
-                by_event[id(eqn)] = (value(eqn.invars[1]).astype(bool), lambda t, entries=entries: index(entries, t))
-        if not lin.events:
-            return xp.zeros((length, 0), bool)
-        return xp.stack([by_event[id(e)][0] for e in lin.events], axis=1)
-
-    def entry(lin: Lineage, t: Any, update: Any, dtype: Any) -> Any:
-        """The entry of ``lin``'s update number ``update`` at step ``t``."""
-        return index(xp.stack([by_event[id(e)][1](t).astype(dtype) for e in lin.events]), update)
+                by_event[id(eqn)] = (value(eqn.invars[1]).astype(bool),
+                                     functools.partial(_record_entries, value(eqn.invars[2])))
+        bad, entry = xp.zeros((length,), bool), [xp.zeros((length,), dtype)] * 4
+        for e in reversed(lin.events):
+            now, columns = by_event[id(e)][0], by_event[id(e)][1](dtype)
+            bad, entry = bad | now, [xp.where(now, c, o) for c, o in zip(columns, entry, strict=True)]
+        return bad, entry
 
     steps = xp.arange(length)
     received: dict[int, tuple[Any, Any]] = {}  # record carry -> (bad [T], record) as steps got it
-    settled: dict[int, Any] = {}  # record carry -> bad [T] as steps return it
+    fires_from: dict[int, Any] = {}  # record carry -> the step from which the record it returns holds an error
     for k, lin in p.records.items():
         start = init[k]
-        bad = updates(lin)
         if not lin.events:
             outs[k], received[k] = start, (xp.broadcast_to(start[0] != 0, (length,)), start)
             continue
-        first = xp.argmax(bad.reshape(-1))  # row-major: the first step, then the first update
-        t, update = first // len(lin.events), first % len(lin.events)
-        fresh = (start[0] == 0) & bad.reshape(-1)[first]
-        outs[k] = first_error(start, fresh, entry(lin, t, update, start.dtype), xp=xp)
+        t, entry = first_where(*updates(lin, start.dtype), xp=xp)
+        fresh = (start[0] == 0) & (t != NONE)
+        outs[k] = first_error(start, fresh, _vector(xp, start.dtype, *entry), xp=xp)
         received[k] = ((start[0] != 0) | (fresh & (t < steps)), outs[k])
-        settled[k] = (start[0] != 0) | (fresh & (t <= steps))
+        fires_from[k] = xp.where(start[0] != 0, xp.int32(0), xp.where(fresh, t, xp.int32(NONE)))
 
-    fired, pick = [], []
+    best, record = xp.int32(NONE), xp.zeros((5,), dtype)
     for (eqn, lin), offset in zip(p.reports, offsets, strict=True):
-        site = value(eqn.invars[1])
-        if isinstance(lin.root, int) and lin.root in settled and lin.events == p.records[lin.root].events:
+        site = value(eqn.invars[1]).astype(dtype) + xp.asarray(offset).astype(dtype)
+        if isinstance(lin.root, int) and lin.root in fires_from and lin.events == p.records[lin.root].events:
             # A check of the record the step returns (a mutator's): it fires from the step of the
             # carry's first error on, and reports that record.
-            fired.append(settled[lin.root])
-            pick.append(lambda t, record=outs[lin.root], site=site, offset=offset: xp.append(
-                record.astype(dtype), (index(site, t) + offset).astype(dtype)))
-            continue
-        bad = updates(lin)
-        if isinstance(lin.root, int):
-            root_bad, root = received[lin.root]
-            root_at = lambda t, root=root: root.astype(dtype)  # noqa: E731
+            at = fires_from[lin.root]
+            carried = outs[lin.root]
+            mine = _vector(xp, dtype, *(carried[c] for c in range(carried.shape[0])), _site_at(xp, site, at, length))
         else:
-            roots = value(lin.root).astype(dtype)
-            root_bad, root_at = roots[:, 0] != 0, (lambda t, roots=roots: index(roots, t))
-        fired.append(root_bad | xp.any(bad, axis=1))
+            at, mine = _report(xp, lin, updates, received, value, site, length, dtype)
+        take = at < best  # (a tie: the earlier report, in program order)
+        best, record = xp.where(take, at, best), xp.where(take, mine, record)
+    return outs, best != NONE, record
 
-        def at(t: Any, root_bad=root_bad, root_at=root_at, bad=bad, lin=lin, site=site, offset=offset) -> Any:
-            own = entry(lin, t, xp.argmax(index(bad, t)), dtype) if lin.events else xp.zeros((4,), dtype)
-            record = xp.where(index(root_bad, t), root_at(t), own)
-            return xp.append(record, (index(site, t) + offset).astype(dtype))
 
-        pick.append(at)
-    fired_all = xp.stack(fired, axis=1).reshape(-1)
-    first = xp.argmax(fired_all)
-    t, r = first // len(fired), first % len(fired)
-    record = index(xp.stack([at(t) for at in pick]), r)
-    return outs, fired_all[first], record
+def _report(xp: Any, lin: Lineage, updates: Callable[[Lineage, Any], tuple[Any, list[Any]]],
+            received: dict[int, tuple[Any, Any]], value: Callable[[Any], Any], site: Any, length: Any,
+            dtype: Any) -> tuple[Any, Any]:
+    """A report's first firing step (``NONE``: never) and the record it reports then: the record
+    it received when that holds an error, else its first update's entry at that step."""
+    if isinstance(lin.root, int):
+        root_bad, root = received[lin.root]
+        roots = [xp.broadcast_to(root[c].astype(dtype), (length,)) for c in range(4)]
+    else:
+        rows = value(lin.root).astype(dtype)
+        root_bad, roots = rows[:, 0] != 0, _record_entries(rows, dtype)
+    bad, own = updates(lin, dtype) if lin.events else (False, roots)
+    fired = root_bad | bad
+    candidates = [xp.where(root_bad, r, o) for r, o in zip(roots, own, strict=True)]
+    at, fields = first_where(fired, [*candidates, site], xp)
+    return at, _vector(xp, dtype, *fields)
+
+
+def _slot_entries(xp: Any, codes: Any, slots: Any, dtype: Any) -> list[Any]:
+    """The entry a ``jta_slot`` op records at each step, ``[code, slot, 0, 0]``, as columns."""
+    zeros = xp.zeros_like(codes).astype(dtype)
+    return [codes.astype(dtype), slots.astype(dtype), zeros, zeros]
+
+
+def _record_entries(entries: Any, dtype: Any) -> list[Any]:
+    """A ``jta_record``'s entries ``[T, 4]`` as columns."""
+    return [entries[:, c].astype(dtype) for c in range(4)]

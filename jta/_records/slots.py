@@ -30,6 +30,9 @@ from .primitives import varying_alike
 OPS = ("write", "add", "read", "read_clear")
 slot_p = core.Primitive("jta_slot")
 slot_p.multiple_results = True
+# Elements up to which :func:`replay`'s scatter operands that depend on the shape only are NumPy
+# constants of the program (no kernel per call) rather than computed (no constant to compile).
+CONSTANT_LIMIT = 1 << 16
 
 
 def update(flags: jax.Array, record: jax.Array, slot: Any, op: str) -> tuple[jax.Array, jax.Array]:
@@ -112,23 +115,22 @@ def replay(flags: Any, slots: Any, ops: tuple[str, ...], xp: Any = jnp) -> tuple
     n = flags.shape[0]
     i32 = xp.int32
     j = slots.reshape(-1).astype(i32)
-    j = xp.where((j >= 0) & (j < n), j, n)  # n: no slot
+    valid = (j >= 0) & (j < n)
     count = j.shape[0]
-    p = xp.arange(count, dtype=i32)
-    # (``steps`` may be a symbolic dimension of jax.export: no NumPy on it.)
-    op_of = xp.broadcast_to(np.asarray([OPS.index(op) for op in ops], np.int32), (steps, per_step)).reshape(-1)
-    is_read, is_write = op_of >= OPS.index("read"), op_of < OPS.index("read")
-    never = xp.asarray(count if xp is np else core.dimension_as_value(count), i32)
-    # Per slot: its first op, its first read, and (negated, 1: none) its last write of either
-    # kind, its last forward write and its last clearing read.
-    keys = xp.stack([p, xp.where(is_read, p, never), xp.where(is_write, -p, 1),
-                     xp.where(op_of == OPS.index("write"), -p, 1),
-                     xp.where(op_of == OPS.index("read_clear"), -p, 1)], axis=1).astype(i32)
+    static = xp is np or (core.is_constant_dim(count) and (count + n) * 5 <= CONSTANT_LIMIT)
+    op_of, keys, never = _positions(steps, per_step, ops, np if static else xp)
+    is_write = op_of < OPS.index("read")
+    first = (np if static else xp).full((n + 1, 5), never, np.int32)
     if xp is np:
-        first = np.full((n + 1, 5), never, np.int32)
+        j = np.where(valid, j, n)  # n: no slot
         np.minimum.at(first, j, keys)
     else:
-        first = jnp.full((n + 1, 5), never, jnp.int32).at[j].min(keys)
+        # No slot (out of range): dropped by the scatter, read as row n by the gathers (its
+        # values then matter to nothing: no code, no flags). Mapping it to n first would be a
+        # kernel of its own, since the scatter's indices are materialized.
+        first = jnp.asarray(first).at[j].min(keys, mode="drop", wrap_negative_indices=False)
+        j = jnp.clip(j, 0, n)  # (fused into the gathers' consumers)
+    p = xp.arange(count, dtype=i32)
     before = xp.append(flags, i32(0)).astype(i32)[j]  # the slot's flags before the loop
     mine = first[j]
     was_read = ((before & records.READ) != 0) | (mine[:, 1] < p)
@@ -139,7 +141,7 @@ def replay(flags: Any, slots: Any, ops: tuple[str, ...], xp: Any = jnp) -> tuple
            | xp.where((op_of == OPS.index("read_clear")) & was_read, i32(records.E_READ_CLEARED), none))
     # The code an op records: the first of its slot's error flags in ``SLOT_ERRORS``'s order.
     sticky = (before & records.ERROR_FLAGS) | own
-    code = xp.where((j < n) & (op_of != OPS.index("read")), records.slot_code(sticky, xp=xp), 0)
+    code = xp.where(valid & (op_of != OPS.index("read")), records.slot_code(sticky, xp=xp), 0)
     # Each slot's flags after the loop: an error bit is set when the last op that can set it
     # does (the slot's history only grows, so if any such op sets it, the last one does).
     first_op, first_read, last_write, last_forward, last_clear = (first[:n, k] for k in range(5))
@@ -155,3 +157,21 @@ def replay(flags: Any, slots: Any, ops: tuple[str, ...], xp: Any = jnp) -> tuple
              | xp.where(twice, i32(records.E_WRITTEN_TWICE), none)
              | xp.where(cleared, i32(records.E_READ_CLEARED), none))
     return flags.astype(old.dtype), code.reshape(steps, per_step).astype(i32)
+
+
+def _positions(steps: Any, per_step: int, ops: tuple[str, ...], xp: Any) -> tuple[Any, Any, Any]:
+    """Per op position of a replay: its op's index in ``OPS``, the five scatter-min keys, and the
+    position past them all. They depend on the shape only: in NumPy (``xp``) they enter the
+    program as constants, where staged they are a kernel run on every call (XLA does not fold
+    them)."""
+    count = steps * per_step
+    op_of = xp.broadcast_to(np.asarray([OPS.index(op) for op in ops], np.int32), (steps, per_step)).reshape(-1)
+    p = xp.arange(count, dtype=xp.int32)
+    never = xp.asarray(count if xp is np else core.dimension_as_value(count), xp.int32)
+    is_read = op_of >= OPS.index("read")
+    # Per slot: its first op, its first read, and (negated, 1: none) its last write of either
+    # kind, its last forward write and its last clearing read.
+    keys = xp.stack([p, xp.where(is_read, p, never), xp.where(~is_read, -p, 1),
+                     xp.where(op_of == OPS.index("write"), -p, 1),
+                     xp.where(op_of == OPS.index("read_clear"), -p, 1)], axis=1).astype(xp.int32)
+    return op_of, keys, never
