@@ -384,18 +384,47 @@ def test_random_program_regressions(name: str) -> None:
         _check_program(program, ("jit", "eager"))
         return
     # The tape's gradient of a data-dependent inner loop inside an outer loop runs as many steps as the
-    # forward's inner loop ran, a count it pops from an accumulator: no static bound is known for it, so
-    # under jit the lists it grows are refused (code 435); eagerly it runs step by step.
+    # forward's inner loop ran, a count it pops from an accumulator; the count keeps the forward's bound
+    # (maximum_iterations=3), so the lists it grows are sized under jit too.
     step, params = jta.import_function(program.train, *program.args, pad_stacks=True)
     _close(step(params, *program.args), program.train(*program.args))
-    with pytest.raises(jta.errors.UnimplementedError) as info:
-        jax.jit(step)(params, *program.args)
-    assert GraphError.LIST_CAPACITY.matches(info.value)
-    _close(jta.checked(jax.jit(step))(params, *program.args), program.train(*program.args))  # rows learned
+    _close(jax.jit(step)(params, *program.args), program.train(*program.args))
+    _close(jta.checked(jax.jit(step))(params, *program.args), program.train(*program.args))
     fwd, params = jta.import_function(program.forward, *program.args, pad_stacks=True)
     _close(fwd(params, *program.args), program.forward(*program.args))
     _close(jax.jit(fwd)(params, *program.args), program.forward(*program.args), pad=True)
     grads = jax.jit(jax.grad(_loss(fwd, program.args)))(params)
+    np.testing.assert_allclose(grads["u"], program.train(*program.args)[1][0], rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.long_only
+def test_nested_unbounded_growth_under_checked() -> None:
+    """An inner tf.while_loop without any bound, in an outer loop, writing an outer dynamic_size
+    TensorArray: under a bare jit refused (435), under jta.checked forward, train step (its gradient
+    loop's count popped, unbounded) and jax.grad give TensorFlow's values and shapes. (About 15 s.)"""
+    u = tf.Variable(np.array([0.9, -0.7], np.float32), name="u")
+
+    def forward(x: Any) -> Any:
+        acc = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=(2,))
+        n = tf.constant(0)
+        for i in tf.range(3):
+            def body(k: Any, v: Any, n: Any, acc: Any) -> Any:
+                v = tf.tanh(v * u) * 0.9
+                return k + 1, v, n + 1, acc.write(n, v)
+            _, _, n, acc = tf.while_loop(lambda k, v, n, acc: tf.reduce_sum(tf.abs(v)) > 0.3, body,
+                                         (0, x[i] + 1.0, n, acc))
+        return acc.stack()
+
+    program = tf2_programs._program("nested_unbounded_growth", forward, [u],
+                                    (np.random.default_rng(0).normal(size=(3, 2)).astype(np.float32),))
+    for kind in ("forward", "train"):
+        fn = getattr(program, kind)
+        jax_fn, params = jta.import_function(fn, *program.args)
+        with pytest.raises(jta.errors.UnimplementedError, match="through jta.checked"):
+            jax.jit(jax_fn)(params, *program.args)
+        _close(jta.checked(jax.jit(jax_fn))(params, *program.args), fn(*program.args))
+    jax_fn, params = jta.import_function(program.forward, *program.args)
+    grads = jta.checked(jax.jit(jax.grad(_loss(jax_fn, program.args))))(params)
     np.testing.assert_allclose(grads["u"], program.train(*program.args)[1][0], rtol=2e-4, atol=2e-5)
 
 
