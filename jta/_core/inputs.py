@@ -102,8 +102,29 @@ def static_int(x: Any) -> Optional[int]:
 
 
 def static_ints(x: Any) -> Optional[np.ndarray]:
-    """``x`` as an int64 NumPy array if it is known at trace time, else ``None``."""
+    """``x`` as an int64 NumPy array if it is known at trace time, else ``None``: TensorFlow's cast
+    of split lengths to int64 (a uint64 past 2**63 wraps to a negative length there)."""
     return None if isinstance(x, Tracer) else np.asarray(x).astype(np.int64)
+
+
+def static_indices(x: Any) -> Optional[np.ndarray]:
+    """Indices known at trace time as a NumPy array of their values as given, else ``None``: int64,
+    or uint64 when one is past int64 (a uint64 index is reported as itself, as ``read`` and
+    ``write`` report a scalar one; traced ones are, too)."""
+    if isinstance(x, Tracer):
+        return None
+    arr = np.asarray(x)
+    if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+        return arr
+    return arr.astype(np.int64)
+
+
+def tf_lengths(lengths: Any) -> Any:
+    """Traced split lengths as TensorFlow's ``TensorArray.split`` casts them to int64: as they
+    are (a wider type holds them, or they are checked in their own width), except a uint64 past
+    2**63, which is the negative int64 of its bits there (as :func:`static_ints` makes it)."""
+    lengths = jnp.asarray(lengths)
+    return lengths.astype(np.int64) if lengths.dtype == np.uint64 else lengths
 
 
 def check_scalar_index(index: Any) -> None:

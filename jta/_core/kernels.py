@@ -20,7 +20,16 @@ from .._records import records
 from .._records.catalogue import Error
 from . import shapes, storage
 from .array import ArrayData, from_cotangent, known_size, logical_size, raise_if_concrete, require_static_size
-from .inputs import as_indices, check_dtype, check_scalar_index, length_dtype, static_int, static_ints
+from .inputs import (
+    as_indices,
+    check_dtype,
+    check_scalar_index,
+    length_dtype,
+    static_indices,
+    static_int,
+    static_ints,
+    tf_lengths,
+)
 
 Index = Union[int, jax.Array]
 _TRACED = "<traced>"
@@ -144,7 +153,7 @@ def pack_or_gather(ta: ArrayData, indices: Any, mark: bool = True, element_shape
             Error.PACK_ZERO_UNKNOWN_SHAPE.raise_(shape=shapes.debug_str(attr))
         return ta, jnp.zeros((0, *shapes.dims(es)), m.dtype)
     ta.check_open()  # ReadMany
-    static = static_ints(indices)
+    static = static_indices(indices)
     if not ta.is_dense:
         if static is None:
             _traced_needs_shape(ta, "gather at traced indices")
@@ -220,7 +229,7 @@ def unpack_or_scatter(ta: ArrayData, indices: Any, value: jax.Array) -> Any:
     n = np.shape(indices)[0]
     if n != value.shape[0]:
         Error.SCATTER_LENGTHS.raise_(n=n, rows=value.shape[0])
-    static = static_ints(indices)
+    static = static_indices(indices)
     size_before = known_size(ta)  # a dynamic array grows as WriteOrAggregateMany writes, in order
     if static is not None:
         max_index = int(static.max()) if n else -1
@@ -327,6 +336,8 @@ def split(ta: ArrayData, value: jax.Array, lengths: Any, python_layer: bool = Fa
     ``python_layer``: first the check that ``TensorArray.split`` makes in TensorFlow's Python."""
     ta = usable(ta)
     static = static_ints(lengths)
+    if static is None:
+        lengths = tf_lengths(lengths)
     if static is None and np.shape(lengths) == (0,):
         static = np.zeros((0,), np.int64)  # no length to trace
     if python_layer:
@@ -472,11 +483,29 @@ def _record_lengths(ta: ArrayData, lengths: jax.Array, rows: int) -> Any:
     negative = lengths < 0
     k = jnp.argmax(negative)
     error = records.record(error, negative.any(), Error.NEGATIVE_SPLIT_LENGTH, k, lengths[k], storage.high_word(error, lengths[k]))
-    total = jnp.sum(lengths.astype(jnp.promote_types(lengths.dtype, length_dtype())))
+    total, high = _sum_of_lengths(error, lengths)
     # (A length past ``rows`` also catches a sum that wrapped around in 32 bits.)
     bad_sum = (total != rows) | jnp.any(lengths > rows)
-    error = records.record(error, bad_sum, Error.SPLIT_SUM, total, rows, storage.high_word(error, total))
+    error = records.record(error, bad_sum, Error.SPLIT_SUM, total, rows, high)
     return ta.replace(record=error)
+
+
+def _sum_of_lengths(error: jax.Array, lengths: jax.Array) -> tuple[Any, Any]:
+    """The sum of ``lengths`` (none negative: a negative one is recorded first) as TensorFlow sums
+    them, in int64: ``(total, total_high)`` as the record keeps it. A 64-bit record holds it, and
+    so do int64 lengths (an int32 record of an array made before x64 was enabled keeps the low word
+    and ``total_high``, ``storage.high_word``); 32-bit lengths into an int32 record (without x64)
+    cannot sum past 2**31 in their width, so they are summed in 16-bit halves (exact for fewer than
+    2**15 lengths; uint32 lengths past 2**31 included)."""
+    if error.dtype.itemsize >= 8 or lengths.dtype.itemsize >= 8 or lengths.shape[0] >= 2**15:
+        total = jnp.sum(lengths.astype(jnp.promote_types(lengths.dtype, length_dtype())))
+        return total, storage.high_word(error, total)
+    bits = lengths.astype(jnp.uint32)
+    upper = jnp.sum((bits >> 16).astype(jnp.int32))
+    lower = jnp.sum((bits & 0xFFFF).astype(jnp.int32))
+    upper = upper + (lower >> 16)  # total = upper * 2**16 + (lower & 0xFFFF)
+    low = (upper << 16) | (lower & 0xFFFF)  # its low word, as int32 (wraps)
+    return low, (upper >> 16) + (low < 0).astype(jnp.int32)  # low + (high << 32) = total
 
 
 def _write_pieces(ta: ArrayData, pieces: jax.Array, shape_errors: Any) -> Any:

@@ -20,7 +20,7 @@ from jax._src.pjit import jit_p
 from .._core import capacities
 from .._core.array import ArrayData
 from .._records import primitives
-from .._records.catalogue import Error
+from .._records.catalogue import Error, code_of
 from .._records.primitives import Site
 from .._records.records import is_concrete
 from ..errors import UnimplementedError
@@ -402,7 +402,8 @@ def _learned(record: np.ndarray, sites: tuple[Site, ...], plan: dict[capacities.
     ``stack()`` returns; ``None`` for any other record."""
     if record.ndim != 1 or not record[0]:
         return None
-    code, v1, v2, v3, site = (int(v) for v in record)
+    word, v1, v2, v3, site = (int(v) for v in record)
+    code = code_of(word)
     if code == Error.LOOP_STACK_FULL.code:
         return capacities.grown(plan, v1, v2)
     if code == Error.ARRAY_SIZE_LEARNED.code:

@@ -57,20 +57,78 @@ class Message(enum.Enum):
         pattern = "(?s)" + ".*?".join(re.escape(part) for part in parts)
         return type(error) is self.cls and re.fullmatch(pattern, str(error)) is not None
 
-    def from_record(self, name: str, values: Any, extra: dict[str, str]) -> Exception:
-        """The exception for a traced record's integers ``values`` (in the order of ``fields``)."""
-        fields = _wide(dict(zip(self.fields, (int(v) for v in values), strict=False)))
+    def from_record(self, name: str, values: Any, extra: dict[str, str], unsigned: int = 0) -> Exception:
+        """The exception for a traced record's integers ``values`` (in the order of ``fields``).
+        ``unsigned``: the record's mask of fields that hold a ``uint64`` (see :func:`code_word`)."""
+        ints = [int(v) for v in values]
+        held = {self.fields[k] for k in range(min(len(ints), len(self.fields))) if unsigned >> k & 1}
+        ints = [v % 2**64 if unsigned >> k & 1 else v for k, v in enumerate(ints)]
+        fields = dict(zip(self.fields, ints, strict=False))
+        # A field read as unsigned is its value whole: its ``<f>_high`` word (if any) adds nothing.
+        fields = _wide({k: 0 if k.endswith("_high") and k[:-5] in held else v for k, v in fields.items()})
         if "rest" in extra:
             extra = {**extra, "python_rest": _python_rest(extra["rest"])}
         return self.exception(name=name, **fields, **extra)
 
     @classmethod
-    def by_code(cls, code: int) -> Message:
+    def by_code(cls, code: int) -> Message | Unsigned:
         """The member of any catalogue (``Error``, the importer's ``GraphError``) whose code is ``code``:
-        a traced record holds only the code, so codes are unique across catalogues."""
+        a traced record holds only the code, so codes are unique across catalogues. ``code`` is a
+        record's code word (:func:`code_word`): where it says that some fields hold unsigned values,
+        the member comes as :class:`Unsigned`, which reads them so."""
+        code, unsigned = int(code) & _CODE_MASK, int(code) >> CODE_BITS
         if code not in _BY_CODE:
             _BY_CODE.update((m.code, m) for catalogue in Message.__subclasses__() for m in catalogue)
-        return _BY_CODE[code]
+        return _BY_CODE[code] if not unsigned else Unsigned(_BY_CODE[code], unsigned)
+
+
+# -- a record's code word ---------------------------------------------------------------------------
+# A record's integers are signed (int64 under x64), and an index or length may come as ``uint64``:
+# past 2**63 its bits read as a negative int64, and no wider word holds its top bit. Whether a field
+# is unsigned is known where the record is made (the value's dtype): it travels with the record, in
+# the bits of its code word above the code (field k: bit ``CODE_BITS + k``, set when that field holds
+# a uint64 whose top bit is set), as checkify's errors carry their static half with their code. The
+# code word goes everywhere the record goes (loops, ``vmap``, the functionalized record, export),
+# and is decoded only where the text is made (:meth:`Message.by_code`). A narrower unsigned value
+# fits the record as it is (uint32 in an int64 record), or with its ``<f>_high`` word (a uint32 past
+# 2**31 in the int32 record kept without x64: ``jta._core.storage.high_word``).
+CODE_BITS = 16
+_CODE_MASK = (1 << CODE_BITS) - 1
+
+
+def code_of(word: int) -> int:
+    """The code of a record's code word (:func:`code_word`), without its unsigned fields' bits."""
+    return int(word) & _CODE_MASK
+
+
+def code_word(code: int, unsigned: int) -> int:
+    """The code word of a record whose fields ``k`` with bit ``k`` of ``unsigned`` set hold
+    uint64 values (their bits, as the record's int64)."""
+    return code | unsigned << CODE_BITS
+
+
+def unsigned_bit(field: int) -> int:
+    """What the code word adds when field ``field`` (0: the record's first value) holds a uint64
+    past 2**63."""
+    assert 0 <= field < 3, "a record has three values"
+    return 1 << (CODE_BITS + field)
+
+
+class Unsigned:
+    """A member of a catalogue, as a record whose code word marks ``unsigned`` fields reads it:
+    :meth:`from_record` reads those fields as ``uint64``; everything else is the member's."""
+
+    def __init__(self, message: Message, unsigned: int):
+        self.message, self.unsigned = message, unsigned
+
+    def from_record(self, name: str, values: Any, extra: dict[str, str]) -> Exception:
+        return self.message.from_record(name, values, extra, unsigned=self.unsigned)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.message, attr)
+
+    def __repr__(self) -> str:
+        return f"Unsigned({self.message!r}, {self.unsigned:#b})"
 
 
 _BY_CODE: dict[int, Message] = {}

@@ -38,7 +38,7 @@ from jax._src.interpreters import ad
 from jax._src.interpreters import partial_eval as pe
 from jax.interpreters import batching, mlir
 
-from .catalogue import Message
+from .catalogue import Message, unsigned_bit
 
 RECORD_SIZE = 5  # a functionalized record: code, three values, site
 
@@ -139,12 +139,33 @@ def packed(dtype: Any, width: int, *fields: Any) -> jax.Array:
     """``[*fields]`` padded with zeros to ``width``, built elementwise from one-hot constants:
     XLA fuses it into the select that records it, where stacking scalars is a concatenate per
     check. The constants are NumPy's, so they enter the program as literals (``jnp.eye`` would
-    add an iota, a compare and a convert per field for XLA to fold, at compile time)."""
+    add an iota, a compare and a convert per field for XLA to fold, at compile time).
+
+    ``fields[0]`` is a code (or a code word, copied from a record): a later field that holds a
+    ``uint64`` past 2**63, which the signed record keeps as its bits, sets its bit of the code word
+    (:func:`~jta._records.catalogue.code_word`), so that the text prints the value as given. A
+    signed field, or a narrower unsigned one, is kept as it is."""
     hot = np.eye(width, dtype=dtype)
     out: Any = np.zeros((width,), dtype)
     for k, v in enumerate(fields):
-        out = out + (np.asarray(v, dtype) if isinstance(v, (int, np.integer)) else jnp.asarray(v).astype(dtype)) * hot[k]
+        value = _as_integer(v, dtype)
+        out = out + value.astype(dtype) * hot[k]
+        if k and np.dtype(dtype).itemsize == 8 and value.dtype == np.uint64:  # its top bit reads as the sign
+            top = value >> np.uint64(63)  # (NumPy for a known value: a literal)
+            out = out + top.astype(dtype) * np.asarray(unsigned_bit(k - 1), dtype) * hot[0]
     return jnp.asarray(out)
+
+
+def _as_integer(v: Any, dtype: Any) -> Any:
+    """A field of :func:`packed`: NumPy for a Python or NumPy integer (a Python int in ``dtype``,
+    or past int64 as a uint64), else a JAX value in its own dtype."""
+    if isinstance(v, int) and np.dtype(dtype).itemsize == 8 and np.iinfo(np.int64).max < v < 2**64:
+        return np.asarray(v, np.uint64)
+    if isinstance(v, int):
+        return np.asarray(v, dtype)
+    if isinstance(v, np.integer):
+        return np.asarray(v)
+    return jnp.asarray(v)
 
 
 def varying_alike(*operands: Any) -> tuple[Any, ...]:
