@@ -36,6 +36,10 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_symbolic_export_fuzz.py``: programs exported at symbolic dimensions 4 / 400;
 * ``tests/test_known.py``: random integer programs whose known values must be XLA's 8 / 3000, random
   loops decided while tracing 3 / 1500;
+* ``tests/test_scan_rewrite_fuzz.py``: random counter loops differentiated through the scan rewrite
+  against JAX's rule 2 / 1500;
+* ``tests/test_record_fields.py``: each record field at the extremes of a few dtypes / of every dtype,
+  with TensorFlow's texts checked live and the slot programs at 2**31-1 in a subprocess;
 * ``rotate``: the raw-op cases, gradient cases, transforms and traced errors (``mode``), each op's
   single report (``mode``), checks inside higher-order constructs (``mode``), the kernel counts
   (``batched``), the export platforms (``platform``), the HLO shape tests (``checks``, ``checkify``) and ``jta.checkify``'s cases (``how``);

@@ -540,3 +540,40 @@ def test_known_loops_decide_as_eager(monkeypatch):
     for seed in range(N_LOOPS):
         bad += run_loop(seed, x64=seed % 4 == 3, made=made)
     assert not bad, "\n".join(bad[:20])
+
+
+
+def _sliced_rows(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``n`` that XLA's dynamic slice reads, and its dynamic update writes, at each
+    index of ``x`` (one compiled program)."""
+    def rows(indices):
+        data, zeros = jnp.arange(n, dtype=jnp.int32), jnp.zeros(n, jnp.int32)
+        read = [lax.dynamic_index_in_dim(data, j, keepdims=False, allow_negative_indices=False) for j in indices]
+        wrote = [jnp.argmax(lax.dynamic_update_index_in_dim(zeros, np.int32(1), j, 0, allow_negative_indices=False))
+                 for j in indices]
+        return jnp.stack(read), jnp.stack(wrote)
+
+    read, wrote = jax.jit(rows)(list(jnp.asarray(x)))
+    return np.asarray(read), np.asarray(wrote)
+
+
+def test_starts_are_the_rows_xla_slices():
+    """``known.starts`` (the rows a differentiated scan's rewrite moves out of the loop) is the
+    row a dynamic slice reads and a dynamic update writes, at every index it gives rows for."""
+    rng, checked = np.random.default_rng(0), 0
+    for x64, dtypes in ((False, INTS32), (True, INTS64)):
+        with jax.enable_x64(x64):
+            for dtype, n in [(d, n) for d in dtypes for n in (3, 300)]:
+                info = np.iinfo(dtype)
+                picks = [int(info.min), int(info.max), 0, 1, -1, n - 1, n, n + 1, 2**31, 2**32 - 1]
+                picks += [int(v) for v in rng.integers(-2 * n, 2 * n, 3)]
+                x = np.array([v for v in picks if info.min <= v <= info.max], dtype)
+                rows = [known.starts(x[k:k + 1], n) for k in range(x.size)]  # (None: left to XLA)
+                x = np.array([v for v, r in zip(x, rows, strict=True) if r is not None], dtype)
+                if x.size:
+                    checked += x.size
+                    read, wrote = _sliced_rows(x, n)
+                    want = np.concatenate([r for r in rows if r is not None])
+                    np.testing.assert_array_equal(read, want, err_msg=f"{np.dtype(dtype).name} into {n}: {x}")
+                    np.testing.assert_array_equal(wrote, want, err_msg=f"{np.dtype(dtype).name} into {n}: {x}")
+    assert checked > 100

@@ -11,7 +11,9 @@ pass then holds no decision at all; one known to fail holds its record as a cons
 :func:`value` is an operand's value when it is known (a concrete array, a constant, or a few cheap
 integer ops on known values, read back through the tracer's equation); :func:`per_step` evaluates a
 scan body's slice (``hoisting.Steps``) for every step at once, for a small set of integer
-primitives, or gives up (``None``): the decision is then staged, as before.
+primitives, or gives up (``None``): the decision is then staged, as before. ``scan_rewrite``
+asks it too, for the rows a differentiated scan writes and reads (:func:`starts`), so that the
+rows it moves out of the loop are the ones the loop's own slices take.
 """
 
 from __future__ import annotations
@@ -43,22 +45,6 @@ def _broadcast_in_dim(a: np.ndarray, shape: tuple[int, ...], broadcast_dimension
                       ) -> np.ndarray:
     return np.broadcast_to(a.reshape([a.shape[broadcast_dimensions.index(d)] if d in broadcast_dimensions else 1
                                       for d in range(len(shape))]), shape)
-
-
-# Integer ops evaluated in NumPy while tracing (no device computation, nothing compiled).
-KNOWN: dict[Any, Callable[..., np.ndarray]] = {
-    lax.iota_p: lambda **p: _iota(**p),
-    lax.add_p: lambda a, b: a + b,
-    lax.sub_p: lambda a, b: a - b,
-    lax.mul_p: lambda a, b: a * b,
-    lax.neg_p: lambda a: -a,
-    lax.max_p: np.maximum,
-    lax.min_p: np.minimum,
-    lax.convert_element_type_p: lambda a, new_dtype, **_: a.astype(new_dtype),
-    lax.broadcast_in_dim_p: _broadcast_in_dim,
-    lax.reshape_p: lambda a, new_sizes, **_: a.reshape(new_sizes),
-    lax.squeeze_p: lambda a, dimensions: np.squeeze(a, tuple(dimensions)),
-}
 
 
 def value(x: Any, memo: Optional[dict[int, Any]] = None, depth: int = 0) -> Optional[np.ndarray]:
@@ -324,16 +310,24 @@ def _indices(x: np.ndarray, n: int) -> Optional[np.ndarray]:
     return x.astype(np.int64)
 
 
-def _dynamic_slice(operand: np.ndarray, *starts: np.ndarray, slice_sizes: Any) -> Optional[np.ndarray]:
-    if operand.shape[0] != 1 or len(starts) != operand.ndim - 1:
+def starts(x: np.ndarray, n: int, size: int = 1) -> Optional[np.ndarray]:
+    """Where dynamic slices (or updates) of ``size`` along a dimension of ``n`` start, for start
+    indices ``x``, as XLA clamps them into the dimension (``int64``); ``None`` when XLA's reading
+    of ``x`` is not plain (see :func:`_indices`). A scan's rows written or read at known indices
+    (``scan_rewrite``) are these, as the loop's own slices would take them."""
+    j = _indices(x, n)
+    return None if j is None else np.clip(j, 0, n - size)
+
+
+def _dynamic_slice(operand: np.ndarray, *indices: np.ndarray, slice_sizes: Any) -> Optional[np.ndarray]:
+    if operand.shape[0] != 1 or len(indices) != operand.ndim - 1:
         return None
     at = []
-    for s, n, k in zip(starts, operand.shape[1:], slice_sizes, strict=True):
-        start = _indices(s, n)
+    for s, n, k in zip(indices, operand.shape[1:], slice_sizes, strict=True):
+        start = starts(s, n, k)
         if start is None:
             return None
-        begin = min(max(int(start[0]), 0), n - k)  # (XLA clamps the slice into the operand)
-        at.append(slice(begin, begin + k))
+        at.append(slice(int(start[0]), int(start[0]) + k))
     return operand[(slice(None), *at)]
 
 

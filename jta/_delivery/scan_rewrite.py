@@ -18,9 +18,10 @@ input (``xs``), gathered once before the loop. JAX then differentiates a native 
   ``t`` reads the row step ``t - 1`` wrote, as the indices known while tracing prove (a scanned
   ``jnp.arange``, a counter from a constant): the carry becomes that row;
 
-and returns the same computation as a jaxpr: the indices of every step (known while tracing, or
-computed for all steps at once, as hoisting computes them), the rows read sliced or gathered
-before the loop, the loop without those buffers, and the rows written put in place after it (a
+and returns the same computation as a jaxpr: the indices of every step (known while tracing, by
+``known.per_step`` as hoisting's decision knows them, or computed for all steps at once, as
+hoisting computes them; a loop whose index dtype cannot count its buffer's rows is left alone),
+the rows read sliced or gathered before the loop, the loop without those buffers, and the rows written put in place after it (a
 slice when the rows are consecutive: known while tracing, else decided by a ``cond``). It is exact: rows are clamped into the buffer
 as the in-loop write and read clamp them; a row written twice keeps the last write in the loop's
 order (for a forward array, whose second write is an error the bookkeeping still records), or the
@@ -53,8 +54,8 @@ from jax._src.interpreters import partial_eval as pe
 
 from .._core import buffer
 from . import hoisting
-from .known import KNOWN as _KNOWN
-from .known import value as _known
+from .known import per_step as _per_step
+from .known import starts as _starts
 
 _BUFFER = os.path.realpath(buffer.__file__)
 
@@ -100,6 +101,21 @@ def _is_index(v: core.Atom) -> bool:
     return isinstance(a, core.ShapedArray) and a.ndim == 0 and jnp.issubdtype(a.dtype, jnp.integer)
 
 
+def _counts_rows(eqn: core.JaxprEqn) -> bool:
+    """Whether the index of a ``write_row`` or ``read_row`` counts every row of its buffer. XLA
+    clamps a narrower index in its own dtype, where the row count wraps, and not alike in every
+    kernel (a ``uint8`` index 155 into 300 rows: an update sets row 43, an add fused with it
+    updates row 155), so where such a row lands depends on how XLA compiles the loop: a loop
+    that has one keeps JAX's rule, the program it would be without the rewrite."""
+    data, index = eqn.invars[:2]
+    return int(np.iinfo(_dtype(index)).max) >= _shape(data)[0]
+
+
+def _shape(v: core.Atom) -> tuple[int, ...]:
+    aval: Any = v.aval
+    return aval.shape
+
+
 @dataclasses.dataclass(frozen=True)
 class Rewrite:
     """A scan with its rows moved out (see :func:`analyse`)."""
@@ -119,6 +135,8 @@ def analyse(closed: core.ClosedJaxpr, num_consts: int, num_carry: int,
     (``known``: an index's value at every step, in the order the loop runs, when it is known
     while tracing)."""
     body = closed.jaxpr
+    if not all(_counts_rows(eqn) for eqn in body.eqns if _callee(eqn) is not None):
+        return None
     carry_in = list(body.invars[num_consts:num_consts + num_carry])
     carry_out = list(body.outvars[:num_carry])
     position = {v: k for k, v in enumerate(body.invars)}
@@ -174,8 +192,10 @@ def analyse(closed: core.ClosedJaxpr, num_consts: int, num_carry: int,
         got_read, got_written = known(r.invars[1]), known(w.invars[1])
         if got_read is None or got_written is None:
             continue
-        cap = v.aval.shape[0]
-        rows_read, rows_written = (np.clip(x.astype(np.int64), 0, cap - 1) for x in (got_read, got_written))
+        cap = _shape(v)[0]
+        rows_read, rows_written = _starts(got_read, cap), _starts(got_written, cap)
+        if rows_read is None or rows_written is None:
+            continue
         aggregate = "dynamic_slice" in _primitives(w.params["call_jaxpr"].jaxpr)
         # Step t reads what step t - 1 wrote (for a sum, the only write to that row before it);
         # step 0 reads the buffer as the loop received it.
@@ -363,50 +383,28 @@ def _run(rw: Rewrite, params: dict[str, Any], num_consts: int, num_carry: int, s
     return [*(carry[k] for k in range(num_carry)), *ys]
 
 
-_ELEMENTWISE = (lax.add_p, lax.sub_p, lax.mul_p, lax.neg_p, lax.max_p, lax.min_p, lax.convert_element_type_p)
-
-
-def _knower(body: core.Jaxpr, primals: Sequence[Any], num_consts: int, num_carry: int, length: int,
+def _knower(closed: core.ClosedJaxpr, primals: Sequence[Any], num_consts: int, num_carry: int, length: int,
             reverse: bool) -> Callable[[core.Atom], Optional[np.ndarray]]:
-    """``known(v)``: the body's integer scalar ``v`` at every step, in the order the loop runs,
-    when it is known while tracing (a scanned input, a counter that starts at a known value, a
-    constant, and integer arithmetic on those), else ``None``."""
-    carry_in = body.invars[num_consts:num_consts + num_carry]
+    """``known(v)``: the body's value ``v`` at every step, in the order the loop runs, when it is
+    known while tracing, else ``None``: ``known.per_step`` on the equations that compute ``v``,
+    the evaluator hoisting decides a loop's checks with (bit for bit XLA's integer ops)."""
+    body = closed.jaxpr
+    carry_in, carry_out = body.invars[num_consts:num_consts + num_carry], body.outvars[:num_carry]
     producers = {v: eqn for eqn in body.eqns for v in eqn.outvars}
-    counters = hoisting.find_counters(body, list(carry_in), list(body.outvars[:num_carry]), producers, num_consts, set())
-    position = {v: k for k, v in enumerate(body.invars)}
-    memo: dict[core.Var, Optional[np.ndarray]] = {}
+    counters = hoisting.find_counters(body, list(carry_in), list(carry_out), producers, num_consts, set())
+    consts, init = primals[:num_consts], primals[num_consts:num_consts + num_carry]
+    xs = primals[num_consts + num_carry:]
+    memo: dict[int, Any] = {}  # (``known.value``'s, for the operands: shared by every index)
+    found: dict[core.Var, Optional[np.ndarray]] = {}
 
-    def known(v: core.Atom, depth: int = 0) -> Optional[np.ndarray]:
+    def known(v: core.Atom) -> Optional[np.ndarray]:
         if isinstance(v, core.Literal):
-            return np.full((length,), v.val)
-        if v in memo:
-            return memo[v]
-        got: Optional[np.ndarray] = None
-        if _is_index(v) and depth < 8:
-            k = position.get(v)
-            if k is not None and k >= num_consts + num_carry:
-                got = _known(primals[k])
-                got = got[::-1] if got is not None and reverse else got
-            elif k is not None and k < num_consts:
-                got = _known(primals[k])
-                got = None if got is None else np.full((length,), got)
-            elif k is not None and k - num_consts in counters:
-                first, step = _known(primals[k]), known(counters[k - num_consts], depth + 1)
-                if first is not None and step is not None:
-                    with np.errstate(over="ignore"):
-                        got = (first + np.arange(length) * step).astype(first.dtype)
-            elif k is None and v in producers and producers[v].primitive in _ELEMENTWISE:
-                eqn = producers[v]
-                ins = [known(x, depth + 1) if _is_index(x) or isinstance(x, core.Literal) else None
-                       for x in eqn.invars]
-                if all(x is not None for x in ins):
-                    with np.errstate(over="ignore"):
-                        got = np.asarray(_KNOWN[eqn.primitive](*ins, **eqn.params)).astype(_dtype(v))
-        if got is not None and got.shape != (length,):
-            got = None
-        memo[v] = got
-        return got
+            return np.full((length,), v.val, _dtype(v))
+        if v not in found:
+            got = _per_step(hoisting.slice_of(body, [v], producers), (v,), counters, closed, num_consts, num_carry,
+                            consts, init, xs, length, reverse, memo)
+            found[v] = None if got is None else got[v]
+        return found[v]
 
     return known
 
@@ -414,9 +412,9 @@ def _knower(body: core.Jaxpr, primals: Sequence[Any], num_consts: int, num_carry
 def _start(values: Optional[np.ndarray], reverse: bool, cap: int) -> Optional[int]:
     """The first row when the rows of an index's ``values`` (in the order the loop runs) are
     ``r, r + 1, ...`` in the scanned order, else ``None``."""
-    if values is None:
+    rows = None if values is None else _starts(values, cap)
+    if rows is None:
         return None
-    rows = np.clip(values.astype(np.int64), 0, cap - 1)
     rows = rows[::-1] if reverse else rows
     return int(rows[0]) if np.array_equal(rows, rows[0] + np.arange(rows.size)) else None
 
@@ -434,7 +432,7 @@ def rewritten(primals: Sequence[Any], params: dict[str, Any]) -> Optional[core.C
         return None  # (symbolic shapes, jax.export: row counts are not known while tracing)
     num_consts, num_carry = params["num_consts"], params["num_carry"]
     body, length, reverse = params["jaxpr"].jaxpr, params["length"], params["reverse"]
-    known = _knower(body, primals, num_consts, num_carry, length, reverse)
+    known = _knower(params["jaxpr"], primals, num_consts, num_carry, length, reverse)
     rw = analyse(params["jaxpr"], num_consts, num_carry, known)
     if rw is None:
         return None
