@@ -405,3 +405,32 @@ def test_a_list_of_traced_scalars_is_one_value():
     stacked = jax.jit(lambda a, b: jta.TensorArray(jnp.float32, size=2, element_shape=(2,)).unstack(
         [[a, b], [b, a]]).stack())(np.float32(1.0), np.float32(2.0))
     np.testing.assert_array_equal(stacked, [[1.0, 2.0], [2.0, 1.0]])
+
+
+@pytest.mark.rotate("mode")
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.uint8, jnp.int16, jnp.uint16])
+@pytest.mark.parametrize("mode", ["eager", "jit", "checked", "loop"])
+def test_narrow_index_dtypes_reach_rows_past_their_range(dtype, mode):
+    """An index of a dtype narrower than 32 bits into more rows than its dtype counts: compared with the
+    size in its own dtype the size wraps (a false range error; XLA wrote past the buffer), so indices are
+    widened to int32 first. Reads, writes, gathers, scatters and a loop counter of that dtype."""
+    top = int(jnp.iinfo(dtype).max)
+    size = 300 if top < 300 else top + 70  # more rows than an index of ``dtype`` can count past its sign
+    at = np.asarray([top // 2 + 3, top - 1], dtype)
+
+    def program(at):
+        ta = jta.TensorArray(jnp.float32, size=size, element_shape=())
+        ta = ta.write(at[0], 1.0).scatter(at[1:], jnp.asarray([2.0]))
+        if mode == "loop":
+            ta = jax.lax.fori_loop(0, 3, lambda k, t: t.write(at[1] - 2 - k.astype(at.dtype), 3.0 + k), ta)
+        return ta.read(at[0]), ta.gather(at), ta.stack()
+
+    run = {"eager": program, "jit": jax.jit(program), "checked": jta.checked(program),
+           "loop": jta.checked(program)}[mode]
+    one, both, whole = run(jnp.asarray(at))
+    assert float(one) == 1.0 and np.asarray(both).tolist() == [1.0, 2.0]
+    want = np.zeros(size, np.float32)
+    want[int(at[0])], want[int(at[1])] = 1.0, 2.0
+    if mode == "loop":
+        want[int(at[1]) - 4:int(at[1]) - 1] = [5.0, 4.0, 3.0]
+    np.testing.assert_array_equal(np.asarray(whole), want)

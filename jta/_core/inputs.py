@@ -45,6 +45,16 @@ def _python_name(x: Any) -> str:
     return type(x).__name__
 
 
+def widened(x: Any) -> Any:
+    """Integer indices narrower than 32 bits as int32, which holds all their values: in their own
+    dtype a size they are compared with, or the row a buffer's ``dynamic_update_slice`` clamps them
+    to, wraps (an int8 index into 200 rows: a false range error, or XLA writing past the buffer)."""
+    dtype = np.dtype(x.dtype)
+    if dtype.kind in "iu" and dtype.itemsize < 4:
+        return x.astype(np.int32)
+    return x
+
+
 def as_indices(x: Any, op: str, param: str) -> Any:
     """An index argument as TensorFlow's op wrappers accept it: a Python int or bool (and lists of
     them), a NumPy or JAX integer value, or an integral NumPy float. Anything else raises TF's
@@ -57,12 +67,12 @@ def as_indices(x: Any, op: str, param: str) -> Any:
     if isinstance(x, (jax.Array, Tracer)):
         if not jnp.issubdtype(x.dtype, jnp.integer):
             Error.TENSOR_NOT_INT32.raise_(param=param, op=op, dtype=np.dtype(x.dtype).name)
-        return x
+        return widened(x)
     if isinstance(x, (np.ndarray, np.generic)):
         if x.dtype.kind == "b":
             return x.astype(np.int32)
         if x.dtype.kind in "iu":
-            return x
+            return widened(x)
         if x.dtype.kind == "f" and np.all(np.isfinite(x)) and np.all(x == np.round(x)):
             return x.astype(np.int64)
         Error.TENSOR_NOT_INT32.raise_(param=param, op=op, dtype=x.dtype.name)

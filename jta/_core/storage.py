@@ -20,6 +20,7 @@ from .._records import records, slots
 from .._records.catalogue import Error
 from . import buffer, shapes
 from .array import ArrayData, ArrayMeta, ArrayT, logical_size, raise_if_concrete
+from .inputs import widened
 from .memory import check_buffer
 
 Index = buffer.Index
@@ -102,7 +103,7 @@ def as_index(i: Any) -> jax.Array:
     """A traced index in its own integer dtype (int64 under x64): range checks come before any
     narrowing, so ``2**33 + 1`` is out of range rather than slot 1."""
     i = jnp.asarray(i)
-    return i if jnp.issubdtype(i.dtype, jnp.integer) else i.astype(jnp.int32)
+    return widened(i) if jnp.issubdtype(i.dtype, jnp.integer) else i.astype(jnp.int32)
 
 
 def _needs_capacity(ta: ArrayData, what: str) -> None:
