@@ -216,3 +216,16 @@ def test_generator_is_reproducible_and_covers_its_constructs() -> None:
                    "while_unbounded", "map_fn_tuple", "scan", "nested", "decoder", "array_split_concat",
                    "ta_dynamic", "shape_unknown", "f64", "read_prev", "int_array", "cond_in_loop"):
         assert needle in tags, needle
+
+
+@pytest.mark.long_only
+@pytest.mark.parametrize("seed", [33, 59])
+def test_checked_phase_regressions(seed: int) -> None:
+    """Classes the jta.checked phase found (seeds 30-89): a tape's list of optionals (an ``if`` in a loop
+    over a bare argument) grown by an unbounded loop (59), and a gradient loop whose carried list one step
+    widens by summing it with a longer list (a stack's gradient of the length jta.checked guessed, 33)."""
+    program = tf2_generator.generate(seed)
+    with jax.enable_x64("f64" in program.tags):
+        for name, phase in phases(program):
+            if name == "checked":  # forward and train step
+                run_phase(name, phase)

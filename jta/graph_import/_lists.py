@@ -642,5 +642,8 @@ def _push_list(node: Node, lst: TList, item: Any) -> TList:
     if lst.items is None:
         GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what="a list of lists is pushed where its "
                                         "length is only known at run time, before its buffer was sized.")
+    if lst.plan is not None:  # a buffer jta.checked's plan sizes (the loop sized the others for all its steps)
+        _check(node, lst.length >= rows(lst.items), GraphError.LIST_BEYOND_CAPACITY, lst.length, rows(lst.items), 0,
+               plan=lst.plan)
     items = jax.tree_util.tree_map(lambda b, e: b.at[lst.length].set(e[0].astype(b.dtype)), lst.items, one)
-    return TList(items, lst.length + 1, lst.dtype, lst.shape, limit=lst.limit)
+    return TList(items, lst.length + 1, lst.dtype, lst.shape, limit=lst.limit, plan=lst.plan)

@@ -96,7 +96,7 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
           final: list[Any]) -> list[Any]:
     """The loop as a ``lax.scan`` (``steps`` exact or a bound) or, without a bound, ``jta.while_loop``."""
     fixed = [k for k, a in enumerate(args) if isinstance(a, Var) or body.passthrough(k) == k]
-    growth, shapes, consts, room = _discover(ev, body, args, fixed)
+    growth, shapes, consts, room, least = _discover(ev, body, args, fixed)
     capacity = steps if steps is not None else 0
     # without a bound, under jta.checked: the lists the loop grows get one number of the plan (its steps)
     plan = capacities.planned_rows() if steps is None and capacities.active() and any(
@@ -107,14 +107,14 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
             continue
         if isinstance(a, TList):
             c = _prepare(node, a, growth[k], shapes[k], capacity, steps is None, room.get(k, 1), ev.carry_depth > 0,
-                         plan)
+                         plan, least.get(k, 0))
             carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, consts[k],  # a copy: _consts edits it
                              limit=c.limit, plan=c.plan)
         else:
             carry[k] = jnp.asarray(a)
     variants = [k for k in carry if isinstance(args[k], TList) and args[k].dtype == VARIANT and args[k].static]
     if variants:  # their elements (lists, optionals) as the scan carries them: from a step on that carry
-        _variant_templates(ev, node, body, args, carry, variants, capacity, growth)
+        _variant_templates(ev, node, body, args, carry, variants, capacity, growth, plan)
     if any(c is not None for c in consts.values()):
         _consts(ev, body, args, carry)
 
@@ -186,17 +186,21 @@ def _discover(ev: Evaluator, body: Body, args: list[Any], fixed: list[int]) -> t
     static index)."""
     lists = [k for k, a in enumerate(args) if isinstance(a, TList) and k not in fixed]
     if not lists:
-        return {}, {}, {}, {}
+        return {}, {}, {}, {}, {}
 
     def one(dyn: dict[int, Any]) -> list[Any]:
         out = ev.call(body, [dyn.get(k, a) for k, a in enumerate(args)])
         return [out[k] for k in lists]
 
     outs = jax.eval_shape(one, {k: a for k, a in enumerate(args) if not _is_const(a)})
-    growth, shapes, consts, room = {}, {}, {}, {}
+    growth, shapes, consts, room, least = {}, {}, {}, {}, {}
     for k, out in zip(lists, outs, strict=True):
         a = args[k]
         growth[k] = out.length - a.length if isinstance(out.length, int) and a.static else None
+        if out.items is not None and a.dtype != VARIANT:
+            # the rows the step's buffer has: a sum with a longer list (a tape's AddN of gradient lists, one
+            # of them a stack's of the length jta.checked guessed) widens it, so the carry starts as wide
+            least[k] = rows(out.items)
         if growth[k] is None and a.static and out.items is not None and a.dtype != VARIANT:
             # an inner loop whose trip count is the data's (a bound) sized the buffer for its bound: the
             # growth per step is at most that many rows (not one)
@@ -209,11 +213,12 @@ def _discover(ev: Evaluator, body: Body, args: list[Any], fixed: list[int]) -> t
         else:  # pushed one by one (a static length): the last element's shape
             shapes[k] = tuple(out.parts[-1].shape) if out.parts else None
         consts[k] = out.const
-    return growth, shapes, consts, room
+    return growth, shapes, consts, room, least
 
 
 def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], carry: dict[int, Any],
-                       variants: list[int], steps: int, growth: dict[int, Any]) -> None:
+                       variants: list[int], steps: int, growth: dict[int, Any],
+                       plan: Optional[tuple[int, int]]) -> None:
     """Size the lists of lists (or of optionals) of the carry from one abstract step on the carry
     (where the lists they receive are already buffers with traced lengths), not on the arguments."""
     def one(c: dict[int, Any]) -> dict[int, Any]:
@@ -225,8 +230,8 @@ def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], c
         out = outs[k]
         template = out.items if out.items is not None or not out.parts else jax.tree_util.tree_map(
             lambda e: jax.ShapeDtypeStruct((1, *e.shape), e.dtype), out.parts[-1])
-        c = _prepare(node, args[k], growth[k], template, steps, False)
-        carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, None, limit=c.limit)
+        c = _prepare(node, args[k], growth[k], template, steps, plan is not None, plan=plan)
+        carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, None, limit=c.limit, plan=c.plan)
 
 
 def _consts(ev: Evaluator, body: Body, args: list[Any], carry: dict[int, Any]) -> None:
@@ -249,14 +254,15 @@ def _consts(ev: Evaluator, body: Body, args: list[Any], carry: dict[int, Any]) -
 
 
 def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: int, unbounded: bool,
-             room: int = 1, nested: bool = False, plan: Optional[tuple[int, int]] = None) -> TList:
+             room: int = 1, nested: bool = False, plan: Optional[tuple[int, int]] = None, least: int = 0) -> TList:
     """A list of the carry with its buffer sized for the loop (``room``: the growth per step where it
     is not static; ``nested``: the loop runs inside another loop's body, on its carry; ``plan``: the
-    ``(steps, number)`` jta.checked's plan gives a loop without a bound)."""
+    ``(steps, number)`` jta.checked's plan gives a loop without a bound; ``least``: the rows one step
+    gives the buffer, which the carry's must have too)."""
     if growth == 0 and shape is None and lst.items is None:
         return TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts, limit=lst.limit)  # the loop does not touch it
     if unbounded and growth != 0:
-        if plan is not None and not nested and lst.dtype != VARIANT:
+        if plan is not None and not nested:
             return _planned(node, lst, shape, plan, room if growth is None else growth)
         # (inside an enclosing loop too: its abstract step, where its counter was static, did not see this
         # loop's trip count, so the enclosing loop's buffer may be too small; it is unrolled instead)
@@ -268,7 +274,7 @@ def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: i
         # its steps (this loop's included); growing it here would change the enclosing loop's carry
         return lst
     have = lst.length if lst.static else rows(lst.items)
-    capacity = have + steps * (room if growth is None else max(growth, 0))
+    capacity = max(have + steps * (room if growth is None else max(growth, 0)), least)
     lst = materialize(lst, node, capacity, shape)
     return lst if growth == 0 else lst.traced()
 
