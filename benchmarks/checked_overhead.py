@@ -164,9 +164,12 @@ def hlo_counts(jitted: Any, args: tuple[Any, ...], options: Optional[dict[str, A
             "outputs": outputs}
 
 
-def profile_calls(call: Callable[[], Any], n: int = 200) -> dict[str, float]:
-    """Per call: Python function calls, and host transfers (``numpy.asarray`` of a jax array, or
-    its ``_value``), from cProfile."""
+TRANSFERS = ("_value", "<built-in method numpy.asarray>", "<built-in method numpy.array>")  # to the host
+
+
+def calls_per_call(call: Callable[[], Any], names: Any = None, n: int = 200) -> float:
+    """Calls, per ``call()``, of the Python functions named in ``names`` (``None``: of all), from
+    cProfile (after one call outside it)."""
     call()
     prof = cProfile.Profile()
     prof.enable()
@@ -174,10 +177,13 @@ def profile_calls(call: Callable[[], Any], n: int = 200) -> dict[str, float]:
         call()
     prof.disable()
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
-    total = sum(s[1] for s in stats.values())
-    transfers = sum(s[1] for (_, _, fn), s in stats.items()
-                    if fn in ("_value", "<built-in method numpy.asarray>", "<built-in method numpy.array>"))
-    return {"python_calls": total / n, "to_host": transfers / n}
+    return sum(s[1] for (_, _, fn), s in stats.items() if names is None or fn in names) / n
+
+
+def profile_calls(call: Callable[[], Any], n: int = 200) -> dict[str, float]:
+    """Per call: Python function calls, and host transfers (``numpy.asarray`` of a jax array, or
+    its ``_value``)."""
+    return {"python_calls": calls_per_call(call, None, n), "to_host": calls_per_call(call, TRANSFERS, n)}
 
 
 def _module_at(rev: str, path: str, name: str) -> types.ModuleType:

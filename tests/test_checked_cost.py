@@ -15,8 +15,6 @@ On XLA:CPU each kernel outside the loop and each output of the program is time o
 
 from __future__ import annotations
 
-import cProfile
-import pstats
 from typing import Any
 
 import jax
@@ -66,11 +64,11 @@ def test_transfers_per_call(data):
     args = (W, xs, jnp.int32(0))
     staged = _called(jta.checked(overhead.staged), args)
     known = _called(jta.checked(jax.jit(overhead.known)), args)
-    assert _per_call(lambda: staged(*args), "asarray") == 1
-    assert _per_call(lambda: known(*args), "asarray") == 0
+    assert overhead.calls_per_call(lambda: staged(*args), overhead.TRANSFERS, n=20) == 1
+    assert overhead.calls_per_call(lambda: known(*args), overhead.TRANSFERS, n=20) == 0
     # jta's Python work per call: a handful of calls (35 before), whatever the program.
-    assert _per_call(lambda: staged(*args), None) <= 25
-    assert _per_call(lambda: known(*args), None) <= 20
+    assert overhead.calls_per_call(lambda: staged(*args), n=20) <= 25
+    assert overhead.calls_per_call(lambda: known(*args), n=20) <= 20
 
 
 @pytest.mark.parametrize("offset", [3, -1, 0])
@@ -114,15 +112,3 @@ def _outcome(f: Any, *args: Any) -> tuple[Any, Any]:
     except Exception as exc:  # noqa: BLE001  (the outcome compared is the exception)
         return (type(exc).__name__, str(exc)), None
     return None, np.asarray(out) if isinstance(out, jax.Array) else None
-
-
-def _per_call(call: Any, name: Any, n: int = 20) -> float:
-    """Calls per ``call()`` of the Python function ``name`` (``None``: of all), from cProfile."""
-    call()
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(n):
-        call()
-    prof.disable()
-    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
-    return sum(s[1] for (_, _, fn), s in stats.items() if name is None or name in fn) / n
