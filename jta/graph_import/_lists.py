@@ -465,8 +465,13 @@ def _resize(node: Node, args: list[Any]) -> list[Any]:
 
 # -- whole-list reads and writes --------------------------------------------------------------
 @_reg("TensorListStack")
-def _stack(node: Node, args: list[Any], rows_: Optional[int] = None) -> list[Any]:
-    """(``rows_``: for a run-time length, the rows to return, else the whole padded buffer)"""
+def _stack(node: Node, args: list[Any]) -> list[Any]:
+    return _stacked(node, args, None)
+
+
+def _stacked(node: Node, args: list[Any], rows_: Optional[int]) -> list[Any]:
+    """``TensorListStack`` (``rows_``: for a run-time length, the rows to return, else the whole
+    padded buffer)."""
     lst, shape = args
     if lst.parts is not None:
         lst = _unparts(lst, node)
@@ -489,8 +494,8 @@ def exact_rows(node: Node, args: list[Any], rows_: int) -> list[Any]:
     """``TensorListStack`` or ``TensorListConcat`` of a list of a run-time length, for a length of
     ``rows_`` elements (what ``jta.checked`` learned it is: :func:`jta._core.capacities.learned_rows`)."""
     if node.op == "TensorListStack":
-        return _stack(node, args, rows_)
-    return _concat(node, args, rows_)
+        return _stacked(node, args, rows_)
+    return _concatenated(node, args, rows_)
 
 
 @_reg("TensorListGather")
@@ -530,8 +535,13 @@ def _scatter_new(node: Node, args: list[Any]) -> list[Any]:
 
 
 @_reg("TensorListConcat", "TensorListConcatV2")
-def _concat(node: Node, args: list[Any], rows_: Optional[int] = None) -> list[Any]:
-    """(``rows_``: for a run-time length, the elements to concatenate, else the whole padded buffer)"""
+def _concat(node: Node, args: list[Any]) -> list[Any]:
+    return _concatenated(node, args, None)
+
+
+def _concatenated(node: Node, args: list[Any], rows_: Optional[int]) -> list[Any]:
+    """``TensorListConcat`` (``rows_``: for a run-time length, the elements to concatenate, else the
+    whole padded buffer)."""
     lst = args[0]
     if lst.parts is not None:
         pieces = list(lst.parts)
