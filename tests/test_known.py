@@ -577,3 +577,23 @@ def test_starts_are_the_rows_xla_slices():
                     np.testing.assert_array_equal(read, want, err_msg=f"{np.dtype(dtype).name} into {n}: {x}")
                     np.testing.assert_array_equal(wrote, want, err_msg=f"{np.dtype(dtype).name} into {n}: {x}")
     assert checked > 100
+
+
+def test_one_output_of_a_nested_jit_whose_other_inputs_are_unknown():
+    """A nested jit reads an argument (unknown) and constants: the output made from the constants
+    alone is known (its body cut down to that output) and is XLA's; the one that reads the argument
+    is not known."""
+    seen = {}
+
+    @jax.jit
+    def inner(x, k):
+        return x * 2.0, k * 7 + 1, jnp.sum(x).astype(jnp.int32) + k
+
+    def outer(x):
+        _, from_constants, from_argument = inner(x, jnp.arange(6, dtype=jnp.int32))
+        seen["known"], seen["unknown"] = known.value(from_constants), known.value(from_argument)
+        return from_constants
+
+    want = jax.jit(outer)(jnp.ones(3))
+    np.testing.assert_array_equal(seen["known"], np.asarray(want))
+    assert seen["unknown"] is None

@@ -12,10 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax._src import config as jax_config
-from jax._src import core
 from jax._src.array import ArrayImpl
-from jax._src.interpreters import partial_eval as pe
-from jax._src.pjit import jit_p
 
 from .._core import capacities
 from .._core.array import ArrayData
@@ -236,7 +233,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             def traced(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
                 with capacities.planned(rows):
                     errors, out = checkified(*args, **kwargs)
-                now = _known(errors.record)
+                now = known.value(errors.record)
                 if now is not None and not now.any():  # no error, known while tracing: nothing to fetch
                     return _StaticLeaf(None), jax.tree_util.tree_map(_StaticLeaf.wrap, out)
                 return errors, jax.tree_util.tree_map(_StaticLeaf.wrap, out)
@@ -282,40 +279,6 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         return _returned(out)
 
     return cast(F, wrapper)
-
-
-def _known(record: Any) -> Optional[np.ndarray]:
-    """The record's value when it is known while tracing: by ``known.value``, or through a
-    ``jit`` inside ``f`` (``jta.checked(jax.jit(f))``, as the README runs it).
-
-    A record known to hold no error is dropped from the program's outputs, where an output costs
-    about 7 µs a call on XLA:CPU and its fetch a wait for the host."""
-    now = known.value(record)
-    if now is not None or not isinstance(record, core.Tracer):
-        return now
-    return _known_through_jit(record)
-
-
-def _known_through_jit(record: core.Tracer) -> Optional[np.ndarray]:
-    """A ``jit``'s output, when the part of its body that makes it reads only known inputs.
-
-    ``known.value`` evaluates a ``jit`` only when all its inputs are known; but the record of
-    ``jax.jit(f)`` reads none of ``f``'s data when every decision in it was made while tracing,
-    while the ``jit`` reads them all: the body is cut down to that output first."""
-    eqn = getattr(record, "parent", None)
-    if eqn is None or eqn.primitive is not jit_p:
-        return None
-    which = [v is getattr(record, "val", None) for v in eqn.outvars]
-    if sum(which) != 1:
-        return None
-    inner = eqn.params["jaxpr"]
-    part, used = pe.dce_jaxpr(inner.jaxpr, which)
-    ins = [_known(tracer) for reads, tracer in zip(used, eqn.in_tracers, strict=True) if reads]
-    if any(x is None for x in ins):
-        return None
-    with np.errstate(over="ignore"):  # (integers wrap, as XLA's do)
-        outs = known._eval(part, inner.consts, [np.asarray(x)[None] for x in ins], 1)  # (one "step": [1, ...])
-    return None if outs is None else np.asarray(outs[0])[0]
 
 
 def _holds_error(record: np.ndarray) -> bool:

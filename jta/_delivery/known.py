@@ -26,6 +26,7 @@ import numpy as np
 from jax import lax
 from jax._src import core
 from jax._src.custom_derivatives import custom_jvp_call_p
+from jax._src.interpreters import partial_eval as pe
 from jax._src.lax import slicing
 from jax._src.lax.slicing import GatherScatterMode
 from jax._src.pjit import jit_p
@@ -79,11 +80,38 @@ def value(x: Any, memo: Optional[dict[int, Any]] = None, depth: int = 0) -> Opti
         memo[id(eqn)] = (eqn, None if outs is None else [o[0] for o in outs])
     outs = memo[id(eqn)][1]
     if outs is None:
-        return None
+        return _one_output_of_call(eqn, x, memo, depth) if eqn.primitive in _CALLS else None
     for v, out in zip(eqn.outvars, outs, strict=True):
         if v is getattr(x, "val", None):
             return out
     return outs[0] if len(outs) == 1 else None
+
+
+def _one_output_of_call(eqn: Any, x: Any, memo: dict[int, Any], depth: int) -> Optional[np.ndarray]:
+    """``x``, one output of a call (a nested ``jit``) that is not known whole: the call's body cut
+    down to that output, from the inputs it reads. (The record of ``jax.jit(f)`` reads none of
+    ``f``'s data when every decision in it was made while tracing, while the ``jit`` reads it all.)"""
+    which = [v is getattr(x, "val", None) for v in eqn.outvars]
+    if sum(which) != 1:
+        return None
+    inner = _body(eqn)
+    part, used = pe.dce_jaxpr(inner.jaxpr, which)
+    ins = []
+    for reads, t in zip(used, eqn.in_tracers, strict=True):
+        if reads:
+            got = value(t, memo, depth + 1)
+            if got is None:
+                return None
+            ins.append(got[None])
+    with np.errstate(over="ignore"):  # (integers wrap, as XLA's do)
+        outs = _eval(part, inner.consts, ins, 1)
+    return None if outs is None else np.asarray(outs[0])[0]
+
+
+def _body(eqn: Any) -> core.ClosedJaxpr:
+    """A call's body (``jit``, ``closed_call``, ``custom_jvp_call``)."""
+    inner = eqn.params["jaxpr"] if eqn.primitive is jit_p else eqn.params["call_jaxpr"]
+    return inner if isinstance(inner, core.ClosedJaxpr) else core.ClosedJaxpr(inner, ())
 
 
 def _foldable(eqn: Any) -> bool:
@@ -392,9 +420,7 @@ def _run(eqns: Any, outvars: Any, env: dict[core.Var, np.ndarray], length: int) 
 def _apply(eqn: Any, ins: list[np.ndarray], length: int) -> Optional[list[np.ndarray]]:
     """One equation (of a jaxpr, or the one that made a tracer) at every step, or ``None``."""
     if eqn.primitive in _CALLS:
-        inner = eqn.params["jaxpr"] if eqn.primitive is jit_p else eqn.params["call_jaxpr"]
-        if not isinstance(inner, core.ClosedJaxpr):
-            inner = core.ClosedJaxpr(inner, ())
+        inner = _body(eqn)
         outs = _eval(inner.jaxpr, inner.consts, ins, length)
     elif eqn.primitive in _STEPPED:
         out = _STEPPED[eqn.primitive](*ins, **eqn.params)
