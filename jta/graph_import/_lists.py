@@ -244,8 +244,10 @@ def _reserve(node: Node, args: list[Any]) -> list[Any]:
     # value is the shape of what is set later): an unknown shape here, learned from the first write.
     shape = _decl_shape(node, args[0]) if is_static(args[0]) else None
     n = _static_int(args[1])
-    if n is None and capacities.active():
-        return _reserve_planned(node, shape, args[1])
+    planned = capacities.planned_rows() if n is None else None
+    if planned is not None:  # under jta.checked: the rows its plan gives; more make it grow them and run again
+        rows_, number = planned
+        return reserve_bounded(node, args, rows_, plan=(number, 0, 1))
     if n is None:
         GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=(
             "the number of elements (a size only known at run time has a static bound where it is "
@@ -255,28 +257,20 @@ def _reserve(node: Node, args: list[Any]) -> list[Any]:
     return [TList(items, n, element_dtype(node), shape)]
 
 
-def _reserve_planned(node: Node, shape: Any, n: Any) -> list[Any]:
-    """``TensorListReserve`` of a run-time number of elements under ``jta.checked``: a buffer of the rows
-    its plan gives (:mod:`jta._core.capacities`); more elements make ``jta.checked`` grow it and run again."""
-    planned = capacities.planned_rows()
-    assert planned is not None  # (capacities.active())
-    rows_, number = planned
-    length = jnp.asarray(n, jnp.int32)
-    _check(node, length < 0, GraphError.LIST_RESERVE_NEGATIVE, length)
-    _check(node, length > rows_, GraphError.LIST_BEYOND_CAPACITY, length - 1, rows_, 0, plan=(number, 0, 1))
-    items = jnp.zeros((rows_, *(shape or ())), element_dtype(node)) if is_full(shape) else None
-    return [TList(items, jnp.maximum(length, 0), element_dtype(node), shape, rows_hint=rows_, plan=(number, 0, 1))]
-
-
-def reserve_bounded(node: Node, args: list[Any], bound: int) -> list[Any]:
+def reserve_bounded(node: Node, args: list[Any], bound: int, plan: Optional[tuple[int, int, int]] = None
+                    ) -> list[Any]:
     """``TensorListReserve`` of a run-time number of elements at most ``bound`` (``tf.minimum(n, c)``):
-    a buffer of ``bound`` rows and a traced length, as a list a bounded loop wrote has."""
+    a buffer of ``bound`` rows and a traced length, as a list a bounded loop wrote has. ``plan``: the
+    bound is the rows ``jta.checked``'s plan gives (:class:`TList`'s ``plan``), and more elements are
+    checked against it, which makes ``jta.checked`` grow it."""
     shape = _decl_shape(node, args[0]) if is_static(args[0]) else None
     length = jnp.asarray(args[1], jnp.int32)
     _check(node, length < 0, GraphError.LIST_RESERVE_NEGATIVE, length)
+    if plan is not None:
+        _check(node, length > bound, GraphError.LIST_BEYOND_CAPACITY, length - 1, bound, 0, plan=plan)
     # without a full element shape the buffer waits for the first write (a loop sizes it for its steps)
     items = jnp.zeros((bound, *(shape or ())), element_dtype(node)) if is_full(shape) else None
-    return [TList(items, jnp.maximum(length, 0), element_dtype(node), shape, rows_hint=bound)]
+    return [TList(items, jnp.maximum(length, 0), element_dtype(node), shape, rows_hint=bound, plan=plan)]
 
 
 @_reg("TensorListFromTensor")

@@ -168,8 +168,8 @@ def _dense(values: Any, indices: Any, dense_shape: Any) -> jax.Array:
     zeros of ``dense_shape`` at ``indices`` (a repeated index sums its rows)."""
     if not is_static(dense_shape):
         GraphError.NOT_STATIC.raise_(node="(an output)", op="IndexedSlices", what="its dense_shape")
-    shape = np.asarray(dense_shape)
-    return jnp.zeros(tuple(int(d) for d in np.asarray(shape)), jnp.asarray(values).dtype).at[indices].add(values)
+    shape = tuple(int(d) for d in np.asarray(dense_shape))
+    return jnp.zeros(shape, jnp.asarray(values).dtype).at[indices].add(values)
 
 
 def _unique_names(variables: dict[str, Any]) -> dict[str, str]:
