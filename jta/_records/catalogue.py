@@ -76,7 +76,7 @@ class Message(enum.Enum):
         a traced record holds only the code, so codes are unique across catalogues. ``code`` is a
         record's code word (:func:`code_word`): where it says that some fields hold unsigned values,
         the member comes as :class:`Unsigned`, which reads them so."""
-        code, unsigned = int(code) & _CODE_MASK, int(code) >> CODE_BITS
+        code, unsigned = code_of(code), int(code) >> CODE_BITS
         if code not in _BY_CODE:
             _BY_CODE.update((m.code, m) for catalogue in Message.__subclasses__() for m in catalogue)
         return _BY_CODE[code] if not unsigned else Unsigned(_BY_CODE[code], unsigned)
@@ -111,7 +111,7 @@ def unsigned_bit(field: int) -> int:
     """What the code word adds when field ``field`` (0: the record's first value) holds a uint64
     past 2**63."""
     assert 0 <= field < 3, "a record has three values"
-    return 1 << (CODE_BITS + field)
+    return code_word(0, 1 << field)
 
 
 class Unsigned:
