@@ -38,13 +38,13 @@ def _doubles(n):
 def test_a_dynamic_array_without_capacity_grows_under_checked():
     traces = []
     f = jta.checked(_counted(_doubles, traces))
-    for n, new_traces in ((5, 3), (5, 0), (300, 2), (7, 1), (300, 0)):
+    for n, new_traces in ((5, 3), (5, 0), (300, 1), (7, 1), (300, 0)):
         before = len(traces)
         values, size = f(n)
         np.testing.assert_array_equal(values, 2.0 * np.arange(n, dtype=np.float32))  # exactly size() rows
         assert int(size) == n
         # first call: the static trace that needs a buffer, the buffered one, then stack()'s size;
-        # 300 > 256 rows: doubled; each new size: stack() compiles for it
+        # 300 > 256 rows: the run learns the rows and stack()'s size at once; each new size: stack() compiles for it
         assert len(traces) - before == new_traces, (n, len(traces) - before)
 
 
@@ -235,3 +235,59 @@ def test_a_jax_jit_inside_the_checked_function_traces_again_with_what_was_learne
     with jax.disable_jit():
         expected = g(*args)
     np.testing.assert_allclose(jta.checked(g)(*args), expected)
+
+
+def _growing(n, k=3, backwards=False):
+    """``k`` dynamic_size arrays without capacity written at every step of a ``lax.while_loop`` of
+    ``n`` steps (from ``n - 1`` down to 0 with ``backwards``)."""
+    tas = [jta.TensorArray(jnp.float32, size=0, dynamic_size=True, element_shape=()) for _ in range(k)]
+
+    def body(c):
+        i, tas = c
+        at = n - 1 - i if backwards else i
+        return i + 1, [ta.write(at, at * (j + 1.0)) for j, ta in enumerate(tas)]
+
+    _, tas = jax.lax.while_loop(lambda c: c[0] < n, body, (0, tas))
+    return [ta.stack() for ta in tas]
+
+
+@pytest.mark.parametrize("backwards", [False, True])
+def test_one_run_learns_all_an_array_needs(backwards):
+    """A write past a planned buffer is an error to learn from: the loop runs on and the record
+    keeps the largest index (not the first: one doubling per run), which is also stack()'s size.
+    Three arrays of 1000 rows: a failed trace each (the buffer they need), then one run each."""
+    traces = []
+    f = jta.checked(jax.jit(_counted(lambda n: _growing(n, 3, backwards), traces)))
+    for n, new_traces in ((1000, 7), (1000, 0), (3000, 3), (20, 3)):
+        before = len(traces)
+        for j, values in enumerate(f(n)):
+            np.testing.assert_array_equal(values, (j + 1.0) * np.arange(n, dtype=np.float32))
+        assert len(traces) - before == new_traces, (n, len(traces) - before)
+
+
+def test_a_loop_kept_going_by_values_past_the_buffer_stops():
+    """After an error to learn from, the loop runs on at most LEARNING_STEPS times the steps it had
+    run: one whose exit reads what a dropped write would have written still ends, and the rerun is exact."""
+    def f(n):
+        ta = jta.TensorArray(jnp.float32, size=0, dynamic_size=True, element_shape=(), clear_after_read=False)
+        ta = ta.write(0, 0.0)
+
+        def body(c):
+            i, ta = c
+            return i + 1, ta.write(i + 1, ta.read(i) + 1.0)
+
+        _, ta = jax.lax.while_loop(lambda c: c[1].read(c[0]) < n, body, (0, ta))  # past the buffer it reads 0s
+        return ta.stack()
+
+    np.testing.assert_array_equal(jta.checked(f)(600.0), np.arange(601, dtype=np.float32))
+
+
+def test_a_real_error_after_a_learned_size_is_reported_after_the_rerun():
+    """The first real error in program order, even when a write past the buffer came before it."""
+    def f(n):
+        ta = jta.TensorArray(jnp.float32, size=0, dynamic_size=True, element_shape=())
+        ta = jax.lax.fori_loop(0, n, lambda i, ta: ta.write(i, 1.0 * i), ta)
+        return ta.read(n + 5)
+
+    with pytest.raises(errors.InvalidArgumentError, match="Tried to read from index 305 but array size is: 300"):
+        jta.checked(f)(300)

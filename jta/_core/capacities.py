@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Optional
 
 from jax._src import config as jax_config
@@ -28,7 +28,7 @@ from .._records.catalogue import Error
 from .._records.primitives import emit
 from .array import ArrayData, known_size
 
-__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized"]
+__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 
@@ -38,10 +38,12 @@ Key = tuple[str, int]  # ("rows", k) or ("size", k)
 
 @dataclasses.dataclass
 class Plan:
-    """Sizes by key; ``seen`` numbers what asks for one, in trace order."""
+    """Sizes by key; ``seen`` numbers what asks for one, in trace order; ``unsized``: the numbers
+    whose ``stack()`` asked for a size not learned yet."""
 
     sizes: dict[Key, int]
     seen: int = 0
+    unsized: list[int] = dataclasses.field(default_factory=list)
 
 
 _PLAN: contextvars.ContextVar[Optional[Plan]] = contextvars.ContextVar("jta_capacity_plan", default=None)
@@ -55,12 +57,13 @@ _PLAN_IN_TRACE_CONTEXT = jax_config.string_or_object_state(
 
 
 @contextlib.contextmanager
-def planned(sizes: dict[Key, int]) -> Iterator[None]:
-    """Trace with the learned ``sizes``."""
-    token = _PLAN.set(Plan(dict(sizes)))
+def planned(sizes: dict[Key, int]) -> Iterator[Plan]:
+    """Trace with the learned ``sizes``; yields the plan, which the trace numbers."""
+    plan = Plan(dict(sizes))
+    token = _PLAN.set(plan)
     try:
         with _PLAN_IN_TRACE_CONTEXT(tuple(sorted(sizes.items()))):
-            yield
+            yield plan
     finally:
         _PLAN.reset(token)
 
@@ -127,7 +130,10 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None) -> Optional
         if numbered is None:
             return None
         number = numbered[1]
-    guess = learned_size(number) or 0
+    guess = learned_size(number)
+    if guess is None:
+        _PLAN.get().unsized.append(number)  # type: ignore[union-attr]  # (a plan numbered it)
+        guess = 0
     emit(records.record(records.no_error(), size != guess, Error.ARRAY_SIZE_LEARNED, size, guess, number),
          name, None, deferred=False)
     return guess
@@ -166,3 +172,14 @@ def grown(sizes: dict[Key, int], number: int, needed: int) -> dict[Key, int]:
 def sized(sizes: dict[Key, int], number: int, size: int) -> dict[Key, int]:
     """The plan with ``stack()`` of array ``number`` returning ``size`` rows."""
     return {**sizes, ("size", number): size}
+
+
+def alike(sizes: dict[Key, int], learned: set[Key], unsized: Iterable[int]) -> dict[Key, int]:
+    """The plan with the one size just ``learned`` as the first guess for each array of
+    ``unsized`` (the arrays whose ``stack()`` the trace had no size for): the arrays a loop writes
+    usually share its length, so one rerun learns them all, where each would take a rerun of its
+    own; a wrong guess is reported and learned as any size is."""
+    if len(learned) != 1:
+        return sizes
+    (key,) = learned
+    return {**{("size", k): sizes[key] for k in unsized}, **sizes}

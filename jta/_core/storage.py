@@ -17,7 +17,7 @@ import numpy as np
 from jax import lax
 
 from .._records import records, slots
-from .._records.catalogue import Error
+from .._records.catalogue import LEARNS, Error
 from . import buffer, shapes
 from .array import ArrayData, ArrayMeta, ArrayT, logical_size, raise_if_concrete
 from .inputs import widened
@@ -129,10 +129,17 @@ def high_word(error: Optional[jax.Array], value: Any) -> Any:
     return (value - value.astype(error.dtype).astype(value.dtype)) >> 32
 
 
-def record_index(error: Optional[jax.Array], bad: Any, code: Error, index: Any, size: Any) -> jax.Array:
+def record_index(error: Optional[jax.Array], bad: Any, code: Error | int, index: Any, size: Any) -> jax.Array:
     """Record an error whose fields are ``(index, size, index_high)`` (an index out of range)."""
     assert error is not None, "records are kept with checks on only"
     return records.record(error, bad, code, index, size, high_word(error, index))
+
+
+def beyond_code(ta: ArrayData, beyond: Error) -> Error | int:
+    """The code word of an index past ``ta``'s buffer: one ``jta.checked`` learns from
+    (:data:`~jta._records.catalogue.LEARNS`) when its plan sized the buffer."""
+    learned = ta._meta.plan is not None and beyond is Error.WRITE_BEYOND_CAPACITY  # (what jta.checked grows)
+    return beyond.code | LEARNS if learned else beyond
 
 
 def record_first(error: Optional[jax.Array], codes: Any, *fields: Any) -> jax.Array:
@@ -169,7 +176,7 @@ def _check_index(ta: ArrayData, i: Any, grows: bool, grow_size: bool, out_of_ran
         ok = (i >= 0) & (i < cap)
         if ta._meta.checks:
             error = record_index(error, i < 0, out_of_range, i, logical_size(ta))
-            error = record_index(error, i >= cap, beyond, i, cap)
+            error = record_index(error, i >= cap, beyond_code(ta, beyond), i, cap)
         if grow_size and size is not None:
             size = jnp.where(ok, jnp.maximum(size, (i + 1).astype(jnp.int32)), size)
     else:
@@ -372,7 +379,7 @@ def dense_scatter(ta: ArrayT, idx: Any, static: bool, value: jax.Array, shape_er
         if m.checks:
             cur = size if m.dynamic_size else limit
             if m.dynamic_size:
-                error = record_index(error, max_index >= cap, Error.WRITE_BEYOND_CAPACITY, max_index, cap)
+                error = record_index(error, max_index >= cap, beyond_code(ta, Error.WRITE_BEYOND_CAPACITY), max_index, cap)
             else:
                 error = record_index(error, max_index >= cur, Error.SCATTER_OUT_OF_RANGE, max_index, cur)
     if cap == 0:  # no rows: every traced index is out of range (too large: recorded above)

@@ -225,14 +225,19 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
     donates = any(d is not None and d != () for d in (donate_argnums, donate_argnames))  # donate_argnums=0 too
     learned: dict[capacities.Key, int] = {}  # sizes the data decides (jta._core.capacities)
     compiled: dict[tuple[tuple[capacities.Key, int], ...], Callable[..., Any]] = {}
+    unsized: dict[tuple[tuple[capacities.Key, int], ...], tuple[int, ...]] = {}  # per plan: capacities.Plan.unsized
+
+    def plan_key(rows: dict[capacities.Key, int]) -> tuple[tuple[capacities.Key, int], ...]:
+        return tuple(sorted(rows.items())) if rows else ()
 
     def compiled_for(rows: dict[capacities.Key, int]) -> Callable[..., Any]:
-        key = tuple(sorted(rows.items())) if rows else ()
+        key = plan_key(rows)
         if key not in compiled:
             @functools.wraps(f)
             def traced(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
-                with capacities.planned(rows):
+                with capacities.planned(rows) as plan:
                     errors, out = checkified(*args, **kwargs)
+                unsized[key] = tuple(plan.unsized)
                 now = known.value(errors.record)
                 if now is not None and not now.any():  # no error, known while tracing: nothing to fetch
                     return _StaticLeaf(None), jax.tree_util.tree_map(_StaticLeaf.wrap, out)
@@ -270,11 +275,11 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             update = _learned(record, errors.sites, learned)
             if update is None or update == learned or donates:  # (nothing new learned: never rerun for ever)
                 break
-            sizes = {k for k in update if k[0] == "size" and update[k] != learned.get(k)}
+            sizes = _sizes_reported(record)
             if sizes & relearned:
                 break  # a size learned twice in one call differs within a run (stack() in a loop body)
             relearned |= sizes
-            learned = update
+            learned = capacities.alike(update, sizes, unsized.get(plan_key(learned), ()))
         errors.throw()
         return _returned(out)
 
@@ -358,6 +363,11 @@ class _Given:
 jax.tree_util.register_pytree_node(_Given, lambda given: ((), given), lambda given, _: cast(Any, Static(given.value)))
 
 
+def _sizes_reported(record: np.ndarray) -> set[capacities.Key]:
+    """The size that a (concrete, learned from) ``record`` says a ``stack()`` returns, if it is one."""
+    return {("size", int(record[3]))} if code_of(int(record[0])) == Error.ARRAY_SIZE_LEARNED.code else set()
+
+
 def _learned(record: np.ndarray, sites: tuple[Site, ...], plan: dict[capacities.Key, int]
              ) -> Optional[dict[capacities.Key, int]]:
     """The plan updated with what the concrete ``record`` says outgrew it (``jta.checked`` reruns
@@ -374,7 +384,8 @@ def _learned(record: np.ndarray, sites: tuple[Site, ...], plan: dict[capacities.
     fields = dict(sites[site].fields) if site < len(sites) else {}
     index = v1 + (v3 << 32)
     if code == Error.WRITE_BEYOND_CAPACITY.code and "plan" in fields:  # (an array's every error names its plan)
-        return capacities.grown(plan, int(fields["plan"]), index + 1)
+        number = int(fields["plan"])  # the largest index written: its size too, when written in order
+        return capacities.sized(capacities.grown(plan, number, index + 1), number, index + 1)
     if "grows" in fields:  # a write at ``index`` past a buffer of ``base + per * rows`` (an imported TensorList)
         base, per = int(fields["base"]), int(fields["per"])
         return capacities.grown(plan, int(fields["grows"]), -(-(index + 1 - base) // per))

@@ -14,7 +14,9 @@ that reports an error through a primitive without a rule is refused at trace tim
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
+import operator
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -34,7 +36,7 @@ from jax._src.lax import lax as lax_internal
 from jax._src.pjit import jit_p
 from jax._src.sharding_impls import UNSPECIFIED
 
-from .._records.catalogue import Error
+from .._records.catalogue import Error, learns
 from .._records.primitives import (
     RECORD_SIZE,
     ErrorEffect,
@@ -43,9 +45,15 @@ from .._records.primitives import (
     entry,
     first_error,
     first_failing,
+    merged,
     no_error,
+    record_p,
 )
 from . import hoisting, known
+
+# A loop that recorded an error to learn from runs on up to this many times the steps it had run
+# then (the work it may waste, once per size learned, when a value read past the buffer keeps it going).
+LEARNING_STEPS = 8
 
 
 class SiteTable:
@@ -285,7 +293,25 @@ def _check(table: SiteTable, error: jax.Array, record: jax.Array, site: Any, *, 
         return error, []  # a record known while tracing to hold no error: nothing to stage
     record, site = first_failing(record, jnp.asarray(site))
     site = site + table.offset(sites)
-    return first_error(error, record[0] != 0, entry(record, site, error.dtype)), []
+    return merged(error, record[0] != 0, entry(record, site, error.dtype), learns=_learns(sites)), []
+
+
+def _learns(sites: tuple[Site, ...]) -> bool:
+    """Whether a check of ``sites`` may report a record to learn from (:data:`LEARNS`): a
+    planned array's (each of its sites names its plan) or a planned TensorList's."""
+    return any(key in ("plan", "grows") for site in sites for key, _ in site.fields)
+
+
+def _may_learn(jaxpr: core.Jaxpr) -> bool:
+    """Whether ``jaxpr`` (or one it holds) may record an error to learn from."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is check_p and _learns(eqn.params["sites"]):
+            return True
+        if eqn.primitive is record_p and eqn.params["learns"]:
+            return True
+        if any(_may_learn(sub) for sub in core.jaxprs_in_params(eqn.params)):
+            return True
+    return False
 
 
 def _inline(table: SiteTable, error: jax.Array, *args: Any, call_jaxpr: Any, **_: Any) -> tuple[jax.Array, list[Any]]:
@@ -383,13 +409,25 @@ def _while(table: SiteTable, error: jax.Array, *args: Any, cond_jaxpr: core.Clos
     if not any(reports(eqn) for eqn in cond_jaxpr.jaxpr.eqns):
         moved = _movable(body_jaxpr.jaxpr, body_jaxpr.jaxpr.invars[body_nconsts:], body_jaxpr.jaxpr.outvars)
     cond, body = _closed(table, cond_jaxpr), _closed(table, body_jaxpr, skip=moved.skip if moved is not None else frozenset())
+    learning = _may_learn(body_jaxpr.jaxpr)
+
+    def codes(c: Any) -> list[Any]:
+        words = [c[0][0]]
+        if moved is not None:
+            words.append(first_failing(c[1][moved.k], jnp.zeros((), c[0].dtype))[0][0])
+        return words
 
     def clean(c: Any) -> Any:
         # The loop stops at the first error (its outputs are then unspecified): a loop whose
-        # exit depends on a value read past the end would otherwise run for ever.
-        ok = c[0][0] == 0
-        if moved is not None:
-            ok = ok & (first_failing(c[1][moved.k], jnp.zeros((), c[0].dtype))[0][0] == 0)
+        # exit depends on a value read past the end would otherwise run for ever. After an
+        # error to learn from (a write past a planned buffer) it runs on, up to LEARNING_STEPS
+        # times the steps it had run then, so that the record holds what the buffer needs.
+        words = codes(c)
+        ok = functools.reduce(operator.and_, [w == 0 for w in words])
+        if learning:
+            steps, began = c[2]
+            may = functools.reduce(operator.and_, [(w == 0) | learns(w) for w in words])
+            ok = ok | (may & (steps < LEARNING_STEPS * began))
         return ok
 
     # A check in the loop condition (rare) is merged after the loop stops and each time the
@@ -405,9 +443,15 @@ def _while(table: SiteTable, error: jax.Array, *args: Any, cond_jaxpr: core.Clos
         if jnp.ndim(pred):
             new = [jnp.where(jnp.reshape(pred, pred.shape + (1,) * (jnp.ndim(n) - pred.ndim)), n, o)
                    for n, o in zip(new, c[1], strict=True)]
-        return err, new
+        if not learning:
+            return err, new
+        steps, began = c[2]
+        steps = steps + 1
+        began = jnp.where((began == 0) & ~clean((err, new, (steps, began))), steps, began)
+        return err, new, (steps, began)
 
-    error, out = lax.while_loop(cond_fn, body_fn, (error, init))
+    start = (error, init) if not learning else (error, init, (jnp.int32(0), jnp.int32(0)))
+    error, out, *_ = lax.while_loop(cond_fn, body_fn, start)
     error, _ = cond(error, *cconsts, *out)
     if moved is not None:
         error = moved.check(table, error, out)

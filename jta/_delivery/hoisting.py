@@ -130,6 +130,8 @@ def plan(closed: core.ClosedJaxpr, num_consts: int, num_carry: int) -> Optional[
     # Every update reached from a report belongs to a record carried through the loop, whose
     # record the body returns updated from the one it received (not another carry's: a swap).
     events = {id(e): e for _, lin in reports for e in lin.events}
+    if any(e.primitive is record_p and e.params["learns"] for e in events.values()):
+        return None  # a record that keeps its largest index, which the steps in order compute
     for k, lin in list(records.items()):
         if lin.root != k:
             return None

@@ -18,6 +18,7 @@ rows it moves out of the loop are the ones the loop's own slices take.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -32,7 +33,7 @@ from jax._src.lax.slicing import GatherScatterMode
 from jax._src.pjit import jit_p
 
 from .._records import slots
-from .._records.primitives import record_p
+from .._records.primitives import merged, record_p
 
 LIMIT = 1 << 22  # elements of one value over all steps: larger slices are decided at run time
 
@@ -257,7 +258,7 @@ _STEPPED: dict[Any, Callable[..., Any]] = {
     lax.reduce_max_p: _extreme(np.max, lowest=True),
     lax.reduce_min_p: _extreme(np.min, lowest=False),
     lax.argmax_p: _argmax,
-    record_p: lambda error, bad, entry: np.where(((error[..., 0] == 0) & bad)[..., None], entry, error),
+    record_p: functools.partial(merged, xp=np),
 }
 _CALLS = (jit_p, core.closed_call_p, custom_jvp_call_p)
 

@@ -23,7 +23,7 @@ from .._core import kernels
 from .._core.array import ArrayData, ArrayT
 from .._core.storage import as_index
 from .._records import records
-from .._records.catalogue import Message
+from .._records.catalogue import LEARNS, Message
 from .._records.primitives import emit, noted
 
 
@@ -56,16 +56,18 @@ def throw_array(ta: ArrayData) -> None:
 
 
 
-def report(name: str, bad: Any, message: Message, *fields: Any, extra: Optional[dict[str, str]] = None) -> None:
+def report(name: str, bad: Any, message: Message, *fields: Any, extra: Optional[dict[str, str]] = None,
+           learns: bool = False) -> None:
     """Report ``message`` (fields: up to three integers, in the order of ``message.fields``) where
     ``bad`` holds, for a check that is not a TensorArray's (the importer's TensorLists): raised now
     when concrete, else reported as every value op's record is. A ``bad`` known while tracing (a
-    Python or NumPy bool) is decided then: nothing is staged into the program."""
+    Python or NumPy bool) is decided then: nothing is staged into the program. ``learns``: a
+    write past a buffer ``jta.checked``'s plan sizes (:data:`~jta._records.catalogue.LEARNS`)."""
     if isinstance(bad, (bool, np.bool_)):
         if bad:
             raise noted(message.from_record(name, fields, extra or {}), name)
         return
-    record = records.record(records.no_error(), bad, message.code, *fields)
+    record = records.record(records.no_error(), bad, message.code | LEARNS if learns else message.code, *fields)
     if records.is_concrete(record):
         records.raise_if_error(name, record, None, extra)
     else:

@@ -76,7 +76,7 @@ class Message(enum.Enum):
         a traced record holds only the code, so codes are unique across catalogues. ``code`` is a
         record's code word (:func:`code_word`): where it says that some fields hold unsigned values,
         the member comes as :class:`Unsigned`, which reads them so."""
-        code, unsigned = code_of(code), int(code) >> CODE_BITS
+        code, unsigned = code_of(code), (int(code) >> CODE_BITS) & _UNSIGNED_MASK
         if code not in _BY_CODE:
             _BY_CODE.update((m.code, m) for catalogue in Message.__subclasses__() for m in catalogue)
         return _BY_CODE[code] if not unsigned else Unsigned(_BY_CODE[code], unsigned)
@@ -94,6 +94,7 @@ class Message(enum.Enum):
 # 2**31 in the int32 record kept without x64: ``jta._core.storage.high_word``).
 CODE_BITS = 16
 _CODE_MASK = (1 << CODE_BITS) - 1
+_UNSIGNED_MASK = 0b111  # a bit per field
 
 
 def code_of(word: int) -> int:
@@ -112,6 +113,19 @@ def unsigned_bit(field: int) -> int:
     past 2**63."""
     assert 0 <= field < 3, "a record has three values"
     return code_word(0, 1 << field)
+
+
+# A record that ``jta.checked`` learns a size from (a write past a buffer its plan sizes) sets
+# :data:`LEARNS` in its code word: a later record of the same code word (and site) with a larger
+# index replaces it (:func:`jta._records.primitives.learned_max`), and a loop keeps running after it
+# for a while, so that one run measures what the buffer needs, where stopping at the first write
+# past it would learn one doubling per run.
+LEARNS = code_word(0, 1 << 3)
+
+
+def learns(word: Any) -> Any:
+    """Whether the code word ``word`` (an integer, or an array of them) marks a record to learn from."""
+    return (word & LEARNS) != 0
 
 
 class Unsigned:

@@ -38,7 +38,7 @@ from jax._src.interpreters import ad
 from jax._src.interpreters import partial_eval as pe
 from jax.interpreters import batching, mlir
 
-from .catalogue import Message, unsigned_bit
+from .catalogue import Message, learns, unsigned_bit
 
 RECORD_SIZE = 5  # a functionalized record: code, three values, site
 
@@ -135,6 +135,19 @@ def first_error(error: Any, bad: Any, entry: Any, xp: Any = jnp) -> Any:
     return xp.where(((error[..., 0] == 0) & bad)[..., None], entry, error)
 
 
+def learned_max(error: Any, bad: Any, entry: Any, xp: Any = jnp) -> Any:
+    """:func:`first_error`, except that an ``entry`` to learn from (:data:`LEARNS`) also replaces a
+    record of its own code word (and site, in a functionalized record) whose index (``v1``, with
+    ``v3`` its high word) is smaller: the record keeps the largest write past a planned buffer,
+    which is what the buffer needs."""
+    same = error[..., 0] == entry[..., 0]
+    if error.shape[-1] > 4:
+        same = same & (error[..., 4] == entry[..., 4])
+    larger = (entry[..., 3] > error[..., 3]) | ((entry[..., 3] == error[..., 3]) & (entry[..., 1] > error[..., 1]))
+    take = bad & ((error[..., 0] == 0) | (same & larger & learns(entry[..., 0])))
+    return xp.where(take[..., None], entry, error)
+
+
 def packed(dtype: Any, width: int, *fields: Any) -> jax.Array:
     """``[*fields]`` padded with zeros to ``width``, built elementwise from one-hot constants:
     XLA fuses it into the select that records it, where stacking scalars is a concatenate per
@@ -176,23 +189,29 @@ def varying_alike(*operands: Any) -> tuple[Any, ...]:
     return tuple(core.pvary(x, tuple(varying - core.typeof(x).mat.varying)) for x in operands)
 
 
-def merge(error: jax.Array, bad: Any, entry: jax.Array) -> jax.Array:
-    """:func:`first_error` as the ``jta_record`` primitive, whose chain the functionalizer reads."""
-    return record_p.bind(*varying_alike(error, jnp.asarray(bad, bool), entry))
+def merge(error: jax.Array, bad: Any, entry: jax.Array, learns: bool = False) -> jax.Array:
+    """:func:`first_error` (:func:`learned_max` when the entry ``learns``) as the ``jta_record``
+    primitive, whose chain the functionalizer reads."""
+    return record_p.bind(*varying_alike(error, jnp.asarray(bad, bool), entry), learns=learns)
 
 
-def _merge_impl(error: Any, bad: Any, entry: Any) -> Any:
-    return first_error(error, bad, entry)
+def merged(error: Any, bad: Any, entry: Any, *, learns: bool, xp: Any = jnp) -> Any:
+    """What ``jta_record`` computes."""
+    return (learned_max if learns else first_error)(error, bad, entry, xp)
 
 
-def _merge_batch(args: Any, dims: Any) -> tuple[Any, int]:
+def _merge_impl(error: Any, bad: Any, entry: Any, *, learns: bool) -> Any:
+    return merged(error, bad, entry, learns=learns)
+
+
+def _merge_batch(args: Any, dims: Any, *, learns: bool) -> tuple[Any, int]:
     size = next(a.shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
     error, bad, entry = (batching.bdim_at_front(a, d, size) for a, d in zip(args, dims, strict=True))
-    return record_p.bind(error, bad, entry), 0
+    return record_p.bind(error, bad, entry, learns=learns), 0
 
 
 record_p.def_impl(_merge_impl)
-record_p.def_abstract_eval(lambda error, bad, entry: error.update(weak_type=False))
+record_p.def_abstract_eval(lambda error, bad, entry, **_: error.update(weak_type=False))
 mlir.register_lowering(record_p, mlir.lower_fun(_merge_impl, multiple_results=False))
 batching.primitive_batchers[record_p] = _merge_batch
 ad.defjvp_zero(record_p)  # integers: no tangent

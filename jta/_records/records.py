@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
-from .catalogue import Error, Message
+from .catalogue import Error, Message, learns
 from .primitives import merge, noted, packed
 from .primitives import no_error as no_error  # the core's empty record
 
@@ -57,7 +57,7 @@ def record(error: jax.Array, bad: Any, code: Error | jax.Array | int, *values: A
     if isinstance(bad, (bool, np.bool_)) and not bad:
         return error
     code = code.code if isinstance(code, Error) else code
-    return merge(error, bad, packed(error.dtype, 4, code, *values))
+    return merge(error, bad, packed(error.dtype, 4, code, *values), learns=isinstance(code, int) and bool(learns(code)))
 
 
 def is_concrete(*xs: Any) -> bool:

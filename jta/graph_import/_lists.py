@@ -116,7 +116,7 @@ def _check(node: Node, bad: Any, message: GraphError, *fields: Any, plan: Option
     extra = {"op": node.op}
     if plan is not None:
         extra.update(zip(("grows", "base", "per"), map(str, plan), strict=True))
-    value_ops.report(node.name, bad, message, *fields, extra=extra)
+    value_ops.report(node.name, bad, message, *fields, extra=extra, learns=plan is not None)
 
 
 def _index(index: Any) -> Any:
