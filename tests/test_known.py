@@ -6,7 +6,7 @@ is not staged, a loop's decision is made then). A value it gives that differs fr
 report a wrong error or miss one, so :func:`test_known_values_are_xla_values` generates random
 small programs from the primitives ``known`` evaluates (compositions at random integer dtypes,
 ``bool``, x64 ones too, at the edges: wrap-around, the dtype's extremes, negative and
-out-of-range gather/scatter indices under every mode ``jnp`` makes, duplicate scatter indices,
+division and remainder by the lowest value and -1, out-of-range gather/scatter indices under every mode ``jnp`` makes, duplicate scatter indices,
 empty and 0-d shapes, nested ``jit``, jta's own ``jta_record``/``jta_slot``), asks ``known.value``
 for each intermediate inside the trace, and compares every answer it gives with the value the
 same program computes under ``jax.jit``: dtype, shape and bits. ``None`` (unknown) is always
@@ -171,7 +171,9 @@ class Program:
             else:
                 fn = [jnp.add, jnp.subtract, jnp.multiply, jnp.maximum, jnp.minimum, jnp.bitwise_and,
                       jnp.bitwise_or, jnp.bitwise_xor, lax.shift_left, lax.shift_right_logical,
-                      lax.shift_right_arithmetic, jnp.left_shift, jnp.right_shift][rng.integers(13)]
+                      lax.shift_right_arithmetic, jnp.left_shift, jnp.right_shift, jnp.remainder, jnp.floor_divide,
+                      # (XLA:CPU dies of SIGFPE on lax's integer division by zero; jnp's guards it)
+                      lambda x, y: lax.div(x, y | 1), lambda x, y: lax.rem(x, y | 1)][rng.integers(17)]
             return wrap(fn)(x, y)
         if kind == "select":
             c = self.shaped(self.like(self.pick(), np.bool_), x.shape)
@@ -597,3 +599,28 @@ def test_one_output_of_a_nested_jit_whose_other_inputs_are_unknown():
     want = jax.jit(outer)(jnp.ones(3))
     np.testing.assert_array_equal(seen["known"], np.asarray(want))
     assert seen["unknown"] is None
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64])
+@pytest.mark.parametrize("op", [lax.div, lax.rem])
+def test_integer_division_is_xlas(dtype, op):
+    """``div``/``rem`` known while tracing equal XLA's: every pair of 8-bit operands, and the edges
+    of wider ones (the lowest value by -1 too), the divisor never 0 (XLA:CPU dies of SIGFPE on it)."""
+    info = np.iinfo(dtype)
+    if info.bits == 8:
+        values = np.arange(info.min, info.max + 1)
+    else:
+        edges = [info.min, info.min + 1, -7, -3, -2, -1, 0, 1, 2, 3, 7, info.max - 1, info.max]
+        values = np.array(sorted({v for v in edges if info.min <= v <= info.max}), dtype)  # (Python ints: exact)
+    values = values.astype(dtype)
+    a, b = (v.reshape(-1) for v in np.meshgrid(values, values[values != 0]))
+    got = []
+
+    def f():
+        out = op(jnp.asarray(a.astype(dtype)), jnp.asarray(b.astype(dtype)))
+        got.append(known.value(out))
+        return out
+
+    with jax.enable_x64(info.bits == 64):
+        want = jax.jit(f)()
+    assert got[0] is not None and _same(np.asarray(got[0]), want)

@@ -153,6 +153,31 @@ def _shift(kind: str) -> Callable[..., np.ndarray]:
     return rule
 
 
+def _divide(remainder: bool) -> Callable[..., np.ndarray]:
+    """XLA's integer ``div`` (rounded toward zero) and ``rem`` (the dividend's sign): by zero,
+    ``-1`` (all bits set) and the dividend; the lowest signed value by ``-1``, itself and ``0``."""
+    def rule(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = np.broadcast_arrays(*_aligned((a, b)))
+        zero = b == 0
+        overflow = (b == -1) & (a == np.iinfo(a.dtype).min) if a.dtype.kind == "i" else np.zeros(a.shape, bool)
+        safe = np.where(zero | overflow, 1, b).astype(a.dtype)
+        quotient = np.abs(a.astype(object)) // np.abs(safe.astype(object))  # (exact, then truncated toward zero)
+        quotient = np.where((a < 0) != (safe < 0), -quotient, quotient)
+        if remainder:
+            out = np.where(zero, a, np.where(overflow, 0, a.astype(object) - quotient * safe.astype(object)))
+        else:
+            out = np.where(zero, -1, np.where(overflow, a.astype(object), quotient))
+        return _wrapped(out, a.dtype)
+    return rule
+
+
+def _wrapped(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """Python integers as ``dtype``, wrapped around as XLA's integers do."""
+    bits = 8 * np.dtype(dtype).itemsize
+    unsigned = np.asarray(values, object) % (1 << bits)
+    return unsigned.astype(np.dtype(f"u{np.dtype(dtype).itemsize}")).view(dtype)
+
+
 def _convert(x: np.ndarray, *, new_dtype: Any, **_: Any) -> np.ndarray:
     return (x != 0) if np.dtype(new_dtype) == np.bool_ else x.astype(new_dtype)
 
@@ -229,6 +254,8 @@ _STEPPED: dict[Any, Callable[..., Any]] = {
     lax.sub_p: _elementwise(lambda a, b: a - b),
     lax.mul_p: _elementwise(lambda a, b: a * b),
     lax.neg_p: _elementwise(lambda a: -a),
+    lax.div_p: _divide(remainder=False),
+    lax.rem_p: _divide(remainder=True),
     lax.max_p: _elementwise(np.maximum),
     lax.min_p: _elementwise(np.minimum),
     lax.and_p: _elementwise(lambda a, b: a & b),
