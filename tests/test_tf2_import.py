@@ -652,3 +652,61 @@ if __name__ == "__main__":
         sys.exit(f"usage: {COMMAND}   (writes {TABLE.relative_to(ROOT)})")
     TABLE.write_text(coverage_markdown(), encoding="utf-8")
     print(f"wrote {TABLE.relative_to(ROOT)}")
+
+
+def _tape_grads(f: Any, variables: list[Any], *args: Any) -> list[Any]:
+    @tf.function
+    def train(*args: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(f(*args))
+        return tape.gradient(loss, variables)
+    return [g.numpy() for g in train(*args)]
+
+
+def test_stop_gradient_stops_jax_grad_too() -> None:
+    """``tf.stop_gradient``, a loop's ``back_prop=False`` and ``tape.stop_recording`` are
+    StopGradient nodes: ``jax.grad`` of the import stops there, as TF's tape does."""
+    w = tf.Variable(np.float32(0.7), name="w")
+
+    def stopped(x: Any) -> Any:
+        return tf.stop_gradient(w * x) + w * x
+
+    def no_backprop(x: Any) -> Any:
+        _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * w), (0, x), back_prop=False)
+        return y + w * x
+
+    for forward in (stopped, no_backprop):
+        f = tf.function(forward, input_signature=[tf.TensorSpec([], tf.float32)])
+        x = np.float32(2.0)
+        jax_fn, params = jta.import_function(f, x)
+        (want,) = _tape_grads(f, [w], x)
+        for run in (jax.grad, lambda g: jax.jit(jax.grad(g))):
+            np.testing.assert_allclose(run(lambda p: jnp.sum(jax_fn(p, x)))(params)["w"], want, rtol=1e-6)
+
+
+def test_custom_gradient_refuses_jax_grad_and_its_train_step_runs() -> None:
+    """TF's custom gradient is Python registered outside the graph: ``jax.grad`` through it
+    refuses (differentiating the forward ops would give another gradient), the forward runs, and
+    the train step (TF's gradient graph) gives TF's custom gradient."""
+    w = tf.Variable(np.float32(0.7), name="w")
+
+    @tf.custom_gradient
+    def clipped(v: Any) -> Any:
+        return tf.identity(v), lambda dy: tf.clip_by_value(dy, -0.1, 0.1)
+
+    f = tf.function(lambda x: clipped(w * x), input_signature=[tf.TensorSpec([], tf.float32)])
+    x = np.float32(2.0)
+    jax_fn, params = jta.import_function(f, x)
+    _close(jax.jit(jax_fn)(params, x), f(x))
+    with pytest.raises(jta.errors.UnimplementedError, match="tf.custom_gradient.*import that train step"):
+        jax.grad(lambda p: jax_fn(p, x))(params)
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+    def train(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            y = f(x)
+        return tape.gradient(y, w)
+
+    step, step_params = jta.import_function(train, x)
+    np.testing.assert_allclose(jax.jit(step)(step_params, x), train(x).numpy())
+    np.testing.assert_allclose(train(x).numpy(), 0.2, rtol=1e-6)

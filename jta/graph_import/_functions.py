@@ -195,6 +195,36 @@ def concrete(v: Any) -> Any:
     return v
 
 
+def _stopped(value: Any) -> Any:
+    """``tf.stop_gradient`` of a traced value (what is known while tracing has no derivative)."""
+    return jax.lax.stop_gradient(value) if isinstance(value, (jax.Array, Tracer)) else value
+
+
+def _custom_gradient(node: Node, kind: Any, args: list[Any]) -> list[Any]:
+    """The ``IdentityN`` that ``tf.custom_gradient`` puts on its outputs (with its inputs and
+    variables), as the identity whose derivative refuses: the gradient TF registered is Python code
+    outside the graph, and JAX's derivative of the forward ops would differ from it."""
+    kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+
+    @jax.custom_vjp
+    def region(*xs: Any) -> tuple[Any, ...]:
+        return xs
+
+    def forward(*xs: Any) -> tuple[tuple[Any, ...], None]:
+        return xs, None
+
+    def backward(_: None, cotangents: Any) -> tuple[Any, ...]:
+        GraphError.CUSTOM_GRADIENT.raise_(node=node.name, op=node.op, kind=kind)
+
+    region.defvjp(forward, backward)
+    traced = [k for k, a in enumerate(args) if isinstance(a, (jax.Array, Tracer))
+              and jnp.issubdtype(jnp.result_type(a), jnp.inexact)]
+    outs = list(args)
+    for k, v in zip(traced, region(*(args[k] for k in traced)), strict=True):
+        outs[k] = v
+    return outs
+
+
 class Evaluator:
     """Runs bodies on JAX values; one instance per call of the imported function."""
 
@@ -226,10 +256,13 @@ class Evaluator:
     def node(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
         """The node's outputs (None: all unknown to the probe)."""
         op = node.op
+        if op == "StopGradient" and not self.probe:  # (TF2 writes back_prop=False and stop_recording so too)
+            return [jax.tree_util.tree_map(_stopped, args[0])]
         if op in ("Identity", "StopGradient", "PreventGradient", "EnsureShape", "CheckNumerics", "Snapshot"):
             return [args[0]]
         if op == "IdentityN":
-            return list(args)
+            kind = node.attr("_gradient_op_type") if not self.probe else None
+            return list(args) if not kind else _custom_gradient(node, kind, args)
         if op == "NoOp":
             return []
         if op == "OptionalNone":

@@ -97,6 +97,12 @@ class GraphError(Message):
                        "(TensorLists of one static length), but they do not ({error}). Pass the predicate as a "
                        "concrete argument of an eager call (the branch not taken is then pruned), or make the "
                        "branches agree.")
+    CUSTOM_GRADIENT = (423, UnimplementedError, "Node {node} ({op}): differentiating through a "
+                            "tf.custom_gradient ({kind}), whose gradient is Python code registered in TensorFlow's "
+                            "process, not part of the graph: differentiating its forward ops instead would give "
+                            "another gradient, so jax.grad refuses. The way out: take the gradient inside the "
+                            "tf.function with a tf.GradientTape and import that train step (its gradient graph is "
+                            "TensorFlow's, the custom gradient included).")
     # Checks that may depend on run-time values: also recorded as data, so their codes are unique
     # across catalogues (``Message.by_code`` decodes them).
     LIST_ACCESS = (440, InvalidArgumentError, "Node {name} ({op}): Trying to access element {index} in a list with "
