@@ -11,6 +11,7 @@ with ``pad_stacks=True``, give the stack padded with zero rows.
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -680,8 +681,9 @@ def test_stop_gradient_stops_jax_grad_too() -> None:
         x = np.float32(2.0)
         jax_fn, params = jta.import_function(f, x)
         (want,) = _tape_grads(f, [w], x)
+        loss = functools.partial(lambda fn, x, p: jnp.sum(fn(p, x)), jax_fn, x)
         for run in (jax.grad, lambda g: jax.jit(jax.grad(g))):
-            np.testing.assert_allclose(run(lambda p: jnp.sum(jax_fn(p, x)))(params)["w"], want, rtol=1e-6)
+            np.testing.assert_allclose(run(loss)(params)["w"], want, rtol=1e-6)
 
 
 def test_custom_gradient_refuses_jax_grad_and_its_train_step_runs() -> None:
@@ -710,3 +712,130 @@ def test_custom_gradient_refuses_jax_grad_and_its_train_step_runs() -> None:
     step, step_params = jta.import_function(train, x)
     np.testing.assert_allclose(jax.jit(step)(step_params, x), train(x).numpy())
     np.testing.assert_allclose(train(x).numpy(), 0.2, rtol=1e-6)
+
+
+def _train_matches(train: Any, *args: Any) -> None:
+    step, params = jta.import_function(train, *args)
+    want = train(*args)
+    _close(step(params, *args), want)
+    _close(jax.jit(step)(params, *args), want)
+
+
+def test_train_steps_through_conds_whose_branches_keep_different_intermediates() -> None:
+    """TF's cond gives each branch's intermediates the same optional slots (in a loop), so one slot
+    holds different types per branch, and a switch's branches output different intermediates: the
+    train steps run under jit, with every branch taken. Nested conds (``tf.case``) too."""
+    w = tf.Variable(np.array([0.5, -0.3, 1.2], np.float32), name="w")
+    v = tf.Variable(np.array([0.5, -0.3], np.float32), name="v")
+
+    @tf.function(input_signature=[tf.TensorSpec([3], tf.float32), tf.TensorSpec([], tf.int32)])
+    def switch(x: Any, k: Any) -> Any:
+        with tf.GradientTape() as tape:
+            y = tf.switch_case(k, [lambda: x * w, lambda: tf.sin(x) + w, lambda: tf.reduce_sum(x * w) * tf.ones([3])])
+            loss = tf.reduce_sum(y ** 2)
+        return loss, tape.gradient(loss, w)
+
+    @tf.function(input_signature=[tf.TensorSpec([3], tf.float32)])
+    def case(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            s = tf.reduce_sum(x)
+            y = tf.case([(s > 1.0, lambda: x * w), (s < -1.0, lambda: x - w)], default=lambda: tf.cos(x * w))
+            loss = tf.reduce_sum(y ** 2)
+        return loss, tape.gradient(loss, w)
+
+    @tf.function(input_signature=[tf.TensorSpec([4, 2], tf.float32)])
+    def nested_in_loop(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            h = tf.zeros([2])
+            for i in tf.range(4):
+                if x[i, 0] > 0:
+                    if x[i, 1] > 0:
+                        h = tf.tanh(h * v + x[i])
+                    else:
+                        h = tf.sin(h + v)
+                else:
+                    h = h * 0.5 - v * x[i]
+            loss = tf.reduce_sum(h ** 2)
+        return loss, tape.gradient(loss, v)
+
+    @tf.function(input_signature=[tf.TensorSpec([5, 2], tf.float32)])
+    def writes_in_branches(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+            for i in tf.range(5):
+                if tf.reduce_sum(x[i]) > 0:
+                    ta = ta.write(i, x[i] * v)
+                else:
+                    ta = ta.write(i, x[i] - v)
+            loss = tf.reduce_sum(ta.stack() ** 2)
+        return loss, tape.gradient(loss, v)
+
+    x3 = np.array([0.2, 0.3, 0.1], np.float32)
+    for k in range(3):
+        _train_matches(switch, x3, np.int32(k))
+    for x in (x3, 5 * x3, -5 * x3):
+        _train_matches(case, x)
+    _train_matches(nested_in_loop, np.array([[1., 1.], [1., -1.], [-1., 1.], [1., 1.]], np.float32))
+    _train_matches(writes_in_branches, np.random.default_rng(4).normal(size=(5, 2)).astype(np.float32))
+
+
+def test_a_list_written_in_one_branch_of_a_run_time_if() -> None:
+    """The filter idiom (``if x[i] > 0: ta = ta.write(j, ...)``), in a loop and outside one: the
+    branches' lists become one buffer and a run-time length; ``jta.checked`` gives TensorFlow's
+    shape, ``pad_stacks=True`` the loop's rows (zeros past the length)."""
+    @tf.function(input_signature=[tf.TensorSpec([6], tf.float32)])
+    def keep_positive(x: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        j = 0
+        for i in tf.range(6):
+            if x[i] > 0:
+                ta = ta.write(j, x[i] * 2.0)
+                j += 1
+        return ta.stack(), j
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+    def one_or_two(x: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True).write(0, x)
+        if x > 0:
+            ta = ta.write(1, x * 2.0)
+        return ta.stack()
+
+    for f, x in ((keep_positive, np.array([0.3, -1.0, 0.9, 0.4, -0.8, 0.2], np.float32)),
+                 (keep_positive, -np.ones(6, np.float32)), (one_or_two, np.float32(0.5)), (one_or_two, np.float32(-0.5))):
+        want = f(x)
+        jax_fn, params = jta.import_function(f, x)
+        _close(jax_fn(params, x), want)
+        _close(jta.checked(jax.jit(jax_fn))(params, x), want)
+        padded, _ = jta.import_function(f, x, pad_stacks=True)
+        _close(jax.jit(padded)(params, x), want, pad=True)
+
+
+def test_a_function_called_as_an_op_type() -> None:
+    """A legacy ``Defun`` call names a library function as its node's op type (``tf.nn.ctc_loss``
+    on CPU makes them): the library's functions are converted with the library at hand."""
+    w = tf.Variable(np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32), name="w")
+
+    @tf.function
+    def ctc(x: Any, labels: Any) -> Any:
+        logits = tf.einsum("btf,fc->btc", x, w)
+        return tf.reduce_mean(tf.nn.ctc_loss(labels, logits, label_length=tf.constant([2, 3]),
+                                             logit_length=tf.fill([2], 6), logits_time_major=False, blank_index=0))
+
+    xs = np.random.default_rng(1).normal(size=(2, 6, 3)).astype(np.float32)
+    labels = np.array([[1, 2, 0], [3, 3, 1]], np.int32)
+    jax_fn, params = jta.import_function(ctc, xs, labels)
+    _close(jax_fn(params, xs, labels), ctc(xs, labels))
+    _close(jax.jit(jax_fn)(params, xs, labels), ctc(xs, labels))
+
+
+def test_nested_arguments_are_taken_as_the_function_takes_them() -> None:
+    """A function of a dict (a Keras model's named inputs) takes the dict, as ``fn`` does (its
+    leaves one by one too), eagerly and under jit."""
+    w = tf.Variable(np.float32(2.0), name="w")
+    f = tf.function(lambda inputs, z: {"y": inputs["a"] * w + tf.cast(inputs["b"], tf.float32) + z})
+    inputs, z = {"b": np.arange(3, dtype=np.int32), "a": np.ones(3, np.float32)}, np.float32(0.5)
+    jax_fn, params = jta.import_function(f, inputs, z)
+    want = f(inputs, z)
+    _close(jax_fn(params, inputs, z), want)
+    _close(jax.jit(jax_fn)(params, inputs, z), want)
+    _close(jax_fn(params, inputs["a"], inputs["b"], z), want)

@@ -31,6 +31,7 @@ from jax.core import Tracer
 
 from .._core import capacities
 from . import _list_vectors, _lists
+from ._branches import lists_agree
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
 from ._ops import OPS, is_static
@@ -67,17 +68,61 @@ class Var:
 @jax.tree_util.register_pytree_node_class
 class Opt:
     """An optional (``OptionalFromValue``/``OptionalNone``): what a cond inside a loop hands its gradient
-    (the intermediates of the branch taken). ``value`` is a tuple of values or None; ``has`` a bool."""
+    (the intermediates of the branch taken). ``value`` is a tuple of values or None; ``has`` a bool.
 
-    def __init__(self, value: Optional[tuple[Any, ...]], has: Any):
-        self.value, self.has = value, has
+    TF's cond gives each branch's intermediates the same optional slots, so one slot may hold values
+    of different types in different branches (an optional is a variant). After a ``lax.switch``
+    such a slot is a union: ``kinds`` lists the types it holds (:func:`_kind`), and ``value`` one
+    part per kind, the taken branch's value in its own, zeros in the others; ``OptionalGetValue``
+    reads the part of the type it asks for."""
 
-    def tree_flatten(self) -> tuple[tuple[Any, ...], None]:
-        return (self.value, self.has), None
+    def __init__(self, value: Optional[tuple[Any, ...]], has: Any, kinds: Optional[tuple[Any, ...]] = None):
+        self.value, self.has, self.kinds = value, has, kinds
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], Optional[tuple[Any, ...]]]:
+        return (self.value, self.has), self.kinds
 
     @classmethod
-    def tree_unflatten(cls, aux: None, children: Any) -> Opt:
-        return cls(*children)
+    def tree_unflatten(cls, kinds: Optional[tuple[Any, ...]], children: Any) -> Opt:
+        return cls(*children, kinds=kinds)
+
+    def read(self, node: Node) -> list[Any]:
+        """``OptionalGetValue`` of it (``node``'s ``output_types``/``output_shapes`` choose the part)."""
+        if self.value is None:
+            GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error="The optional variant has no value.")
+        if self.kinds is None:
+            return list(self.value)
+        types, shapes = node.attr("output_types", []), node.attr("output_shapes", [])
+        fits = [part for kind, part in zip(self.kinds, self.value, strict=True) if _fits(kind, types, shapes)]
+        if len(fits) != 1:
+            GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=(
+                f"the optional holds one of {len(self.kinds)} types, and {len(fits)} of them are {types} {shapes}"))
+        return list(fits[0])
+
+
+def _kind(value: tuple[Any, ...]) -> Any:
+    """An optional value's type: its tree structure and the shape and dtype of each leaf."""
+    leaves, tree = jax.tree_util.tree_flatten(value)
+    return tree, tuple((tuple(np.shape(x)), jnp.result_type(x)) for x in leaves), tuple(
+        (np.dtype(jnp.result_type(v)), tuple(np.shape(v))) if not isinstance(v, (_lists.TList, Opt)) else None
+        for v in value)
+
+
+def _fits(kind: Any, types: list[Any], shapes: list[Any]) -> bool:
+    """Whether values of ``kind`` are what an ``OptionalGetValue`` of ``types`` and ``shapes`` reads."""
+    values = kind[2]
+    if len(values) != len(types):
+        return False
+    for k, (value, dtype) in enumerate(zip(values, types, strict=True)):
+        if value is None or not isinstance(dtype, np.dtype):  # a list or an optional: a variant
+            if (value is None) != (not isinstance(dtype, np.dtype)):
+                return False
+            continue
+        shape = shapes[k] if k < len(shapes) else None
+        if value[0] != dtype or (shape is not None and (len(shape) != len(value[1]) or any(
+                d is not None and d != n for d, n in zip(shape, value[1], strict=True)))):
+            return False
+    return True
 
 
 OPTIONAL_OPS = ("OptionalFromValue", "OptionalNone", "OptionalGetValue", "OptionalHasValue")
@@ -145,14 +190,25 @@ class Library:
 
     def body(self, name: str) -> Body:
         if name not in self.bodies:
-            self.bodies[name] = _convert(self.fdefs[name])
+            fdef = self.fdefs[name]
+            calls = any(node.op in self.fdefs for node in fdef.node_def)
+            self.bodies[name] = _convert(fdef, self.fdefs.values() if calls else ())
         return self.bodies[name]
 
 
-def _convert(fdef: Any) -> Body:
+def _convert(fdef: Any, library: Any = ()) -> Body:
+    """``fdef`` as a :class:`Body`; ``library``: the functions its nodes name as their op type (a
+    legacy ``Defun`` call, as ``tf.nn.ctc_loss`` makes), which TensorFlow's conversion looks up
+    in the default graph."""
     import tensorflow as tf
     from tensorflow.python.framework.function_def_to_graph import function_def_to_graph_def
 
+    if library:
+        holder = tf.compat.v1.GraphDef()
+        holder.library.function.extend(library)
+        with tf.Graph().as_default():
+            tf.graph_util.import_graph_def(holder, name="")
+            return _convert(fdef)
     graph_def, flat = function_def_to_graph_def(fdef)
     nodes = parse(graph_def, tf)
     inputs = [a.name for a in fdef.signature.input_arg]
@@ -296,9 +352,7 @@ class Evaluator:
         if op == "OptionalHasValue":
             return [np.bool_(args[0].has) if isinstance(args[0].has, bool) else args[0].has]
         if op == "OptionalGetValue":
-            if args[0].value is None:
-                GraphError.LIST_MISUSE.raise_(node=node.name, op=op, error="The optional variant has no value.")
-            return list(args[0].value)
+            return args[0].read(node)
         if op in _lists.LIST_OPS:
             if op in ("TensorListStack", "TensorListConcat", "TensorListConcatV2") and not args[0].static \
                     and not self.pad_stacks:
@@ -372,6 +426,7 @@ class Evaluator:
         fns = [lambda b=b: _as_jax(self.call(b, rest)) for b in bodies]
         if any(b.nodes[n].op == "OptionalNone" for b in bodies for n in b.order):
             fns = _fill_optionals(fns)
+        fns = lists_agree(fns)
         try:
             return list(jax.lax.switch(index, fns))
         except TypeError as error:  # the branches' outputs differ in structure, shape or dtype
@@ -393,19 +448,33 @@ def _as_jax(values: list[Any]) -> list[Any]:
 
 
 def _fill_optionals(fns: list[Callable[[], list[Any]]]) -> list[Callable[[], list[Any]]]:
-    """Branches whose empty optionals (``OptionalNone``) hold zeros shaped as the other branches' values,
-    so that every branch gives outputs of one structure (a ``lax.switch`` needs that)."""
+    """Branches whose optionals agree in type slot by slot, so that every branch gives outputs of one
+    structure (a ``lax.switch`` needs that): an empty optional (``OptionalNone``) holds zeros of the
+    type the other branches' values at its slot have, and a slot whose values differ in type from
+    branch to branch is a union of them (:class:`Opt`'s ``kinds``)."""
     shapes = [jax.eval_shape(fn) for fn in fns]
-    templates: dict[int, Any] = {}
+    kinds: dict[int, list[Any]] = {}
+    templates: dict[tuple[int, Any], Any] = {}
     for outs in shapes:
         for j, v in enumerate(outs):
             if isinstance(v, Opt) and v.value is not None:
-                templates.setdefault(j, v.value)
+                kind = _kind(v.value)
+                if kind not in kinds.setdefault(j, []):
+                    kinds[j].append(kind)
+                    templates[j, kind] = v.value
+
+    def zeros(j: int, kind: Any) -> Any:
+        return jax.tree_util.tree_map(lambda t: jnp.zeros(t.shape, t.dtype), templates[j, kind])
+
+    def slot(j: int, v: Any) -> Any:
+        if not isinstance(v, Opt) or j not in kinds:
+            return v
+        if len(kinds[j]) == 1:
+            return v if v.value is not None else Opt(zeros(j, kinds[j][0]), v.has)
+        mine = None if v.value is None else _kind(v.value)
+        parts = tuple(v.value if kind == mine else zeros(j, kind) for kind in kinds[j])
+        return Opt(parts, v.has, kinds=tuple(kinds[j]))
 
     def filled(fn: Callable[[], list[Any]]) -> Callable[[], list[Any]]:
-        def run() -> list[Any]:
-            outs = fn()
-            return [Opt(tuple(jnp.zeros(t.shape, t.dtype) for t in templates[j]), v.has)
-                    if isinstance(v, Opt) and v.value is None and j in templates else v for j, v in enumerate(outs)]
-        return run
+        return lambda: [slot(j, v) for j, v in enumerate(fn())]
     return [filled(fn) for fn in fns]

@@ -11,7 +11,7 @@ TensorList op runs (:mod:`jta.graph_import._lists`) — including the accumulato
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -135,8 +135,11 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable
     specs = [(t.dtype.as_numpy_dtype if t.dtype.is_numpy_compatible else None) for t in concrete.inputs[:n_args]]
     arg_text = ", ".join(inputs[:n_args])
     arg_names = _argument_names(concrete, n_args)
+    nests = _positional_count(concrete)
 
     def jax_fn(params: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if nests is not None and len(args) == nests != n_args:  # the nests fn takes (a dict of inputs), flattened
+            args = tuple(jax.tree_util.tree_leaves(args))  # (in TensorFlow's order: dicts by sorted key)
         if kwargs:  # a signature's arguments by name, after any given by position
             rest = arg_names[len(args):]
             if set(kwargs) != set(rest):
@@ -186,6 +189,14 @@ def _unique_names(variables: dict[str, Any]) -> dict[str, str]:
         keys[placeholder] = key
         taken.add(key)
     return keys
+
+
+def _positional_count(concrete: Any) -> Optional[int]:
+    """How many positional arguments the function takes, each a nest of tensors (None: unknown)."""
+    try:
+        return len(concrete.structured_input_signature[0])
+    except (AttributeError, TypeError, ValueError):  # pragma: no cover - an old TensorFlow
+        return None
 
 
 def _argument_names(concrete: Any, n_args: int) -> list[str]:
