@@ -839,3 +839,24 @@ def test_nested_arguments_are_taken_as_the_function_takes_them() -> None:
     _close(jax_fn(params, inputs, z), want)
     _close(jax.jit(jax_fn)(params, inputs, z), want)
     _close(jax_fn(params, inputs["a"], inputs["b"], z), want)
+
+
+def test_captured_tensors_are_constants() -> None:
+    """A captured eager tensor (a closure's ``tf.constant``, a Keras 3 ``Normalization``'s adapted
+    mean and variance) is a constant of the import; the variables stay ``params``."""
+    keras = pytest.importorskip("keras")
+    c = tf.constant([1.0, 2.0, 3.0])
+    f = tf.function(lambda x: x * c)
+    x = np.ones(3, np.float32)
+    jax_fn, params = jta.import_function(f, x)
+    assert params == {}
+    _close(jax.jit(jax_fn)(params, x), f(x))
+
+    norm = keras.layers.Normalization()
+    norm.adapt(np.random.default_rng(0).normal(size=(10, 3)).astype(np.float32))
+    lstm = keras.layers.LSTM(3)
+    g = tf.function(lambda x: lstm(norm(x)))
+    xs = np.random.default_rng(1).normal(size=(2, 5, 3)).astype(np.float32)
+    jax_fn, params = jta.import_function(g, xs)
+    assert len(params) == len(lstm.trainable_variables)
+    _close(jax.jit(jax_fn)(params, xs), g(xs))

@@ -126,11 +126,15 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable
     _check(lib, top)
     names = _unique_names(variables)
     params = {names[n]: jnp.asarray(v.numpy()) for n, v in variables.items()}
-    handles = [Var(names[n]) if n in variables else None for n in inputs[n_args:]]
+    # a captured eager tensor (a closure's tf.constant, a Keras 3 Normalization's adapted mean) is a constant
+    constants = {internal.op.name: ext.numpy() for ext, internal in concrete.graph.captures
+                 if id(ext) not in by_handle and hasattr(ext, "numpy") and ext.dtype.is_numpy_compatible}
+    handles = [Var(names[n]) if n in variables else constants.get(n) for n in inputs[n_args:]]
     for n, h in zip(inputs[n_args:], handles, strict=True):
         if h is None:
-            GraphError.TF2_UNSUPPORTED.raise_(items=f"  - the captured value {n} is not a variable (capture it as "
-                                                    "a tf.Variable or pass it as an argument)")
+            GraphError.TF2_UNSUPPORTED.raise_(items=f"  - the captured value {n} is neither a variable nor a "
+                                                    "tensor of known value (capture it as a tf.Variable or pass it "
+                                                    "as an argument)")
     shapes = [None if t.shape.rank is None else tuple(t.shape.as_list()) for t in concrete.inputs[:n_args]]
     specs = [(t.dtype.as_numpy_dtype if t.dtype.is_numpy_compatible else None) for t in concrete.inputs[:n_args]]
     arg_text = ", ".join(inputs[:n_args])
