@@ -153,8 +153,20 @@ def merge_shape(a: Optional[tuple[Optional[int], ...]], b: Optional[tuple[Option
 
 
 def element_dtype(node: Node) -> Any:
+    """The list's element dtype (JAX's width for it), or :data:`VARIANT` for a list of lists; a list of
+    resource handles or strings is refused (``GraphError.TF2_UNSUPPORTED``)."""
     dtype = node.attr("element_dtype")
-    return VARIANT if dtype == VARIANT else jax.dtypes.canonicalize_dtype(dtype)
+    if dtype == VARIANT:
+        return VARIANT
+    if isinstance(dtype, np.dtype):
+        return jax.dtypes.canonicalize_dtype(dtype)
+    why = ("a list of resource handles: tf.vectorized_map falls back to a tf.while_loop over the batch (when "
+           "pfor cannot vectorize an op of fn, such as a tf.while_loop reading a variable) and keeps the "
+           "variable's handle in such a list. The ways out: read the variable outside fn and pass its value "
+           "in (tf.vectorized_map(lambda a: fn(a, w_value), x)), or use tf.map_fn, which jta runs as a loop"
+           if dtype == "resource" else f"jta's lists hold arrays, not {dtype}s")
+    GraphError.TF2_UNSUPPORTED.raise_(items=f"  - node {node.name} ({node.op}): a TensorList of element dtype "
+                                            f"{dtype}, {why}")
 
 
 def _static_int(v: Any) -> Optional[int]:

@@ -48,6 +48,16 @@ def static_value(node: Node, v: Any, what: str) -> np.ndarray:
     return np.asarray(v)
 
 
+def concrete_value(node: Node, v: Any, what: str) -> np.ndarray:
+    """``v`` as numpy when it is known when the op runs: a constant (static while tracing) or a concrete
+    argument of an eager call; a traced value (under ``jit``/``grad``) raises ``GraphError.NOT_STATIC``.
+    For ops whose output's shape depends on an input's values."""
+    try:
+        return np.asarray(v)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return static_value(node, v, what)
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -138,6 +148,26 @@ def _stop_gradient(node: Node, args: list[Any]) -> list[Any]:
 @_reg("NoOp", "ControlTrigger", "Assert")
 def _nothing(node: Node, args: list[Any]) -> list[Any]:
     return []
+
+
+@_reg("PrintV2")
+def _print_v2(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.print``: imported as a no-op, as tf2jax does (it has no effect on any value). The imported
+    function prints nothing; print from JAX (``jax.debug.print``) where that is wanted."""
+    return []
+
+
+@_reg("StringFormat")
+def _string_format(node: Node, args: list[Any]) -> list[Any]:
+    """The message ``tf.print`` formats: a placeholder string (JAX has no strings; only ``PrintV2``,
+    a no-op here, reads it), whatever the inputs."""
+    return [np.asarray(b"<tf.print message: not formatted by jta>", dtype=object)]
+
+
+@_reg("Print")
+def _print(node: Node, args: list[Any]) -> list[Any]:
+    """TF1's ``tf.compat.v1.Print``: its first input, passed through; it prints nothing."""
+    return [args[0]]
 
 
 @_reg("Const")
@@ -405,11 +435,47 @@ def _select_v2(node: Node, args: list[Any]) -> list[Any]:
 
 @_reg("GatherV2", "Gather")
 def _gather(node: Node, args: list[Any]) -> list[Any]:
+    """``params`` indexed along ``axis`` by ``indices``. With ``batch_dims=b`` (negative: counted from
+    ``indices``' rank) the first ``b`` dimensions of both are batch dimensions, matched one to one:
+    the output's shape is ``params.shape[:axis] + indices.shape[b:] + params.shape[axis + 1:]``
+    (TensorFlow's rule; ``axis >= b``)."""
     params, indices = args[:2]
+    rank = np.ndim(params)
     axis = int(static_value(node, args[2], "the axis")) if len(args) > 2 else 0
-    if node.attr("batch_dims", 0):
-        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what="batch_dims=0")
-    return [as_numpy(xp_of(params, indices).take(params, indices, axis=axis))]
+    axis = axis + rank if axis < 0 else axis
+    batch = int(node.attr("batch_dims", 0) or 0)
+    batch = batch + np.ndim(indices) if batch < 0 else batch
+    xp = xp_of(params, indices)
+    if not batch:
+        return [as_numpy(xp.take(params, indices, axis=axis))]
+    if not 0 < batch <= min(axis, np.ndim(indices)) or np.shape(params)[:batch] != np.shape(indices)[:batch]:
+        GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=(
+            f"batch_dims={node.attr('batch_dims')} must be in [0, rank(indices)={np.ndim(indices)}] and at most axis="
+            f"{axis}, and params and indices must agree on those dimensions (shapes {np.shape(params)} and "
+            f"{np.shape(indices)})"))
+    # The gathered axis moved next to the batch dimensions, indexed there by aranges over the batch
+    # dimensions (broadcast against the indices) and the indices: batch + indices' rest + params' rest.
+    moved = xp.moveaxis(params, axis, batch)
+    ranges = tuple(xp.arange(n).reshape((n,) + (1,) * (np.ndim(indices) - k - 1))
+                   for k, n in enumerate(np.shape(indices)[:batch]))
+    out = moved[ranges + (indices,)]
+    # (batch, indices' rest, params[batch:axis], params[axis+1:]) -> (batch, params[batch:axis], indices' rest, ...)
+    rest, middle = np.ndim(indices) - batch, axis - batch
+    perm = (list(range(batch)) + list(range(batch + rest, batch + rest + middle)) +
+            list(range(batch, batch + rest)) + list(range(batch + rest + middle, np.ndim(out))))
+    return [as_numpy(xp.transpose(out, perm))]
+
+
+@_reg("ListDiff")
+def _list_diff(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.compat.v1.setdiff1d``: the entries of ``x`` that are not in ``y``, in order, and their
+    positions in ``x``. Its outputs' length depends on the values, so both inputs must be known while
+    tracing (as they are in the gradient of ``tf.reduce_prod``: the axes not reduced) or be the
+    concrete arguments of an eager call; under ``jit`` traced ones raise ``GraphError.NOT_STATIC``."""
+    x, y = (concrete_value(node, a, "x and y (the number of entries of x not in y is the output's shape)")
+            for a in args)
+    keep = np.flatnonzero(~np.isin(x, y))
+    return [x[keep], keep.astype(node.attr("out_idx", np.dtype("int32")))]
 
 
 @_reg("UnsortedSegmentSum")

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import OPS, Op, as_numpy, is_static, registrar, result_dtype, simple, static_value, xp_of
+from ._ops import OPS, Op, as_numpy, concrete_value, is_static, registrar, result_dtype, simple, static_value, xp_of
 
 _reg = registrar(OPS)
 
@@ -149,11 +149,20 @@ def _nd_index(indices: Any) -> tuple[Any, ...]:
 
 @_reg("GatherNd")
 def _gather_nd(node: Node, args: list[Any]) -> list[Any]:
+    """The slices of ``params`` at the index vectors (``indices``' last axis); with ``batch_dims=b``
+    the first ``b`` dimensions of both are batch dimensions, matched one to one (TensorFlow's rule)."""
     params, indices = args
-    if node.attr("batch_dims", 0):
-        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what="batch_dims=0")
-    return [as_numpy(params[_nd_index(indices)]) if is_static(params) and is_static(indices)
-            else jnp.asarray(params)[_nd_index(jnp.asarray(indices))]]
+    batch = int(node.attr("batch_dims", 0) or 0)
+    if not 0 <= batch < np.ndim(indices) or np.shape(params)[:batch] != np.shape(indices)[:batch]:
+        GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=(
+            f"batch_dims={batch} must be in [0, rank(indices)) and params and indices must agree on those "
+            f"dimensions (shapes {np.shape(params)} and {np.shape(indices)})"))
+    static = is_static(params) and is_static(indices)
+    xp = np if static else jnp
+    indices = indices if static else jnp.asarray(indices)
+    batches = tuple(xp.arange(n).reshape((n,) + (1,) * (np.ndim(indices) - k - 2))
+                    for k, n in enumerate(np.shape(indices)[:batch]))
+    return [as_numpy((params if static else jnp.asarray(params))[batches + _nd_index(indices)])]
 
 
 @_reg("ScatterNd")
@@ -205,6 +214,8 @@ def _segment_reduction(name: str) -> Op:
         data, ids, n = args
         n = int(static_value(node, n, "num_segments"))
         data = jnp.asarray(data).reshape((-1,) + np.shape(data)[np.ndim(ids):])
+        if name == "segment_prod" and is_static(ids):  # (differentiable for repeated ids too)
+            return [_padded_segment_prod(data, np.reshape(ids, -1), n)]
         ids = jnp.asarray(ids).reshape(-1)
         out = getattr(jax.ops, name)(data, ids, n)
         if name != "segment_prod":  # an empty segment: the dtype's lowest (highest) value, as in TF
@@ -218,3 +229,88 @@ def _segment_reduction(name: str) -> Op:
 for _name, _fn_name in (("UnsortedSegmentMax", "segment_max"), ("UnsortedSegmentMin", "segment_min"),
                         ("UnsortedSegmentProd", "segment_prod")):
     OPS[_name] = _segment_reduction(_fn_name)
+
+
+def _segment_count(node: Node, ids: Any) -> tuple[np.ndarray, int]:
+    """Sorted segment ids (``Segment*``), as numpy, and the number of segments, ``max(ids) + 1``: the
+    output's first dimension, so the ids must be known when the op runs (constants, or the concrete
+    arguments of an eager call)."""
+    ids = concrete_value(node, ids, "segment_ids (their largest, plus one, is the output's first dimension)")
+    return ids, int(ids.max()) + 1 if ids.size else 0
+
+
+def _padded_segment_prod(data: Any, ids: np.ndarray, n: int) -> Any:
+    """The products of ``data``'s rows by static ``ids`` (an id outside ``[0, n)`` drops its row; an empty
+    segment gives 1) as ``prod`` of a ``[n, largest segment, ...]`` gather padded with ones:
+    differentiable, unlike ``jax.ops.segment_prod`` with repeated ids."""
+    rest = np.shape(data)[1:]
+    rows = np.flatnonzero((ids >= 0) & (ids < n))
+    kept = ids[rows]
+    order = np.argsort(kept, kind="stable")
+    count = np.bincount(kept, minlength=n)
+    starts = np.cumsum(count) - count
+    table = np.full((n, int(count.max(initial=0))), np.shape(data)[0])  # that row: the padding row of ones
+    table[kept[order], np.arange(kept.size) - starts[kept[order]]] = rows[order]
+    padded = jnp.concatenate([jnp.asarray(data), jnp.ones((1,) + rest, jnp.asarray(data).dtype)])
+    return jnp.prod(padded[table], axis=1)
+
+
+@_reg("SegmentSum", "SegmentMax", "SegmentMin", "SegmentMean", "SegmentProd")
+def _sorted_segment_reduction(node: Node, args: list[Any]) -> list[Any]:
+    """The reduction of ``data``'s rows by sorted ``segment_ids`` (a prefix of its shape) into
+    ``max(ids) + 1`` rows; an empty segment gives 0 (1 for ``SegmentProd``), as in TensorFlow. The
+    ids must be known when the op runs (:func:`_segment_count`)."""
+    data, ids = args
+    ids, n = _segment_count(node, ids)
+    rest = np.shape(data)[ids.ndim:]
+    data = jnp.asarray(data).reshape((-1,) + rest)
+    ids = ids.reshape(-1)
+    kind = node.op[len("Segment"):].lower()
+    count = np.bincount(ids, minlength=n).reshape((n,) + (1,) * len(rest))
+    if kind == "prod":
+        return [_padded_segment_prod(data, ids, n)]
+    reduce = getattr(jax.ops, "segment_" + ("sum" if kind == "mean" else kind))
+    out = reduce(data, ids, n, indices_are_sorted=True)
+    if kind == "mean":  # (an integer mean rounds toward zero, as TensorFlow's)
+        divisor = jnp.broadcast_to(np.maximum(count, 1).astype(out.dtype), out.shape)
+        out = out / divisor if jnp.issubdtype(out.dtype, jnp.inexact) else jax.lax.div(out, divisor)
+    elif kind in ("max", "min"):
+        out = jnp.where(count > 0, out, jnp.zeros_like(out))
+    return [out]
+
+
+@_reg("Roll")
+def _roll(node: Node, args: list[Any]) -> list[Any]:
+    """``input`` rolled by ``shift`` along ``axis`` (scalars or vectors of one length; shifts of a
+    repeated axis add up). The shift may be a run-time value, the axes must be static."""
+    x, shift, axis = args
+    axes = tuple(int(a) for a in np.reshape(static_value(node, axis, "the axis"), -1))
+    xp = xp_of(x, shift)
+    if np.ndim(shift) == 0 and np.ndim(axis) == 0:
+        return [as_numpy(xp.roll(x, shift, axis=axes[0]))]
+    shifts = tuple(int(v) for v in np.reshape(shift, -1)) if is_static(shift) else jnp.reshape(shift, -1)
+    return [as_numpy(xp.roll(x, shifts, axis=axes))]
+
+
+@_reg("CumulativeLogsumexp")
+def _cumulative_logsumexp(node: Node, args: list[Any]) -> list[Any]:
+    """``log(cumsum(exp(x)))`` along an axis, computed stably; ``exclusive`` shifts in ``-inf`` (the
+    log of an empty sum), ``reverse`` runs from the end."""
+    x, axis = args
+    axis = int(static_value(node, axis, "the axis")) % np.ndim(x)
+    reverse, exclusive = bool(node.attr("reverse", False)), bool(node.attr("exclusive", False))
+    if is_static(x):
+        x = np.asarray(x)
+        with np.errstate(all="ignore"):
+            flipped = np.flip(x, axis) if reverse else x
+            out = np.logaddexp.accumulate(flipped, axis=axis).astype(x.dtype)
+            out = np.flip(out, axis) if reverse else out
+    else:
+        out = jax.lax.cumlogsumexp(jnp.asarray(x), axis=axis, reverse=reverse)
+    if exclusive:
+        xp = xp_of(out)
+        n = np.shape(x)[axis]
+        first = xp.full_like(xp.take(out, np.arange(min(n, 1)), axis=axis), -np.inf)
+        kept = xp.take(out, np.arange(1, n) if reverse else np.arange(n - 1), axis=axis)
+        out = xp.concatenate([kept, first] if reverse else [first, kept], axis=axis)
+    return [as_numpy(out)]

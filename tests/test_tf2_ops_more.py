@@ -1,0 +1,284 @@
+"""More op types of ``jta.import_function``, against TensorFlow: ``ListDiff`` (the gradient of
+``tf.reduce_prod``), ``Roll``, the sorted ``Segment*`` reductions, ``CumulativeLogsumexp``,
+``tf.print`` (``PrintV2``/``StringFormat``, imported as no-ops), ``tf.gather`` / ``tf.gather_nd``
+with ``batch_dims``, and the refusal of a TensorList of resource handles (``tf.vectorized_map``'s
+fallback loop).
+
+Each program is compared with TensorFlow's own call eagerly and under ``jax.jit``; where it is
+differentiable, ``jax.grad`` of the imported function matches a ``GradientTape`` gradient, and a
+train step (the tape inside the ``tf.function``) imports and matches too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import jta  # noqa: E402
+from jta.graph_import import supported_ops, supported_tf2_ops  # noqa: E402
+from jta.graph_import._messages import GraphError  # noqa: E402
+
+RNG = np.random.default_rng(0)
+NEW_OPS = ("ListDiff", "Roll", "SegmentSum", "SegmentMax", "SegmentMin", "SegmentMean", "SegmentProd",
+           "CumulativeLogsumexp", "PrintV2", "StringFormat", "Print")
+
+
+def _normal(*shape: int) -> np.ndarray:
+    return RNG.normal(size=shape).astype(np.float32)
+
+
+def _close(got: Any, want: Any) -> None:
+    leaves, ref = jax.tree_util.tree_leaves(got), [np.asarray(x) for x in tf.nest.flatten(want)]
+    assert len(leaves) == len(ref)
+    for a, b in zip(leaves, ref, strict=True):
+        a = np.asarray(a)
+        assert a.shape == b.shape, (a.shape, b.shape)
+        assert a.dtype == b.dtype or np.issubdtype(b.dtype, np.integer), (a.dtype, b.dtype)
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
+
+
+def _spec(a: np.ndarray) -> Any:
+    return tf.TensorSpec(a.shape, tf.as_dtype(a.dtype))
+
+
+def _check(build: Any, *args: np.ndarray, grad: bool = True) -> None:
+    """``build``'s tf.function against TF eagerly and under jit; with ``grad``, ``jax.grad`` of the
+    weighted sum of its first output with respect to the first argument against the tape's."""
+    f = tf.function(build, input_signature=[_spec(a) for a in args])
+    want = f(*args)
+    fn, params = jta.import_function(f, *args)
+    _close(fn(params, *args), want)
+    _close(jax.jit(fn)(params, *args), want)
+    if not grad:
+        return
+    out0 = tf.nest.flatten(want)[0]
+    w = _normal(*out0.shape)
+    x0 = tf.constant(args[0])
+    with tf.GradientTape() as tape:
+        tape.watch(x0)
+        loss = tf.reduce_sum(w * tf.nest.flatten(build(x0, *args[1:]))[0])
+    tf_grad = tf.convert_to_tensor(tape.gradient(loss, x0))  # (an IndexedSlices of a gather)
+
+    def loss_fn(x: Any) -> Any:
+        return jnp.sum(w * jax.tree_util.tree_leaves(fn(params, x, *args[1:]))[0])
+    _close(jax.jit(jax.grad(loss_fn))(jnp.asarray(args[0])), tf_grad)
+
+
+def _train_step(forward: Any, value: np.ndarray, *args: np.ndarray) -> None:
+    """A train step (``GradientTape`` inside the ``tf.function``) of ``sum(forward(v, *args)**2)`` for
+    a variable ``v``: the loss and the tape's gradient, against TF under jit."""
+    v = tf.Variable(value, name="v")
+
+    @tf.function(input_signature=[_spec(a) for a in args])
+    def step(*xs: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(forward(v, *xs) ** 2)
+        return loss, tape.gradient(loss, v)
+
+    fn, params = jta.import_function(step, *args)
+    _close(jax.jit(fn)(params, *args), step(*args))
+
+
+def test_the_new_op_types_are_registered():
+    assert set(NEW_OPS) <= set(supported_tf2_ops())
+    assert set(NEW_OPS) <= set(supported_ops())
+
+
+# -- ListDiff: the gradient of tf.reduce_prod -----------------------------------------------------
+@pytest.mark.parametrize("dims", [(3,), (2, 3)])
+def test_reduce_prod_train_step(dims):
+    value = (_normal(*dims) + 2).astype(np.float32)
+    _train_step(lambda v, x: tf.reduce_prod(x * v, axis=-1), value, _normal(*dims))
+
+
+def test_reduce_prod_train_step_with_an_unknown_batch():
+    v = tf.Variable(_normal(3), name="v")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    def step(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.reduce_prod(x * v, axis=0))
+        return loss, tape.gradient(loss, v)
+
+    x = _normal(4, 3)
+    fn, params = jta.import_function(step, x)
+    _close(jax.jit(fn)(params, x), step(x))
+
+
+def test_list_diff_runs_on_concrete_values_and_is_refused_on_traced_ones():
+    x, y = np.array([1, 4, 2, 4, 7, 3], np.int32), np.array([4, 3], np.int32)
+
+    def build(a: Any, b: Any) -> Any:
+        out, idx = tf.compat.v1.setdiff1d(a, b)
+        return out, idx
+
+    f = tf.function(build, input_signature=[_spec(x), _spec(y)])
+    fn, params = jta.import_function(f, x, y)
+    _close(fn(params, x, y), f(x, y))
+    with pytest.raises(jta.errors.UnimplementedError, match="ListDiff.*must be static") as info:
+        jax.jit(fn)(params, x, y)
+    assert GraphError.NOT_STATIC.matches(info.value)
+
+
+# -- Roll -----------------------------------------------------------------------------------------
+def test_roll_static_shift():
+    _check(lambda x: tf.roll(x, shift=2, axis=1) * x, _normal(2, 5))
+
+
+def test_roll_several_axes_repeated_axis_and_negative_shift():
+    _check(lambda x: tf.roll(x, shift=[1, -3, 2], axis=[0, 1, 1]), _normal(3, 4))
+
+
+def test_roll_traced_shift():
+    shift = np.array(3, np.int32)
+    _check(lambda x, s: tf.roll(x, shift=s, axis=0) + x, _normal(5), shift)
+    _check(lambda x, s: tf.roll(x, shift=s, axis=[1, 0]), _normal(2, 3), np.array([-1, 5], np.int32))
+
+
+def test_roll_in_a_loop_with_a_loop_dependent_shift_train_step():
+    def forward(v: Any, x: Any) -> Any:
+        h = x
+        for i in tf.range(3):
+            h = tf.tanh(tf.roll(h, shift=i, axis=0) * v)
+        return h
+    _train_step(forward, _normal(5), _normal(5))
+
+
+# -- sorted segment reductions ----------------------------------------------------------------
+SEGMENTS = ("segment_sum", "segment_max", "segment_min", "segment_mean", "segment_prod")
+
+
+@pytest.mark.parametrize("name", SEGMENTS)
+def test_segment_reduction_with_constant_ids(name):
+    ids = [0, 0, 2, 2, 2, 3]  # segment 1 is empty
+    _check(lambda x: getattr(tf.math, name)(x, ids), _normal(6, 2))
+
+
+def test_segment_prod_with_zeros():
+    x = _normal(5, 2)
+    x[0, 0] = x[3, 1] = x[4, 1] = 0
+    _check(lambda a: tf.math.segment_prod(a, [0, 0, 1, 1, 1]), x)
+
+
+def test_unsorted_segment_prod_gradient_with_repeated_constant_ids():
+    x = _normal(5, 2)
+    x[1, 0] = 0
+    _check(lambda a: tf.math.unsorted_segment_prod(a, [2, 0, 2, -1, 0], num_segments=4), x)
+
+
+def test_segment_reductions_of_integers():
+    x = np.array([[5, -7], [2, 4], [-3, 3]], np.int32)
+    for name in SEGMENTS:
+        _check(lambda a, name=name: getattr(tf.math, name)(a, [0, 0, 2]), x, grad=False)
+
+
+@pytest.mark.parametrize("name", ("segment_sum", "segment_mean", "segment_max"))
+def test_segment_reduction_train_step_in_a_loop(name):
+    def forward(v: Any, x: Any) -> Any:
+        h = x
+        for _ in tf.range(2):
+            h = tf.tanh(h * v + tf.gather(getattr(tf.math, name)(h, [0, 0, 1, 1, 1]), [0, 0, 1, 1, 1]))
+        return h
+    _train_step(forward, _normal(5, 2), _normal(5, 2))
+
+
+def test_segment_ids_run_concrete_and_are_refused_traced():
+    x, ids = _normal(4, 2), np.array([0, 1, 1, 3], np.int32)
+    f = tf.function(tf.math.segment_sum, input_signature=[_spec(x), _spec(ids)])
+    fn, params = jta.import_function(f, x, ids)
+    _close(fn(params, x, ids), f(x, ids))
+    with pytest.raises(jta.errors.UnimplementedError, match="segment_ids.*must be static") as info:
+        jax.jit(fn)(params, x, ids)
+    assert GraphError.NOT_STATIC.matches(info.value)
+
+
+# -- CumulativeLogsumexp ------------------------------------------------------------------------
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumulative_logsumexp(exclusive, reverse):
+    _check(lambda x: tf.math.cumulative_logsumexp(x, axis=1, exclusive=exclusive, reverse=reverse), _normal(2, 4))
+
+
+def test_cumulative_logsumexp_of_a_constant_stays_static():
+    c = np.arange(4, dtype=np.float32)
+    _check(lambda x: x * tf.math.cumulative_logsumexp(tf.constant(c), exclusive=True)[1:], _normal(3))
+
+
+# -- tf.print: a no-op ------------------------------------------------------------------------
+def test_print_in_a_loop_is_a_no_op():
+    def forward(v: Any, x: Any) -> Any:
+        for i in tf.range(3):
+            tf.print("step", i, x, output_stream="file:///dev/null")
+            x = tf.tanh(x * v)
+        return x
+    _check(lambda x: forward(tf.constant(np.float32(0.5)), x), _normal(4))
+    _train_step(forward, _normal(4), _normal(4))
+
+
+def test_v1_print_passes_its_input_through():
+    _check(lambda x: tf.compat.v1.Print(x, [x], message="x") * 2, _normal(3))
+
+
+# -- gathers with batch_dims ------------------------------------------------------------------
+@pytest.mark.parametrize("batch_dims,axis", [(0, 0), (0, 2), (1, 1), (1, 2), (1, 3), (2, 2), (2, 3), (-1, 2),
+                                             (-1, -1)])
+def test_gather_batch_dims(batch_dims, axis):
+    params = _normal(2, 3, 4, 5)
+    shape = {0: (3, 2), 1: (2, 3), 2: (2, 3, 2)}[batch_dims if batch_dims >= 0 else 2]
+    indices = RNG.integers(0, params.shape[axis], size=shape).astype(np.int32)
+    _check(lambda p, i: tf.gather(p, i, axis=axis, batch_dims=batch_dims), params, indices)
+
+
+def test_gather_batch_dims_equal_to_the_indices_rank():
+    _check(lambda p, i: tf.gather(p, i, axis=2, batch_dims=1), _normal(2, 3, 4), np.array([3, 1], np.int32))
+
+
+def test_gather_batch_dims_of_a_variable_train_step():
+    idx = np.array([[0, 3, 3], [2, 1, 0]], np.int32)
+    _train_step(lambda v, i: tf.tanh(tf.gather(v, i, batch_dims=1)), _normal(2, 4, 3), idx)
+
+
+def test_gather_nd_batch_dims():
+    params = _normal(2, 3, 4)
+    indices = np.array([[[0, 1], [2, 3]], [[1, 0], [0, 0]]], np.int32)
+    _check(lambda p, i: tf.gather_nd(p, i, batch_dims=1), params, indices)
+    _check(lambda p, i: tf.gather_nd(p, i[..., :1], batch_dims=1), params, indices)
+
+
+def test_gather_nd_batch_dims_attribute():
+    """This TensorFlow's ``tf.gather_nd(batch_dims=1)`` composes ``GatherNd`` ops of ``batch_dims=0``;
+    newer graphs carry the attribute: the op's function against TF's values."""
+    from jta.graph_import._nodes import Node
+    from jta.graph_import._ops import OPS
+    params = _normal(2, 3, 4)
+    indices = np.array([[[0, 1], [2, 3]], [[1, 0], [0, 0]]], np.int32)
+    for k in (1, 2):
+        node = Node("g", "GatherNd", (), (), {"batch_dims": 1})
+        want = tf.gather_nd(params, indices[..., :k], batch_dims=1)
+        _close(OPS["GatherNd"](node, [params, indices[..., :k]]), want)
+        _close(jax.jit(lambda p, i, node=node: OPS["GatherNd"](node, [p, i]))(params, indices[..., :k]), want)
+
+
+# -- tf.vectorized_map's fallback loop: refused clearly -----------------------------------------
+def test_vectorized_map_fallback_with_a_variable_is_refused_clearly():
+    w = tf.Variable(_normal(3), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([4, 3], tf.float32)])
+    def f(x: Any) -> Any:
+        def g(a: Any) -> Any:
+            return tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * w + a), (0, a))[1]
+        return tf.vectorized_map(g, x)
+
+    x = _normal(4, 3)
+    fn, params = jta.import_function(f, x)
+    with pytest.raises(jta.errors.UnimplementedError, match="element dtype resource.*vectorized_map") as info:
+        fn(params, x)
+    assert GraphError.TF2_UNSUPPORTED.matches(info.value)
+    assert "tf.map_fn" in str(info.value)
