@@ -860,3 +860,27 @@ def test_captured_tensors_are_constants() -> None:
     jax_fn, params = jta.import_function(g, xs)
     assert len(params) == len(lstm.trainable_variables)
     _close(jax.jit(jax_fn)(params, xs), g(xs))
+
+
+def test_where_and_boolean_mask_under_checked() -> None:
+    """``tf.where(c)``'s rows (``boolean_mask``'s) are the data's: eager calls and ``jta.checked``
+    (which learns them) give TensorFlow's values, shapes and gradients; a bare jit refuses."""
+    w = tf.Variable(np.float32(1.5), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([6], tf.float32)])
+    def masked(x: Any) -> Any:
+        kept = tf.boolean_mask(x * w, x > 0)
+        return kept, tf.where(x > 0), tf.reduce_mean(kept ** 2)
+
+    jax_fn, params = jta.import_function(masked, np.zeros(6, np.float32))
+    checked = jta.checked(jax.jit(jax_fn))
+    grad = jta.checked(jax.jit(jax.grad(lambda p, x: jax_fn(p, x)[2])))
+    for x in (np.array([0.5, -1.0, 2.0, -0.1, 0.3, -2.0], np.float32), np.array([1, 2, 3, -1, 5, 6], np.float32)):
+        want = masked(x)
+        _close(jax_fn(params, x), want)
+        _close(checked(params, x), want)
+        with tf.GradientTape() as tape:
+            loss = masked(x)[2]
+        np.testing.assert_allclose(grad(params, x)["w"], tape.gradient(loss, w).numpy(), rtol=1e-6)
+    with pytest.raises(jta.errors.UnimplementedError, match="jta.checked learns it"):
+        jax.jit(jax_fn)(params, x)

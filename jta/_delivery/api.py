@@ -365,7 +365,10 @@ jax.tree_util.register_pytree_node(_Given, lambda given: ((), given), lambda giv
 
 def _sizes_reported(record: np.ndarray) -> set[capacities.Key]:
     """The size that a (concrete, learned from) ``record`` says a ``stack()`` returns, if it is one."""
-    return {("size", int(record[3]))} if code_of(int(record[0])) == Error.ARRAY_SIZE_LEARNED.code else set()
+    return {("size", int(record[3]))} if code_of(int(record[0])) in _SIZE_LEARNED else set()
+
+
+_SIZE_LEARNED = (Error.ARRAY_SIZE_LEARNED.code, Error.RESULT_SIZE_LEARNED.code)
 
 
 def _learned(record: np.ndarray, sites: tuple[Site, ...], plan: dict[capacities.Key, int]
@@ -379,7 +382,7 @@ def _learned(record: np.ndarray, sites: tuple[Site, ...], plan: dict[capacities.
     code = code_of(word)
     if code == Error.LOOP_STACK_FULL.code:
         return capacities.grown(plan, v1, v2)
-    if code == Error.ARRAY_SIZE_LEARNED.code:
+    if code in _SIZE_LEARNED:
         return capacities.sized(plan, v3, v1)
     fields = dict(sites[site].fields) if site < len(sites) else {}
     index = v1 + (v3 << 32)

@@ -336,6 +336,11 @@ class Error(Message):
                           "jta.checkify or with donated arguments, or the size differs between the stack() calls "
                           "of one run, as inside a loop body): use stack_padded(), or call it through "
                           "jta.checked without donation, outside the loop.", ("size", "guess", "plan"))  # jta
+    RESULT_SIZE_LEARNED = (506, _Unimplemented, "{name}: its result has {size} rows at run time (the data decides "
+                           "them), which jta.checked learns and compiles for (it gave {guess} rows in this "
+                           "compilation); here it cannot (the function was called through jta.checkify or with "
+                           "donated arguments, or the rows differ between the runs of this op in one call, as "
+                           "inside a loop body).", ("size", "guess", "plan"))  # jta
 
 
 def _wide(fields: dict[str, int]) -> dict[str, int]:

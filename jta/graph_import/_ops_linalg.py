@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._core import capacities
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, is_static, registrar, result_dtype, static_value, xp_of
@@ -394,6 +395,12 @@ def _where(node: Node, args: list[Any]) -> list[Any]:
     try:
         value = np.asarray(x)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        static_value(node, x, "its input (the number of true entries is the output's shape)")
-        raise  # unreachable: static_value raised
+        # under jta.checked: as many rows as the count it learned (it compiles again when they differ)
+        rows = capacities.learned_rows(jnp.count_nonzero(x), node.name, stack=False)
+        if rows is None:
+            static_value(node, x, "its input (the number of true entries is the output's shape; "
+                                  "jta.checked learns it at run time)")
+            raise  # unreachable: static_value raised
+        coordinates = jnp.argwhere(x, size=rows).reshape(rows, jnp.ndim(x))
+        return [coordinates.astype(jax.dtypes.canonicalize_dtype(np.int64))]
     return [np.argwhere(value).astype(np.int64).reshape(-1, value.ndim)]
