@@ -25,7 +25,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import jta  # noqa: E402
-from jta.graph_import import _functions, _lists, supported_tf2_ops  # noqa: E402
+from jta.graph_import import _custom_gradients, _functions, _lists, supported_tf2_ops  # noqa: E402
 from jta.graph_import._messages import GraphError  # noqa: E402
 from tests.helpers import budget, tf2_programs  # noqa: E402
 
@@ -686,32 +686,48 @@ def test_stop_gradient_stops_jax_grad_too() -> None:
             np.testing.assert_allclose(run(loss)(params)["w"], want, rtol=1e-6)
 
 
-def test_custom_gradient_refuses_jax_grad_and_its_train_step_runs() -> None:
-    """TF's custom gradient is Python registered outside the graph: ``jax.grad`` through it
-    refuses (differentiating the forward ops would give another gradient), the forward runs, and
-    the train step (TF's gradient graph) gives TF's custom gradient."""
+def test_custom_gradients_are_tensorflows(monkeypatch: Any) -> None:
+    """A ``tf.custom_gradient``'s gradient (Python in TF's registry) is traced to a graph and run by
+    ``jax.grad`` (a clipped gradient, ``tf.recompute_grad`` reading a variable), under jit and
+    ``jax.jacrev`` too; where it cannot be traced, ``jax.grad`` refuses (differentiating the
+    forward ops would give another gradient) and the train step (TF's gradient graph) runs."""
     w = tf.Variable(np.float32(0.7), name="w")
+    v = tf.Variable(np.float32([0.3, -0.2, 0.5]), name="v")
 
     @tf.custom_gradient
-    def clipped(v: Any) -> Any:
-        return tf.identity(v), lambda dy: tf.clip_by_value(dy, -0.1, 0.1)
+    def clipped(u: Any) -> Any:
+        return tf.identity(u), lambda dy: tf.clip_by_value(dy, -0.1, 0.1)
 
-    f = tf.function(lambda x: clipped(w * x), input_signature=[tf.TensorSpec([], tf.float32)])
-    x = np.float32(2.0)
+    @tf.recompute_grad
+    def block(x: Any) -> Any:
+        return tf.tanh(x * v)
+
+    f = tf.function(lambda x: clipped(w * x) + tf.reduce_sum(block(block(x))),
+                    input_signature=[tf.TensorSpec([3], tf.float32)])
+    x = np.float32([2.0, -1.0, 0.5])
     jax_fn, params = jta.import_function(f, x)
     _close(jax.jit(jax_fn)(params, x), f(x))
-    with pytest.raises(jta.errors.UnimplementedError, match="tf.custom_gradient.*import that train step"):
-        jax.grad(lambda p: jax_fn(p, x))(params)
+    want_w, want_v = _tape_grads(f, [w, v], x)
+    for run in (jax.grad, lambda g: jax.jit(jax.grad(g))):
+        got = run(lambda p: jnp.sum(jax_fn(p, x)))(params)
+        np.testing.assert_allclose(got["w"], want_w, rtol=1e-6)
+        np.testing.assert_allclose(got["v"], want_v, rtol=1e-5)
+    rows = jax.jacrev(lambda p: jax_fn(p, x))(params)["w"]
+    np.testing.assert_allclose(rows, 0.1 * x, rtol=1e-6)  # row k: dy = e_k, clipped to 0.1, times dx_k/dw
 
-    @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+    @tf.function(input_signature=[tf.TensorSpec([3], tf.float32)])
     def train(x: Any) -> Any:
         with tf.GradientTape() as tape:
-            y = f(x)
-        return tape.gradient(y, w)
+            y = tf.reduce_sum(f(x))
+        return tape.gradient(y, [w, v])
 
     step, step_params = jta.import_function(train, x)
-    np.testing.assert_allclose(jax.jit(step)(step_params, x), train(x).numpy())
-    np.testing.assert_allclose(train(x).numpy(), 0.2, rtol=1e-6)
+    _close(jax.jit(step)(step_params, x), train(x))
+    monkeypatch.setattr(_custom_gradients, "registered_gradient", lambda kind, args: None)
+    jax_fn, params = jta.import_function(f, x)
+    _close(jax_fn(params, x), f(x))
+    with pytest.raises(jta.errors.UnimplementedError, match="tf.custom_gradient.*import that train step"):
+        jax.grad(lambda p: jnp.sum(jax_fn(p, x)))(params)
 
 
 def _train_matches(train: Any, *args: Any) -> None:

@@ -32,6 +32,7 @@ from jax.core import Tracer
 from .._core import capacities
 from . import _list_vectors, _lists
 from ._branches import lists_agree
+from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
 from ._ops import OPS, is_static
@@ -256,31 +257,6 @@ def _stopped(value: Any) -> Any:
     return jax.lax.stop_gradient(value) if isinstance(value, (jax.Array, Tracer)) else value
 
 
-def _custom_gradient(node: Node, kind: Any, args: list[Any]) -> list[Any]:
-    """The ``IdentityN`` that ``tf.custom_gradient`` puts on its outputs (with its inputs and
-    variables), as the identity whose derivative refuses: the gradient TF registered is Python code
-    outside the graph, and JAX's derivative of the forward ops would differ from it."""
-    kind = kind.decode() if isinstance(kind, bytes) else str(kind)
-
-    @jax.custom_vjp
-    def region(*xs: Any) -> tuple[Any, ...]:
-        return xs
-
-    def forward(*xs: Any) -> tuple[tuple[Any, ...], None]:
-        return xs, None
-
-    def backward(_: None, cotangents: Any) -> tuple[Any, ...]:
-        GraphError.CUSTOM_GRADIENT.raise_(node=node.name, op=node.op, kind=kind)
-
-    region.defvjp(forward, backward)
-    traced = [k for k, a in enumerate(args) if isinstance(a, (jax.Array, Tracer))
-              and jnp.issubdtype(jnp.result_type(a), jnp.inexact)]
-    outs = list(args)
-    for k, v in zip(traced, region(*(args[k] for k in traced)), strict=True):
-        outs[k] = v
-    return outs
-
-
 class Evaluator:
     """Runs bodies on JAX values; one instance per call of the imported function."""
 
@@ -290,24 +266,43 @@ class Evaluator:
         self.lib, self.params, self.loop, self.probe, self.pad_stacks = lib, params, loop, probe, pad_stacks
         self.bounds: dict[int, tuple[Any, int]] = {}  # id(traced count) -> (the count, its static bound)
         self.carry_depth = 0  # how many loop bodies on their prepared carry are running (see _tf2_loops)
+        self.envs: list[dict[Tensor, Any]] = []  # the values of the bodies running, innermost last
+        self.handles: dict[int, Var] = {}  # the captured variables by the id of their eager handles
 
     def call(self, body: Body, args: list[Any]) -> list[Any]:
         env: dict[Tensor, Any] = {}
         unknown: set[str] = set()
         for name, value in zip(body.inputs, args, strict=True):
             env[(name, 0)] = value
-        for n in body.order:
-            node = body.nodes[n]
-            if n in body.inputs:
-                continue
-            ins = [UNKNOWN if t[0] in unknown else env[t] for t in node.inputs]
-            outs = self.node(node, ins)
-            if outs is None:
-                unknown.add(n)
-                continue
-            for k, v in enumerate(outs):
-                env[(n, k)] = v
+        self.envs.append(env)
+        try:
+            for n in body.order:
+                node = body.nodes[n]
+                if n in body.inputs:
+                    continue
+                ins = [UNKNOWN if t[0] in unknown else env[t] for t in node.inputs]
+                outs = self.node(node, ins)
+                if outs is None:
+                    unknown.add(n)
+                    continue
+                for k, v in enumerate(outs):
+                    env[(n, k)] = v
+        finally:
+            self.envs.pop()
         return [UNKNOWN if t[0] in unknown else env[t] for t in body.outputs]
+
+    def _gradient(self, gradient: Gradient, values: list[Any], variables: dict[Any, Any]) -> list[Any]:
+        """A ``tf.custom_gradient``'s traced gradient graph on ``values`` (cotangents, captures), its
+        captured variables' handles reading ``variables`` (their values kept from the forward)."""
+        import tensorflow as tf
+
+        nodes = parse(gradient.graph_def, tf)
+        outputs = [t for t in gradient.outputs if t is not None]
+        body = Body("<custom gradient>", nodes, gradient.inputs, outputs)
+        params = {**self.params, **{v.name: value for v, value in variables.items()}}
+        inner = Evaluator(Library(gradient.graph_def.library), params, self.loop, pad_stacks=self.pad_stacks)
+        inner.handles = self.handles
+        return inner.call(body, values)
 
     def node(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
         """The node's outputs (None: all unknown to the probe)."""
@@ -318,7 +313,11 @@ class Evaluator:
             return [args[0]]
         if op == "IdentityN":
             kind = node.attr("_gradient_op_type") if not self.probe else None
-            return list(args) if not kind else _custom_gradient(node, kind, args)
+            if not kind:
+                return list(args)
+            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+            return identity_with_gradient(node, kind, args, self.envs[-1], self._gradient,
+                                          (Var, lambda v: self.params[v.name], self.handles))
         if op == "NoOp":
             return []
         if op == "OptionalNone":

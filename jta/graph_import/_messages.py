@@ -98,11 +98,13 @@ class GraphError(Message):
                        "concrete argument of an eager call (the branch not taken is then pruned), or make the "
                        "branches agree.")
     CUSTOM_GRADIENT = (423, UnimplementedError, "Node {node} ({op}): differentiating through a "
-                            "tf.custom_gradient ({kind}), whose gradient is Python code registered in TensorFlow's "
-                            "process, not part of the graph: differentiating its forward ops instead would give "
-                            "another gradient, so jax.grad refuses. The way out: take the gradient inside the "
-                            "tf.function with a tf.GradientTape and import that train step (its gradient graph is "
-                            "TensorFlow's, the custom gradient included).")
+                            "tf.custom_gradient ({kind}), whose gradient is Python code in TensorFlow's registry, "
+                            "not part of the graph, and could not be traced here (it is not in this process's "
+                            "registry, as for a SavedModel loaded elsewhere, or it reads values the import cannot "
+                            "give it): differentiating its forward ops instead would give another gradient, so "
+                            "jax.grad refuses. The ways out: import the function in the process that defined it, or "
+                            "take the gradient inside the tf.function with a tf.GradientTape and import that train "
+                            "step (its gradient graph is TensorFlow's, the custom gradient included).")
     # Checks that may depend on run-time values: also recorded as data, so their codes are unique
     # across catalogues (``Message.by_code`` decodes them).
     LIST_ACCESS = (440, InvalidArgumentError, "Node {name} ({op}): Trying to access element {index} in a list with "

@@ -135,6 +135,7 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable
             GraphError.TF2_UNSUPPORTED.raise_(items=f"  - the captured value {n} is neither a variable nor a "
                                                     "tensor of known value (capture it as a tf.Variable or pass it "
                                                     "as an argument)")
+    handles_by_id = {id(v.handle): Var(names[n]) for n, v in variables.items()}
     shapes = [None if t.shape.rank is None else tuple(t.shape.as_list()) for t in concrete.inputs[:n_args]]
     specs = [(t.dtype.as_numpy_dtype if t.dtype.is_numpy_compatible else None) for t in concrete.inputs[:n_args]]
     arg_text = ", ".join(inputs[:n_args])
@@ -160,6 +161,7 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable
                 # the graph was traced for these shapes (Keras bakes static sizes into constants)
                 GraphError.FEED_SHAPE.raise_(shape=tuple(jnp.shape(a)), tensor=f"{name}:0", expected=tuple(shape))
         ev = Evaluator(lib, dict(params), _tf2_loops.run, pad_stacks=pad_stacks)
+        ev.handles = handles_by_id  # (a custom gradient's graph captures the variables' eager handles)
         values = iter(ev.call(top, [*flat, *handles]))
         out = [next(values) if ok else _dense(next(values), next(values), next(values)) if sl else t
                for t, ok, sl in zip(leaves, is_tensor, slices, strict=True)]
