@@ -900,3 +900,33 @@ def test_where_and_boolean_mask_under_checked() -> None:
         np.testing.assert_allclose(grad(params, x)["w"], tape.gradient(loss, w).numpy(), rtol=1e-6)
     with pytest.raises(jta.errors.UnimplementedError, match="jta.checked learns it"):
         jax.jit(jax_fn)(params, x)
+
+
+def _jacobian_of_a_loop(pfor: bool) -> Any:
+    w = tf.Variable(np.full((2, 2), 0.4, np.float32), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([3, 2], tf.float32)])
+    def f(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            h = tf.zeros([2])
+            for i in tf.range(3):
+                h = tf.tanh(tf.linalg.matvec(w, x[i]) + h)
+        return tape.jacobian(h, x, experimental_use_pfor=pfor)
+    return f
+
+
+def test_a_jacobian_of_a_loop_names_its_ways_out() -> None:
+    """``tape.jacobian`` of a loop vectorizes the gradient loop (pfor: reserved lists of lists), which
+    is refused naming ``experimental_use_pfor=False``."""
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)
+    with pytest.raises(jta.errors.UnimplementedError, match="experimental_use_pfor=False.*jax.jacrev"):
+        jta.import_function(_jacobian_of_a_loop(True), x)
+
+
+@pytest.mark.long_only  # (about 10 s)
+def test_a_jacobian_of_a_loop_without_pfor() -> None:
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)
+    f = _jacobian_of_a_loop(False)
+    jax_fn, params = jta.import_function(f, x)
+    _close(jax.jit(jax_fn)(params, x), f(x))

@@ -244,7 +244,10 @@ def _check(lib: Library, top: Body) -> None:
     if nested:
         more = f" and {len(nested) - 3} more" if len(nested) > 3 else ""
         items.append(f"  - TensorListReserve of TensorLists ({len(nested)}: {', '.join(nested[:3])}{more}): only "
-                     "lists of lists that are pushed to (a tape's accumulators of an inner loop's lists) run")
+                     "lists of lists that are pushed to (a tape's accumulators of an inner loop's lists) run; "
+                     "tape.jacobian and tape.batch_jacobian of a loop make these (pfor vectorizes the gradient "
+                     "loop): pass experimental_use_pfor=False to them, or import the forward and take "
+                     "jax.jacrev of it")
     for op, where in sorted(found.items()):
         more = f" and {len(where) - 3} more" if len(where) > 3 else ""
         items.append(f"  - op type {op} ({len(where)} node{'s' * (len(where) > 1)}: {', '.join(where[:3])}{more})")
