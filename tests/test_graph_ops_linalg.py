@@ -293,8 +293,8 @@ def test_where_of_a_traced_value_names_the_node_under_jit():
     f = jta.import_graph_def(graph_def, inputs=["x:0"], outputs=["fed:0"])
     with pytest.raises(errors.UnimplementedError) as info:
         jax.jit(f)(feed)
-    assert str(info.value) == ("Node Where (Where): its input (the number of true entries is the output's shape) "
-                               "must be static (computable from constants and shapes while tracing), but it "
+    assert str(info.value) == ("Node Where (Where): its input (the number of true entries is the output's shape; "
+                               "jta.checked learns it at run time) must be static (computable from constants and shapes while tracing), but it "
                                "depends on the inputs' values.")
 
 

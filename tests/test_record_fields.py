@@ -156,6 +156,7 @@ NOT_USER_VALUES = {
     Error.SPLIT_SIZE: "the array's traced size (jta's int32) and the number of lengths (static)",
     Error.LOOP_STACK_FULL: "jta's loop number and counts",
     Error.ARRAY_SIZE_LEARNED: "jta's sizes and plan number",
+    Error.RESULT_SIZE_LEARNED: "jta's sizes and plan number",
 }
 # Reached by a kind, but their user fields never hold an extreme: a length past the rows fails
 # SPLIT_SUM (or NEGATIVE_SPLIT_LENGTH) first, so these hold lengths in [0, rows].
