@@ -856,6 +856,13 @@ def test_nested_arguments_are_taken_as_the_function_takes_them() -> None:
     _close(jax.jit(jax_fn)(params, inputs, z), want)
     _close(jax_fn(params, inputs["a"], inputs["b"], z), want)
 
+    def train(inputs: Any, scale: float = 2.0, square: Any = tf.square) -> Any:  # (Python defaults: constants)
+        return square(inputs["a"] * w) * scale
+
+    g = tf.function(train)
+    jax_fn, params = jta.import_function(g, inputs)
+    _close(jax.jit(jax_fn)(params, inputs), g(inputs))
+
 
 def test_captured_tensors_are_constants() -> None:
     """A captured eager tensor (a closure's ``tf.constant``, a Keras 3 ``Normalization``'s adapted

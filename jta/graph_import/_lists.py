@@ -230,7 +230,10 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
         lst = materialize(lst, node, lst.length if lst.static else 0, item.shape)
     if lst.static and resize:
         GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
-            "a write at an index only known at run time may grow the list outside a loop that sized it."))
+            "a write at an index only known at run time may grow the list outside a loop that sized it"
+            + (" (here under jta.checked: the loop's first step, traced with its counters static, did not "
+               "write this list, as when a branch taken at some steps only writes it; write it in every "
+               "step, or give the loop a static bound)." if capacities.active() else ".")))
     at = _index(index)
     if resize:  # grows the list, within the buffer its loop sized
         _check(node, at < 0, GraphError.LIST_MODIFY, at, lst.length, 0)

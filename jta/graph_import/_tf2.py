@@ -198,11 +198,14 @@ def _unique_names(variables: dict[str, Any]) -> dict[str, str]:
 
 
 def _positional_count(concrete: Any) -> Optional[int]:
-    """How many positional arguments the function takes, each a nest of tensors (None: unknown)."""
+    """How many positional arguments the function takes, each a nest of tensors (None: unknown); a
+    Python argument traced as a constant (a defaulted callable) is not one."""
     try:
-        return len(concrete.structured_input_signature[0])
+        positional = concrete.structured_input_signature[0]
     except (AttributeError, TypeError, ValueError):  # pragma: no cover - an old TensorFlow
         return None
+    return sum(any(hasattr(leaf, "dtype") and hasattr(leaf, "shape") for leaf in jax.tree_util.tree_leaves(a))
+               for a in positional)
 
 
 def _argument_names(concrete: Any, n_args: int) -> list[str]:
