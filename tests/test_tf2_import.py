@@ -828,7 +828,8 @@ def test_a_list_written_in_one_branch_of_a_run_time_if() -> None:
 
 def test_a_function_called_as_an_op_type() -> None:
     """A legacy ``Defun`` call names a library function as its node's op type (``tf.nn.ctc_loss``
-    on CPU makes them): the library's functions are converted with the library at hand."""
+    on CPU makes them): the library's functions are converted with the library at hand; ``jax.grad``
+    runs CTC's custom gradient."""
     w = tf.Variable(np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32), name="w")
 
     @tf.function
@@ -842,6 +843,11 @@ def test_a_function_called_as_an_op_type() -> None:
     jax_fn, params = jta.import_function(ctc, xs, labels)
     _close(jax_fn(params, xs, labels), ctc(xs, labels))
     _close(jax.jit(jax_fn)(params, xs, labels), ctc(xs, labels))
+    # its custom gradient reads forward values the loss does not need (computed on demand), and the
+    # forward ops behind it (log space, infinities) are not differentiated
+    (want,) = _tape_grads(ctc, [w], xs, labels)
+    got = jax.jit(jax.grad(lambda p: jax_fn(p, xs, labels)))(params)["w"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_nested_arguments_are_taken_as_the_function_takes_them() -> None:

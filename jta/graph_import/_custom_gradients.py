@@ -72,19 +72,20 @@ def registered_gradient(kind: str, args: list[Any]) -> Optional[Gradient]:
 _ARRAYS = (np.ndarray, np.generic, jax.Array, Tracer)
 
 
-def _capture(value: Any, env: dict[Tensor, Any], variables: dict[int, Any]) -> Any:
+def _capture(value: Any, env: Callable[[Tensor], Any], variables: dict[int, Any]) -> Any:
     """A capture's value: an eager constant's, a captured variable's handle (``variables``: by the
-    id of its eager handle), or the forward tensor's (an array, or a handle); ``None``: none."""
+    id of its eager handle), or the forward tensor's (``env``: its value, an array or a handle, or
+    ``None``); ``None``: none."""
     if hasattr(value, "numpy") and not hasattr(value, "graph"):  # an eager tensor
         return value.numpy() if value.dtype.is_numpy_compatible else variables.get(id(value))
     try:
         key = (value.op.name, value.value_index)
     except AttributeError:
         return None
-    return env.get(key)
+    return env(key)
 
 
-def identity_with_gradient(node: Node, kind: str, args: list[Any], env: dict[Tensor, Any],
+def identity_with_gradient(node: Node, kind: str, args: list[Any], env: Callable[[Tensor], Any],
                            run: Callable[[Gradient, list[Any], dict[Any, Any]], list[Any]],
                            handles: tuple[type, Callable[[Any], Any], dict[int, Any]]) -> list[Any]:
     """``args`` unchanged, with the derivative TensorFlow registered as ``kind``: ``run(gradient,
@@ -102,7 +103,12 @@ def identity_with_gradient(node: Node, kind: str, args: list[Any], env: dict[Ten
             GraphError.CUSTOM_GRADIENT.raise_(node=node.name, op=node.op, kind=kind)
         return _identity(args, inexact, [], refuse)
     # a variable's handle is not an array: its value now is kept instead, and read through it again
-    kept = [read(c) if isinstance(c, handle_type) else c for c in captures]
+    kept = [jax.lax.stop_gradient(read(c) if isinstance(c, handle_type) else c) for c in captures]
+    # TF's gradient stops at the inputs it gives none (the custom gradient's own outputs: its forward
+    # ops are not differentiated); JAX must not differentiate them either (a loop's transpose would
+    # meet their infinities with zeros: 0 * inf)
+    given = {k for k, t in enumerate(gradient.outputs) if t is not None}
+    args = [a if k in given or k not in inexact else jax.lax.stop_gradient(a) for k, a in enumerate(args)]
 
     def backward(cotangents: list[Any], residual: list[Any]) -> list[Any]:
         full = [jnp.zeros(np.shape(a), jnp.result_type(a)) for a in args]
@@ -112,8 +118,9 @@ def identity_with_gradient(node: Node, kind: str, args: list[Any], env: dict[Ten
         values = [c if isinstance(c, handle_type) else r for c, r in zip(captures, residual, strict=True)]
         grads = dict(zip([k for k, t in enumerate(gradient.outputs) if t is not None],
                          run(gradient, [*full, *values], variables), strict=True))
-        return [jnp.asarray(grads[k], jnp.result_type(args[k])) if k in grads else jnp.zeros_like(args[k])
-                for k in inexact]
+        # ``None``: a symbolic zero, not propagated (TF's gradient of the forward ops behind a custom
+        # gradient's outputs is None: an instantiated zero would meet their infinities, 0 * inf)
+        return [jnp.asarray(grads[k], jnp.result_type(args[k])) if k in grads else None for k in inexact]
     return _identity(args, inexact, kept, backward)
 
 

@@ -267,6 +267,7 @@ class Evaluator:
         self.bounds: dict[int, tuple[Any, int]] = {}  # id(traced count) -> (the count, its static bound)
         self.carry_depth = 0  # how many loop bodies on their prepared carry are running (see _tf2_loops)
         self.envs: list[dict[Tensor, Any]] = []  # the values of the bodies running, innermost last
+        self.bodies: list[Body] = []  # and those bodies
         self.handles: dict[int, Var] = {}  # the captured variables by the id of their eager handles
 
     def call(self, body: Body, args: list[Any]) -> list[Any]:
@@ -275,6 +276,7 @@ class Evaluator:
         for name, value in zip(body.inputs, args, strict=True):
             env[(name, 0)] = value
         self.envs.append(env)
+        self.bodies.append(body)
         try:
             for n in body.order:
                 node = body.nodes[n]
@@ -289,7 +291,27 @@ class Evaluator:
                     env[(n, k)] = v
         finally:
             self.envs.pop()
+            self.bodies.pop()
         return [UNKNOWN if t[0] in unknown else env[t] for t in body.outputs]
+
+    def _forward_value(self, tensor: Tensor) -> Any:
+        """A tensor of the body running (innermost), computed now if its outputs did not need it (a
+        custom gradient reads values the forward does not); ``None`` where it cannot be."""
+        env, body = self.envs[-1], self.bodies[-1]
+        if tensor in env or tensor[0] not in body.nodes:
+            return env.get(tensor)
+        for n in _topological(body.nodes, [tensor]):
+            if (n, 0) in env or n in body.inputs:
+                continue
+            node = body.nodes[n]
+            if any(t not in env for t in node.inputs):
+                return None
+            outs = self.node(node, [env[t] for t in node.inputs])
+            if outs is None:
+                return None
+            for k, v in enumerate(outs):
+                env[(n, k)] = v
+        return env.get(tensor)
 
     def _gradient(self, gradient: Gradient, values: list[Any], variables: dict[Any, Any]) -> list[Any]:
         """A ``tf.custom_gradient``'s traced gradient graph on ``values`` (cotangents, captures), its
@@ -316,7 +338,7 @@ class Evaluator:
             if not kind:
                 return list(args)
             kind = kind.decode() if isinstance(kind, bytes) else str(kind)
-            return identity_with_gradient(node, kind, args, self.envs[-1], self._gradient,
+            return identity_with_gradient(node, kind, args, self._forward_value, self._gradient,
                                           (Var, lambda v: self.params[v.name], self.handles))
         if op == "NoOp":
             return []
