@@ -363,12 +363,12 @@ class _Given:
 jax.tree_util.register_pytree_node(_Given, lambda given: ((), given), lambda given, _: cast(Any, Static(given.value)))
 
 
+_SIZE_LEARNED = (Error.ARRAY_SIZE_LEARNED.code, Error.RESULT_SIZE_LEARNED.code)
+
+
 def _sizes_reported(record: np.ndarray) -> set[capacities.Key]:
     """The size that a (concrete, learned from) ``record`` says a ``stack()`` returns, if it is one."""
     return {("size", int(record[3]))} if code_of(int(record[0])) in _SIZE_LEARNED else set()
-
-
-_SIZE_LEARNED = (Error.ARRAY_SIZE_LEARNED.code, Error.RESULT_SIZE_LEARNED.code)
 
 
 def _learned(record: np.ndarray, sites: tuple[Site, ...], plan: dict[capacities.Key, int]

@@ -24,18 +24,20 @@ import numpy as np
 from jax.core import Tracer
 
 from ._messages import GraphError
-from ._nodes import Node, Tensor, tensor_name
+from ._nodes import Node, Tensor, parse, tensor_name
 
 __all__ = ["Gradient", "identity_with_gradient", "registered_gradient"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Gradient:
-    """A registered gradient traced to a graph: ``graph_def`` takes the cotangents of the
-    ``IdentityN``'s outputs, then ``captures`` (the forward tensors or constants it reads), and
-    ``outputs[k]`` is the tensor of input ``k``'s gradient (``None``: zero)."""
+    """A registered gradient traced to a graph (``nodes``, parsed once, and the function ``library``
+    they call): its ``inputs`` take the cotangents of the ``IdentityN``'s outputs, then ``captures``
+    (the forward tensors or constants it reads), and ``outputs[k]`` is the tensor of input ``k``'s
+    gradient (``None``: zero)."""
 
-    graph_def: Any
+    nodes: dict[str, Node]
+    library: Any
     inputs: list[str]
     captures: list[Any]
     outputs: list[Optional[Tensor]]
@@ -57,7 +59,8 @@ def _traced(kind: str, specs: tuple[tuple[tuple[int, ...], str], ...]) -> Option
         return None
     structured = tf.nest.flatten(concrete.structured_outputs, expand_composites=False)
     outputs = [None if t is None else tensor_name(t.name) for t in structured]
-    return Gradient(concrete.graph.as_graph_def(), [t.op.name for t in concrete.inputs],
+    graph_def = concrete.graph.as_graph_def()
+    return Gradient(parse(graph_def, tf), graph_def.library, [t.op.name for t in concrete.inputs],
                     list(concrete.captured_inputs), outputs)
 
 
@@ -107,7 +110,7 @@ def identity_with_gradient(node: Node, kind: str, args: list[Any], env: Callable
     # TF's gradient stops at the inputs it gives none (the custom gradient's own outputs: its forward
     # ops are not differentiated); JAX must not differentiate them either (a loop's transpose would
     # meet their infinities with zeros: 0 * inf)
-    given = {k for k, t in enumerate(gradient.outputs) if t is not None}
+    given = [k for k, t in enumerate(gradient.outputs) if t is not None]
     args = [a if k in given or k not in inexact else jax.lax.stop_gradient(a) for k, a in enumerate(args)]
 
     def backward(cotangents: list[Any], residual: list[Any]) -> list[Any]:
@@ -116,8 +119,7 @@ def identity_with_gradient(node: Node, kind: str, args: list[Any], env: Callable
             full[k] = c
         variables = {c: r for c, r in zip(captures, residual, strict=True) if isinstance(c, handle_type)}
         values = [c if isinstance(c, handle_type) else r for c, r in zip(captures, residual, strict=True)]
-        grads = dict(zip([k for k, t in enumerate(gradient.outputs) if t is not None],
-                         run(gradient, [*full, *values], variables), strict=True))
+        grads = dict(zip(given, run(gradient, [*full, *values], variables), strict=True))
         # ``None``: a symbolic zero, not propagated (TF's gradient of the forward ops behind a custom
         # gradient's outputs is None: an instantiated zero would meet their infinities, 0 * inf)
         return [jnp.asarray(grads[k], jnp.result_type(args[k])) if k in grads else None for k in inexact]

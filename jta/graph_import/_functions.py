@@ -261,14 +261,14 @@ class Evaluator:
     """Runs bodies on JAX values; one instance per call of the imported function."""
 
     def __init__(self, lib: Library, params: dict[str, Any], loop: Callable[..., Optional[list[Any]]],
-                 probe: bool = False, pad_stacks: bool = False):
+                 probe: bool = False, pad_stacks: bool = False, handles: Optional[dict[int, Var]] = None):
         # ``loop(evaluator, node, args)`` runs a While (jta.graph_import._tf2_loops.run, which imports this module)
         self.lib, self.params, self.loop, self.probe, self.pad_stacks = lib, params, loop, probe, pad_stacks
         self.bounds: dict[int, tuple[Any, int]] = {}  # id(traced count) -> (the count, its static bound)
         self.carry_depth = 0  # how many loop bodies on their prepared carry are running (see _tf2_loops)
         self.envs: list[dict[Tensor, Any]] = []  # the values of the bodies running, innermost last
         self.bodies: list[Body] = []  # and those bodies
-        self.handles: dict[int, Var] = {}  # the captured variables by the id of their eager handles
+        self.handles = handles or {}  # the captured variables by the id of their eager handles
 
     def call(self, body: Body, args: list[Any]) -> list[Any]:
         env: dict[Tensor, Any] = {}
@@ -316,15 +316,11 @@ class Evaluator:
     def _gradient(self, gradient: Gradient, values: list[Any], variables: dict[Any, Any]) -> list[Any]:
         """A ``tf.custom_gradient``'s traced gradient graph on ``values`` (cotangents, captures), its
         captured variables' handles reading ``variables`` (their values kept from the forward)."""
-        import tensorflow as tf
-
-        nodes = parse(gradient.graph_def, tf)
         outputs = [t for t in gradient.outputs if t is not None]
-        body = Body("<custom gradient>", nodes, gradient.inputs, outputs)
+        body = Body("<custom gradient>", gradient.nodes, gradient.inputs, outputs)
         params = {**self.params, **{v.name: value for v, value in variables.items()}}
-        inner = Evaluator(Library(gradient.graph_def.library), params, self.loop, pad_stacks=self.pad_stacks)
-        inner.handles = self.handles
-        return inner.call(body, values)
+        return Evaluator(Library(gradient.library), params, self.loop, pad_stacks=self.pad_stacks,
+                         handles=self.handles).call(body, values)
 
     def node(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
         """The node's outputs (None: all unknown to the probe)."""

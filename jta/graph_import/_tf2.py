@@ -160,8 +160,8 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable
                     e is not None and e != d for d, e in zip(jnp.shape(a), shape, strict=True))):
                 # the graph was traced for these shapes (Keras bakes static sizes into constants)
                 GraphError.FEED_SHAPE.raise_(shape=tuple(jnp.shape(a)), tensor=f"{name}:0", expected=tuple(shape))
-        ev = Evaluator(lib, dict(params), _tf2_loops.run, pad_stacks=pad_stacks)
-        ev.handles = handles_by_id  # (a custom gradient's graph captures the variables' eager handles)
+        # (a custom gradient's graph captures the variables' eager handles)
+        ev = Evaluator(lib, dict(params), _tf2_loops.run, pad_stacks=pad_stacks, handles=handles_by_id)
         values = iter(ev.call(top, [*flat, *handles]))
         out = [next(values) if ok else _dense(next(values), next(values), next(values)) if sl else t
                for t, ok, sl in zip(leaves, is_tensor, slices, strict=True)]

@@ -54,7 +54,7 @@ def _is_const(v: Any) -> bool:
 
 def _trips(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any]) -> tuple[Optional[int], bool, list[Any]]:
     """``(steps, exact, final probe state)``: the trip count (exact) or a bound on it, None if unbounded."""
-    probe = Evaluator(ev.lib, ev.params, run, probe=True, pad_stacks=ev.pad_stacks)
+    probe = Evaluator(ev.lib, ev.params, run, probe=True, pad_stacks=ev.pad_stacks, handles=ev.handles)
     state = [a if _is_const(a) else Bounded(ev.bounds[id(a)][1]) if id(a) in ev.bounds else UNKNOWN
              for a in args]
     exact, steps = True, 0
