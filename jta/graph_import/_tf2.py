@@ -66,8 +66,8 @@ def import_function(fn: Any, *example_args: Any, pad_stacks: bool = False,
       length zeros. (Eager calls with concrete arguments run such loops step by step: exact shapes.)
 
     **Returns:** ``(jax_fn, params)``: ``params`` maps each captured variable's name (without
-    ``:0``) to its value; ``jax_fn(params, *args)`` returns the nest ``fn(*args)`` returns, eagerly
-    and under ``jit``, and is differentiable with respect to ``params`` and ``args``: loops are
+    ``:0``) to its value; ``jax_fn(params, *args)`` (``args``: the nests ``fn`` takes, or their
+    leaves) returns the nest ``fn(*args)`` returns, eagerly and under ``jit``, and is differentiable with respect to ``params`` and ``args``: loops are
     ``lax.scan`` (static or bounded trip count) or ``jta.while_loop``. A ``tf.GradientTape`` inside
     ``fn`` runs too (its gradient loops pop the accumulators of the forward ones). Every op the
     outputs need, in every function they reach, is checked first: one ``UnimplementedError`` lists
