@@ -26,6 +26,8 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_gradients_vmap.py``: three ways of many gradients at 16 cotangents / at 1, 3 and 16;
 * ``tests/test_hoisting.py``: each first-error case in one mode, in rotation / in all three; NumPy
   against staged replays 10 / 200;
+* ``tests/test_tf2_list_elements.py``: TensorList programs of elements of their own shapes against TF, every
+  third of 174 / all;
 * ``tests/test_tf2_import.py``: four of the eight TF2 programs / all (and the Keras layers eagerly), one
   random-program regression (``inner_bounded_growth``) under ``--long`` only, sizes learned by
   ``jta.checked`` in one of forward, train step and ``jax.grad``, in rotation / all three;

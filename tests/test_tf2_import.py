@@ -481,6 +481,40 @@ def test_gather_gradient_with_repeated_indices() -> None:
     np.testing.assert_allclose(jax.grad(lambda p: fwd(p, x))(params)["w"], [11.0, 100.0, 0.0])
 
 
+@pytest.mark.parametrize("program", ["split_in_a_loop", "rows_of_their_own_shapes"])
+def test_elements_of_different_shapes_under_a_tape(program: str) -> None:
+    """A TensorArray split into pieces of different lengths inside a loop, and one of ``infer_shape=False``
+    written with rows of different lengths then concatenated: the forward, the train step (whose gradient
+    lists hold one piece each, summed and concatenated by the pieces' lengths) and jax.grad give
+    TensorFlow's values (tests/test_tf2_list_elements.py enumerates the list ops behind them)."""
+    w = tf.Variable(np.array([0.5, -0.3, 1.2, 0.7], np.float32), name="w")
+
+    def forward(x: Any) -> Any:
+        acc = tf.constant(0.0)
+        if program == "split_in_a_loop":
+            for i in tf.range(3):
+                ta = tf.TensorArray(tf.float32, size=2).split(x[i] * w, [1, 3])
+                acc += tf.reduce_sum(ta.read(1)) * tf.reduce_sum(ta.read(0))
+            return acc
+        ta = tf.TensorArray(tf.float32, size=3, infer_shape=False)
+        ta = ta.write(0, x[0, :1] * w[0]).write(1, x[1, :3] * w[1:]).write(2, x[2, :2] * w[:2])
+        return tf.reduce_sum(tf.sin(ta.concat()))
+
+    @tf.function
+    def train(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = forward(x) ** 2
+        return loss, tape.gradient(loss, w)
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    step, params = jta.import_function(train, x)
+    _close(step(params, x), train(x))
+    _close(jax.jit(step)(params, x), train(x))
+    fwd, params = jta.import_function(tf.function(forward), x)
+    grad = jax.jit(jax.grad(lambda p: fwd(p, x) ** 2))(params)["w"]
+    np.testing.assert_allclose(grad, train(x)[1], rtol=1e-5)
+
+
 # -- TensorList pieces: max_num_elements, TensorListConcatLists, TensorListPushBackBatch ---------
 RAW = tf.raw_ops
 

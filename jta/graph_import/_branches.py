@@ -5,7 +5,7 @@ branches may give TensorLists that differ: a branch that writes a list (the filt
 ta = ta.write(j, x)``) and one that passes it on give lists of different lengths, with a buffer or
 without one yet. Such lists become one buffer of the most rows any branch has (the rows past a
 list's length zeros, as unset elements read) and a length known at run time, as a loop's carried
-lists are.
+lists are; a list whose elements are kept one by one joins where its set ones have the buffer's shape.
 """
 
 from __future__ import annotations
@@ -48,9 +48,10 @@ def _alike(lists: list[TList]) -> bool:
 def _common(lists: list[TList]) -> Optional[Callable[[TList], TList]]:
     """How to give each branch's list the one type they can all have, or ``None`` when there is none."""
     first = lists[0]
-    if first.dtype == VARIANT or any(v.parts is not None or v.dtype != first.dtype for v in lists):
+    if first.dtype == VARIANT or any(v.dtype != first.dtype for v in lists):
         return None
-    elements = {tuple(v.items.shape[1:]) for v in lists if v.items is not None}
+    elements = {tuple(v.items.shape[1:]) for v in lists if v.items is not None} | {
+        tuple(p.shape) for v in lists for p in v.parts or () if p is not None}
     if len(elements) > 1:
         return None
     element = next(iter(elements)) if elements else first.shape
@@ -68,6 +69,9 @@ def _common(lists: list[TList]) -> Optional[Callable[[TList], TList]]:
 
     def conform(lst: TList) -> TList:
         items = lst.items if lst.items is not None else jnp.zeros((0, *element), lst.dtype)
+        if lst.parts is not None:  # elements one by one (a static length): one buffer, unset ones zeros
+            items = jnp.stack([jnp.zeros(element, lst.dtype) if p is None else p for p in lst.parts]) \
+                if lst.parts else items
         if items.shape[0] < width:
             items = jnp.concatenate([items, jnp.zeros((width - items.shape[0], *element), items.dtype)])
         return TList(items, jnp.asarray(lst.length, jnp.int32), lst.dtype, shape, const=const, limit=lst.limit,

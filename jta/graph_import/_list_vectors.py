@@ -127,13 +127,14 @@ def _concat_two(node: Node, a: TList, b: TList, k: int) -> TList:
 
 
 def _as_parts(node: Node, lst: TList) -> Optional[tuple[Any, ...]]:
-    """A static list's elements one by one (None where some are unset and of an unknown shape)."""
+    """A static list's elements one by one (an unset one None; the result None for a list of lists
+    whose elements are unset)."""
     if lst.parts is not None:
         return lst.parts
     if lst.length == 0:
         return ()
     if lst.items is None:
-        return None
+        return (None,) * lst.length if lst.dtype != VARIANT else None
     return tuple(lst.items[k] for k in range(lst.length))
 
 

@@ -12,8 +12,10 @@ is passed by value through ``While``/``If`` like any tensor. A plain buffer is t
   is known, and so does this);
 * ``length``: a Python ``int`` where it is known while tracing (outside loops, and after a loop
   whose trip count is static), else a traced ``int32`` (inside a loop, or after one the data ends);
-* ``parts``: the elements one by one, where they have different shapes (``TensorListSplit`` into
-  ragged pieces); only ``Concat``, ``GetItem``, ``Length`` and ``Stack`` of equal pieces read them.
+* ``parts``: the elements one by one, where the length is static and they may differ in shape
+  (``TensorListSplit`` into ragged pieces, pushes, writes into a list whose element shape is not
+  fully known, as ``TensorArray(infer_shape=False)`` and the tape's gradient lists of a split make);
+  ``None`` marks an element never set, which reads as zeros of the shape the set ones agree on.
 
 Outside loops a list grows by concatenation (lengths are static); inside a loop the loop sizes the
 buffer first (:mod:`jta.graph_import._tf2_loops`) and a write lands in place.
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 import jax
 import jax.numpy as jnp
@@ -102,7 +104,7 @@ LIST_OPS: dict[str, Callable[[Node, list[Any]], list[Any]]] = {}
 _reg = registrar(LIST_OPS)
 
 
-def misuse(node: Node, error: str) -> None:
+def misuse(node: Node, error: str) -> NoReturn:
     GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=error)
 
 
@@ -182,7 +184,7 @@ def materialize(lst: TList, node: Node, capacity: int, shape: Any = None) -> TLi
     if lst.dtype == VARIANT:
         return _materialize_lists(lst, capacity, shape)
     if lst.parts is not None:
-        lst = _unparts(lst, node)
+        lst = _unparts(lst, node, shape)
     shape = merge_shape(lst.element_shape(), shape)
     if lst.items is None:
         if not is_full(shape):
@@ -201,29 +203,91 @@ def shape_text(shape: Any) -> str:
     return "<unknown>" if shape is None else "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-def _unparts(lst: TList, node: Node) -> TList:
+def _set_shapes(parts: tuple[Any, ...]) -> set[tuple[int, ...]]:
+    """The shapes of a list's set elements."""
+    return {tuple(p.shape) for p in parts if p is not None}
+
+
+def _hole_shape(node: Node, lst: TList, declared: Any = None) -> Optional[tuple[int, ...]]:
+    """The shape an unset element of ``lst`` (one by one) reads as: the declared element shape merged with
+    the set elements' (TensorFlow merges them, and fails where they disagree); None where it stays unknown."""
+    shape = merge_shape(declared, lst.shape)
+    for part in lst.parts or ():  # in order, as TensorFlow merges them
+        if part is None:
+            continue
+        if shape is not None and (len(shape) != part.ndim or any(d is not None and d != e for d, e in
+                                                                  zip(shape, part.shape, strict=True))):
+            misuse(node, f"PartialTensorShape: Incompatible shapes during merge: {shape_text(shape)} vs. "
+                         f"{shape_text(part.shape)}")
+        shape = merge_shape(tuple(part.shape), shape)
+    return shape if is_full(shape) else None
+
+
+def _hole(node: Node, lst: TList, declared: Any = None) -> jax.Array:
+    """What an unset element of ``lst`` (one by one) reads as: zeros of :func:`_hole_shape`."""
+    shape = _hole_shape(node, lst, declared)
+    if shape is None:
+        misuse(node, "Trying to read an uninitialized tensor but element_shape is not fully defined: "
+                     f"{shape_text(merge_shape(declared, lst.shape))} and no list element is set.")
+    return jnp.zeros(shape, lst.dtype)
+
+
+def _unparts(lst: TList, node: Node, declared: Any = None) -> TList:
+    """``lst`` (one by one) as a buffer: its elements must agree in shape."""
     parts = lst.parts or ()
-    shapes = {tuple(p.shape) for p in parts}
+    shapes = _set_shapes(parts)
     if len(shapes) > 1:
         GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what=(
-            f"the list holds elements of different shapes {sorted(shapes)} (from TensorListSplit), which only "
-            "TensorListConcat, TensorListGetItem and TensorListLength read here"))
-    items = jnp.stack(parts) if parts else None
-    return TList(items, lst.length, lst.dtype, lst.shape, limit=lst.limit)
+            f"the list holds elements of different shapes {sorted(shapes)} (from TensorListSplit or writes of "
+            "different shapes), which only TensorListConcat, TensorListGetItem and TensorListLength read here"))
+    if not shapes:  # nothing set: the buffer waits for a shape, as a list nothing was written to
+        return TList(None, lst.length, lst.dtype, lst.shape, limit=lst.limit)
+    parts = tuple(_hole(node, lst, declared) if p is None else p for p in parts)
+    return TList(jnp.stack(parts), lst.length, lst.dtype, lst.shape, limit=lst.limit)
+
+
+def _elements(lst: TList) -> Optional[tuple[Any, ...]]:
+    """A static list's elements one by one where it keeps them so (``parts``), or where none is set yet
+    and their shape is not fully known (all unset); else None (a buffer, or a run-time length)."""
+    if lst.parts is not None:
+        return lst.parts
+    if lst.static and lst.items is None and lst.dtype != VARIANT and not is_full(lst.shape):
+        return (None,) * lst.length
+    return None
+
+
+def _one_by_one(lst: TList) -> bool:
+    """Whether a write keeps ``lst``'s elements one by one: the length and the index are static and the
+    element shape is not fully known (so elements may differ in shape, as in TensorFlow)."""
+    return lst.dtype != VARIANT and lst.static and (lst.parts is not None or (
+        lst.items is None and not is_full(lst.shape)))
+
+
+def _check_shape(node: Node, shape: Optional[tuple[Optional[int], ...]], item: Any) -> None:
+    """TensorFlow's check of a write against the list's element shape."""
+    if shape is not None and (len(shape) != np.ndim(item) or any(
+            d is not None and d != e for d, e in zip(shape, np.shape(item), strict=False))):
+        misuse(node, "Tried to set a tensor with incompatible shape at a list index. Item element shape: "
+                     f"{list(np.shape(item))} list shape: {shape_text(shape)}")
 
 
 def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> TList:
     """``lst`` with element ``index`` set to ``item`` (growing a static list where allowed)."""
     item = jnp.asarray(item, lst.dtype)
+    i = _static_int(index)
+    if i is not None and _one_by_one(lst):
+        _check(node, i < 0 or (i >= lst.length and not resize), GraphError.LIST_MODIFY, i, lst.length, 0)
+        _check_shape(node, lst.shape, item)
+        length = max(lst.length, i + 1)
+        parts = [*(lst.parts or (None,) * lst.length), *(None,) * (length - lst.length)]
+        parts[i] = item
+        return TList(None, length, lst.dtype, lst.shape, tuple(parts), limit=lst.limit)
     if lst.parts is not None:
         lst = _unparts(lst, node)
-    i = _static_int(index)
     if lst.static and i is not None:
         _check(node, i < 0 or (i >= lst.length and not resize), GraphError.LIST_MODIFY, i, lst.length, 0)
         length = max(lst.length, i + 1)
-        if lst.items is not None and tuple(lst.items.shape[1:]) != tuple(item.shape):
-            misuse(node, f"Tried to set element with shape {list(item.shape)} in a list with element shape "
-                          f"{list(lst.items.shape[1:])}")
+        _check_shape(node, lst.element_shape(), item)
         lst = materialize(TList(lst.items, lst.length, lst.dtype, lst.shape, limit=lst.limit), node, length, item.shape)
         return TList(lst.items.at[i].set(item), length, lst.dtype, lst.shape, limit=lst.limit)
     if lst.items is None or (lst.static and not resize and lst.items.shape[0] < lst.length):
@@ -333,8 +397,11 @@ def _get_item(node: Node, args: list[Any]) -> list[Any]:
     lst, index, shape = args
     at = _index(index)
     _check(node, (at < 0) | (at >= lst.length), GraphError.LIST_ACCESS, at, lst.length, 0)
-    if lst.parts is not None and isinstance(at, np.integer):
-        return [lst.parts[at]]
+    parts = _elements(lst)
+    if parts is not None and isinstance(at, np.integer):
+        part = parts[at]
+        return [_hole(node, TList(None, lst.length, lst.dtype, lst.shape, parts), _decl_shape(node, shape))
+                if part is None else part]
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
     return [_rows_at(lst.items, index)]
 
@@ -419,8 +486,16 @@ def push_bounded(node: Node, args: list[Any], bound: int) -> list[Any]:
 def _pop_back(node: Node, args: list[Any]) -> list[Any]:
     lst, shape = args
     _check(node, lst.length <= 0, GraphError.LIST_POP_EMPTY, lst.length)
-    if lst.parts is not None and lst.dtype != VARIANT and lst.static:
-        return [TList(None, lst.length - 1, lst.dtype, lst.shape, lst.parts[:-1], lst.const, limit=lst.limit), lst.parts[-1]]
+    parts = _elements(lst) if lst.dtype != VARIANT else None
+    if parts is not None:
+        last = parts[-1]
+        if last is None:  # unset: TensorFlow's pop does not look at the other elements for its shape
+            full = merge_shape(_decl_shape(node, shape), lst.shape)
+            if not is_full(full):
+                misuse(node, f"Trying to read an uninitialized tensor but element_shape is not fully defined."
+                             f"{shape_text(full)}")
+            last = jnp.zeros(full, lst.dtype)
+        return [TList(None, lst.length - 1, lst.dtype, lst.shape, parts[:-1], lst.const, limit=lst.limit), last]
     if lst.dtype == VARIANT:
         last = lst.length - 1
         if lst.parts is not None:
@@ -482,8 +557,13 @@ def _stacked(node: Node, args: list[Any], rows_: Optional[int]) -> list[Any]:
     """``TensorListStack`` (``rows_``: for a run-time length, the rows to return, else the whole
     padded buffer)."""
     lst, shape = args
-    if lst.parts is not None:
-        lst = _unparts(lst, node)
+    parts = _elements(lst)
+    if parts is not None:
+        lst = TList(None, lst.length, lst.dtype, lst.shape, parts, limit=lst.limit)
+        if _hole_shape(node, lst, _decl_shape(node, shape)) is None and lst.length > 0:  # (TF's merge fails first)
+            misuse(node, "Tried to stack list which only contains uninitialized tensors and has a "
+                         f"non-fully-defined element_shape: {shape_text(merge_shape(_decl_shape(node, shape), lst.shape))}")
+        lst = _unparts(lst, node, _decl_shape(node, shape))
     if not lst.static:  # run-time length: the padded buffer (rows past the length are zeros)
         return [_first_rows(materialize(lst, node, 0, _decl_shape(node, shape)).items, rows_)]
     lst = materialize(lst, node, lst.length, _decl_shape(node, shape))
@@ -552,10 +632,12 @@ def _concatenated(node: Node, args: list[Any], rows_: Optional[int]) -> list[Any
     """``TensorListConcat`` (``rows_``: for a run-time length, the elements to concatenate, else the
     whole padded buffer)."""
     lst = args[0]
-    if lst.parts is not None:
-        pieces = list(lst.parts)
-        return [jnp.concatenate(pieces), np.asarray([p.shape[0] for p in pieces], np.int64)]
     shape = _decl_shape(node, args[1]) if len(args) > 1 else node.attr("element_shape")
+    parts = _elements(lst)
+    if parts is not None and lst.length > 0:
+        lst = TList(None, lst.length, lst.dtype, lst.shape, parts, limit=lst.limit)
+        pieces = _concat_pieces(node, lst, shape, args[2] if len(args) > 2 else None)
+        return [jnp.concatenate(pieces), np.asarray([p.shape[0] for p in pieces], np.int64)]
     if lst.static:
         lst = materialize(lst, node, lst.length, shape)
         items = lst.items[:lst.length]
@@ -565,6 +647,32 @@ def _concatenated(node: Node, args: list[Any], rows_: Optional[int]) -> list[Any
         misuse(node, "Concat requires elements to be at least vectors, found scalars instead.")
     lengths = np.full(items.shape[0], items.shape[1], np.int64)
     return [items.reshape((-1, *items.shape[2:])), lengths]
+
+
+def _concat_pieces(node: Node, lst: TList, shape: Any, leading: Any) -> list[Any]:
+    """A list's elements one by one for a concat: an unset one is zeros of ``leading_dims``' rows for it
+    (``TensorListConcatV2``; a split's gradient gives the pieces' lengths) and the element shape's other
+    dimensions, or of the shape the set elements agree on."""
+    leading = () if leading is None else np.atleast_1d(static_value(node, leading, "leading_dims"))
+    pieces = []
+    for k, p in enumerate(lst.parts or ()):
+        if p is None and k < len(leading):
+            rest = None if shape is None else tuple(shape[1:])
+            for other in sorted(_set_shapes(lst.parts or ())):
+                rest = merge_shape(rest, other[1:])
+            if rest is None or not is_full(rest):
+                misuse(node, "Trying to read an uninitialized tensor but element_shape is not fully defined: "
+                             f"{shape_text(shape)} and no list element is set.")
+            p = jnp.zeros((int(leading[k]), *rest), lst.dtype)
+        elif p is None:
+            if len(_set_shapes(lst.parts or ())) > 1 or _hole_shape(node, lst, shape) is None:
+                misuse(node, f"List contains uninitialized tensor at index {k} but leading_dims has only "
+                             f"{len(leading)} elements.")
+            p = _hole(node, lst, shape)
+        if p.ndim < 1:
+            misuse(node, "Concat requires elements to be at least vectors, found scalars instead.")
+        pieces.append(p)
+    return pieces
 
 
 # -- list values in ordinary ops (the tape's gradient sums and zeros) --------------------------
@@ -580,22 +688,9 @@ def add_n(node: Node, lists: list[TList]) -> TList:
     known = [lst for lst in lists if lst.items is not None or lst.parts is not None]
     if not known:
         return lists[0]
-    ragged = [lst for lst in known if lst.parts is not None and len({tuple(p.shape) for p in lst.parts}) > 1]
-    if ragged and all(lst.static and lst.length == ragged[0].length for lst in known):
-        # elements of different shapes (a split into pieces of different lengths; the gradient of a read of
-        # one piece is a list with that element set): the sum element by element, where an element of
-        # another shape in a buffer is one that was never set (TensorFlow's AddN of lists adds set elements
-        # only, and fails where two set elements differ in shape)
-        parts = list(ragged[0].parts or ())
-        for lst in known:
-            if lst is ragged[0]:
-                continue
-            for k in range(len(parts)):
-                other = lst.parts[k] if lst.parts is not None else lst.items[k]
-                if tuple(other.shape) == tuple(parts[k].shape):
-                    parts[k] = parts[k] + other
-        first = ragged[0]
-        return TList(None, first.length, first.dtype, first.shape, tuple(parts), limit=first.limit)
+    if any(lst.parts is not None and lst.dtype != VARIANT for lst in known) and all(
+            lst.static and lst.length == known[0].length for lst in known):
+        return _add_parts(node, known)
     out = known[0] if known[0].parts is None else _unparts(known[0], node)
     if out.dtype == VARIANT:  # lists of lists of one structure: the sum leaf by leaf
         items = jax.tree_util.tree_map(lambda *xs: sum(xs[1:], xs[0]), *[lst.items for lst in known])
@@ -604,9 +699,35 @@ def add_n(node: Node, lists: list[TList]) -> TList:
     for lst in known[1:]:
         other = lst if lst.parts is None else _unparts(lst, node)
         rows = max(items.shape[0], other.items.shape[0])
+        if items.shape[1:] != other.items.shape[1:]:  # never broadcast one element into another
+            _incompatible(node, items.shape[1:], other.items.shape[1:])
         items = materialize(TList(items, 0, out.dtype, None), node, rows).items + \
             materialize(other, node, rows).items
     return TList(items, out.length, out.dtype, out.shape)
+
+
+def _add_parts(node: Node, lists: list[TList]) -> TList:
+    """The sum of static lists of one length, one of them element by element: TensorFlow adds the set
+    elements (an unset one counts as zeros) and fails where two set ones differ in shape. A buffer's row of
+    another shape than a set element is one that was never set (a gradient list a read of one piece of a
+    split sets)."""
+    parts: list[Any] = [None] * lists[0].length
+    for lst in lists:
+        for k in range(len(parts)):
+            other = lst.parts[k] if lst.parts is not None else lst.items[k]
+            if other is None or parts[k] is None:
+                parts[k] = other if parts[k] is None else parts[k]
+            elif tuple(other.shape) == tuple(parts[k].shape):
+                parts[k] = parts[k] + other
+            elif lst.parts is not None:
+                _incompatible(node, parts[k].shape, other.shape)
+    first = lists[0]
+    return TList(None, first.length, first.dtype, first.shape, tuple(parts), limit=first.limit)
+
+
+def _incompatible(node: Node, a: Any, b: Any) -> None:
+    misuse(node, f"Trying to add two tensors with incompatible element shapes. One is {list(a)} and the other is "
+                 f"{list(b)}")
 
 
 # -- lists of lists (a tape's accumulators of an inner loop's lists) -----------------------------

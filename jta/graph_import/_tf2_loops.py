@@ -211,7 +211,7 @@ def _discover(ev: Evaluator, body: Body, args: list[Any], fixed: list[int]) -> t
         elif out.items is not None:
             shapes[k] = tuple(out.items.shape[1:])
         else:  # pushed one by one (a static length): the last element's shape
-            shapes[k] = tuple(out.parts[-1].shape) if out.parts else None
+            shapes[k] = next((tuple(p.shape) for p in reversed(out.parts or ()) if p is not None), None)
         consts[k] = out.const
     return growth, shapes, consts, room, least
 
