@@ -430,6 +430,52 @@ def test_nested_unbounded_growth_under_checked() -> None:
     np.testing.assert_allclose(grads["u"], program.train(*program.args)[1][0], rtol=2e-4, atol=2e-5)
 
 
+@pytest.mark.parametrize("bounded", [False, True])
+def test_a_list_written_at_steps_a_counter_picks(bounded: bool) -> None:
+    """A dynamic_size TensorArray written only when ``i % 2 == 0`` of a counter starting at 0: the
+    loop's first abstract step, where the counter is static, does not write it; a later step does.
+    Under jta.checked (forward and jax.grad) both loops give TensorFlow's values; a bare jit refuses the
+    one without a bound (435) and pads the bounded one's stack with ``pad_stacks=True``."""
+    w = tf.Variable(np.float32(0.9), name="w")
+
+    def forward(x: Any) -> Any:
+        a = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        b = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        v, i, j = x, 0, 0
+        if bounded:
+            for _ in tf.range(9):
+                a, i = a.write(i, v), i + 1
+                if i % 2 == 0:
+                    b, j = b.write(j, v * 2.0), j + 1
+                v = v * w
+        else:
+            while v > 0.05:
+                a, i = a.write(i, v), i + 1
+                if i % 2 == 0:
+                    b, j = b.write(j, v * 2.0), j + 1
+                v = v * w
+        return a.stack(), b.stack()
+
+    fn = tf.function(forward)
+    x = np.float32(0.5)
+    jax_fn, params = jta.import_function(fn, x)
+    _close(jta.checked(jax.jit(jax_fn))(params, x), fn(x))
+    if bounded:  # b's length is the data's to jax: its stack padded to the loop's bound
+        padded, params = jta.import_function(fn, x, pad_stacks=True)
+        _close(jax.jit(padded)(params, x), fn(x), pad=True)
+    else:
+        with pytest.raises(jta.errors.UnimplementedError, match="through jta.checked"):
+            jax.jit(jax_fn)(params, x)
+
+    def loss(p: Any) -> Any:
+        return sum(jnp.sum(o ** 2) for o in jax_fn(p, x))
+
+    with tf.GradientTape() as tape:
+        want = tf.add_n([tf.reduce_sum(o ** 2) for o in fn(x)])
+    grad = jta.checked(jax.jit(jax.grad(loss)))(params)["w"]
+    np.testing.assert_allclose(grad, tape.gradient(want, w), rtol=2e-4)
+
+
 def test_indexed_slices_output_is_dense() -> None:
     """A train step returning the tape's gradient of an embedding lookup (an IndexedSlices, a repeated
     id among the ids) gives tf.convert_to_tensor's value, eagerly and under jit; a ragged output is refused."""

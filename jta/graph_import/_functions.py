@@ -158,6 +158,20 @@ class Body:
         return self.inputs.index(node) if node in self.inputs and index == 0 else None
 
 
+    def reads(self, outputs: list[int]) -> set[int]:
+        """The arguments outputs ``outputs`` depend on (through data and control edges; a call's every
+        input counts)."""
+        seen: set[str] = set()
+        stack = [self.outputs[k][0] for k in outputs]
+        while stack:
+            name = stack.pop()
+            if name not in seen:
+                seen.add(name)
+                if name in self.nodes:
+                    stack.extend((*self.nodes[name].control, *(t[0] for t in self.nodes[name].inputs)))
+        return {k for k, name in enumerate(self.inputs) if name in seen}
+
+
 def _topological(nodes: dict[str, Node], outputs: list[Tensor]) -> list[str]:
     """The nodes the outputs reach (data and control edges), producers first."""
     order: list[str] = []

@@ -58,15 +58,48 @@ def _trips(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any]) -
     state = [a if _is_const(a) else Bounded(ev.bounds[id(a)][1]) if id(a) in ev.bounds else UNKNOWN
              for a in args]
     exact, steps = True, 0
+    watched, seen = _condition_reads(cond, body), set()
     while steps <= PROBE_LIMIT:
         c = probe.call(cond, state)[0]
         if c is UNKNOWN:
             exact = False
+            # the values the condition depends on (through the steps too) as before: so are the conditions
+            # of all the steps to come, unknown (a condition on the data only: v > tolerance); no bound
+            key = _probe_key([state[k] for k in watched])
+            if key is not None and key in seen:
+                return None, False, state
+            seen.add(key)
         elif not bool(np.asarray(c)):
             return steps, exact, state
         state = probe.call(body, state)
         steps += 1
     return None, False, state
+
+
+def _condition_reads(cond: Body, body: Body) -> list[int]:
+    """The loop variables the condition depends on, directly or through the body's steps."""
+    watched: set[int] = set()
+    more = cond.reads([0])
+    while more - watched:
+        watched |= more
+        more = body.reads(sorted(watched))
+    return sorted(watched)
+
+
+def _probe_key(values: list[Any]) -> Optional[tuple[Any, ...]]:
+    """The probe's values as a key (None where one is of a kind it does not compare)."""
+    key: list[Any] = []
+    for v in values:
+        if v is UNKNOWN or isinstance(v, Bounded):
+            key.append(v)
+        elif isinstance(v, Var):
+            key.append(("var", id(v)))
+        elif isinstance(v, (np.ndarray, np.generic, int, float, bool)):
+            v = np.asarray(v)
+            key.append((v.dtype.str, v.shape, v.tobytes()))
+        else:
+            return None
+    return tuple(key)
 
 
 def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
@@ -213,7 +246,38 @@ def _discover(ev: Evaluator, body: Body, args: list[Any], fixed: list[int]) -> t
         else:  # pushed one by one (a static length): the last element's shape
             shapes[k] = next((tuple(p.shape) for p in reversed(out.parts or ()) if p is not None), None)
         consts[k] = out.const
+    _unseen_growth(ev, body, args, fixed, lists, growth, room, shapes)
     return growth, shapes, consts, room, least
+
+
+def _unseen_growth(ev: Evaluator, body: Body, args: list[Any], fixed: list[int], lists: list[int],
+                   growth: dict[int, Any], room: dict[int, int], shapes: dict[int, Any]) -> None:
+    """The lists that step did not grow but a later one may: a write under a branch whose predicate is
+    static in the first step only (``if i % 2 == 0`` of a counter starting at 0). One more abstract step,
+    the static values the loop changes traced and the lists of a traced length (as a loop carries them),
+    shows each list a step may write; such a list's growth is not static (room: one element per step,
+    more of which make ``jta.checked`` grow the plan's rows)."""
+    still = [k for k in lists if growth[k] == 0 and args[k].dtype != VARIANT and args[k].static]
+    varying = [k for k, a in enumerate(args) if k not in fixed and not isinstance(a, TList) and is_static(a)]
+    if not still or not varying:
+        return
+    written: dict[int, Any] = {}  # list -> the element shape written
+
+    def one(dyn: dict[int, Any]) -> None:
+        ins = [dyn.get(k, a) for k, a in enumerate(args)]
+        out = ev.call(body, ins)
+        for k in still:
+            if out[k].length is not ins[k].length:  # grown (a write that does not grow keeps the length)
+                written[k] = shapes[k] if out[k].items is None else tuple(out[k].items.shape[1:])
+
+    dyn = {k: a for k, a in enumerate(args) if k in varying or not _is_const(a)}
+    dyn.update({k: args[k].traced() for k in lists if args[k].dtype != VARIANT and args[k].static})
+    try:
+        jax.eval_shape(one, dyn)
+    except Exception:  # noqa: BLE001 -- a probe only: where the step needs these values static, it cannot tell
+        return
+    for k, shape in written.items():
+        growth[k], room[k], shapes[k] = None, 1, shape
 
 
 def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], carry: dict[int, Any],
