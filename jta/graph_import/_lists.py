@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NoReturn, Optional
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +34,23 @@ from jax.core import Tracer
 
 from .._core import capacities
 from .._delivery import value_ops
+from ._list_value import (
+    VARIANT,
+    TList,
+    add_parts,
+    concat_pieces,
+    elements,
+    hole,
+    hole_shape,
+    incompatible,
+    is_full,
+    merge_shape,
+    misuse,
+    one_by_one,
+    rows,
+    shape_text,
+    unparts,
+)
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static, registrar, static_value
@@ -41,71 +58,8 @@ from ._ops import is_static, registrar, static_value
 __all__ = ["LIST_OPS", "AtMost", "TList"]
 
 
-@jax.tree_util.register_pytree_node_class
-class TList:
-    """One TensorList value (a pytree: ``items`` and ``length`` are its leaves)."""
-
-    def __init__(self, items: Any, length: Any, dtype: Any, shape: Optional[tuple[Optional[int], ...]],
-                 parts: Optional[tuple[Any, ...]] = None, const: Any = None, rows_hint: Optional[int] = None,
-                 limit: Optional[int] = None, plan: Optional[tuple[int, int, int]] = None):
-        self.items, self.length, self.dtype, self.shape, self.parts = items, length, dtype, shape, parts
-        # ``rows_hint``: the buffer's rows once it exists, for a list without one yet whose length is only
-        # known at run time under a static bound (``TensorListReserve`` of ``tf.minimum(n, c)`` elements
-        # of an unknown shape)
-        self.rows_hint = rows_hint
-        self.limit = limit  # ``max_num_elements`` of an EmptyTensorList (None: no limit); a push past it fails
-        # ``const``: what is known of every element while tracing: that it is one static value (a key of
-        # it: a tape's accumulator of an element shape or a length pushed in each forward step pops it
-        # static in the gradient loop, where it sizes a TensorListReserve), or :class:`AtMost` a bound (a
-        # tape's accumulator of run-time lengths under a static bound, which sizes it there)
-        self.const = const
-        # ``plan``: ``(number, base, per)`` for a buffer of ``base + per * rows`` elements, ``rows`` the
-        # plan's number ``number`` (:mod:`jta._core.capacities`), for a list that a loop without a bound
-        # grows: a write past them makes jta.checked grow them
-        self.plan = plan
-
-    def tree_flatten(self) -> tuple[tuple[Any, ...], Any]:
-        # A static length is part of the structure (it stays a Python int through jax.eval_shape).
-        if isinstance(self.length, int):
-            return (self.items, self.parts), (self.dtype, self.shape, self.length, self.const, self.rows_hint,
-                                               self.limit, self.plan)
-        return (self.items, self.length, self.parts), (self.dtype, self.shape, None, self.const, self.rows_hint,
-                                                       self.limit, self.plan)
-
-    @classmethod
-    def tree_unflatten(cls, aux: Any, children: Any) -> TList:
-        dtype, shape, length, const, rows_hint, limit, plan = aux
-        if length is not None:
-            return cls(children[0], length, dtype, shape, children[1], const, rows_hint, limit, plan)
-        return cls(children[0], children[1], dtype, shape, children[2], const, rows_hint, limit, plan)
-
-    @property
-    def static(self) -> bool:
-        return isinstance(self.length, int)
-
-    def element_shape(self) -> Optional[tuple[Optional[int], ...]]:
-        """The elements' shape: the buffer's where there is one, else the declared one."""
-        if self.items is not None and self.dtype != VARIANT:
-            return tuple(self.items.shape[1:])
-        return self.shape
-
-    def traced(self) -> TList:
-        """This list with its length a JAX value (a loop carry's)."""
-        return TList(self.items, jnp.asarray(self.length, jnp.int32), self.dtype, self.shape, self.parts, self.const,
-                     self.rows_hint, self.limit, self.plan)
-
-    def __repr__(self) -> str:
-        shape = None if self.items is None else jax.tree_util.tree_map(np.shape, self.items)
-        return f"TList(length={self.length}, dtype={self.dtype}, items={shape}, shape={self.shape})"
-
-
-VARIANT = "variant"  # the element dtype of a list of lists
 LIST_OPS: dict[str, Callable[[Node, list[Any]], list[Any]]] = {}
 _reg = registrar(LIST_OPS)
-
-
-def misuse(node: Node, error: str) -> NoReturn:
-    GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=error)
 
 
 def _check(node: Node, bad: Any, message: GraphError, *fields: Any, plan: Optional[tuple[int, int, int]] = None
@@ -144,16 +98,6 @@ def _decl_shape(node: Node, v: Any) -> Optional[tuple[Optional[int], ...]]:
     return tuple(None if int(d) < 0 else int(d) for d in v)
 
 
-def is_full(shape: Optional[tuple[Optional[int], ...]]) -> bool:
-    return shape is not None and all(d is not None for d in shape)
-
-
-def merge_shape(a: Optional[tuple[Optional[int], ...]], b: Optional[tuple[Optional[int], ...]]) -> Any:
-    if a is None or b is None:
-        return b if a is None else a
-    return tuple(x if x is not None else y for x, y in zip(a, b, strict=False)) if len(a) == len(b) else a
-
-
 def element_dtype(node: Node) -> Any:
     """The list's element dtype (JAX's width for it), or :data:`VARIANT` for a list of lists; a list of
     resource handles or strings is refused (``GraphError.TF2_UNSUPPORTED``)."""
@@ -184,7 +128,7 @@ def materialize(lst: TList, node: Node, capacity: int, shape: Any = None) -> TLi
     if lst.dtype == VARIANT:
         return _materialize_lists(lst, capacity, shape)
     if lst.parts is not None:
-        lst = _unparts(lst, node, shape)
+        lst = unparts(lst, node, shape)
     shape = merge_shape(lst.element_shape(), shape)
     if lst.items is None:
         if not is_full(shape):
@@ -199,70 +143,6 @@ def materialize(lst: TList, node: Node, capacity: int, shape: Any = None) -> TLi
     return TList(jnp.concatenate([lst.items, pad]), lst.length, lst.dtype, lst.shape, limit=lst.limit)
 
 
-def shape_text(shape: Any) -> str:
-    return "<unknown>" if shape is None else "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
-
-
-def _set_shapes(parts: tuple[Any, ...]) -> set[tuple[int, ...]]:
-    """The shapes of a list's set elements."""
-    return {tuple(p.shape) for p in parts if p is not None}
-
-
-def _hole_shape(node: Node, lst: TList, declared: Any = None) -> Optional[tuple[int, ...]]:
-    """The shape an unset element of ``lst`` (one by one) reads as: the declared element shape merged with
-    the set elements' (TensorFlow merges them, and fails where they disagree); None where it stays unknown."""
-    shape = merge_shape(declared, lst.shape)
-    for part in lst.parts or ():  # in order, as TensorFlow merges them
-        if part is None:
-            continue
-        if shape is not None and (len(shape) != part.ndim or any(d is not None and d != e for d, e in
-                                                                  zip(shape, part.shape, strict=True))):
-            misuse(node, f"PartialTensorShape: Incompatible shapes during merge: {shape_text(shape)} vs. "
-                         f"{shape_text(part.shape)}")
-        shape = merge_shape(tuple(part.shape), shape)
-    return shape if is_full(shape) else None
-
-
-def _hole(node: Node, lst: TList, declared: Any = None) -> jax.Array:
-    """What an unset element of ``lst`` (one by one) reads as: zeros of :func:`_hole_shape`."""
-    shape = _hole_shape(node, lst, declared)
-    if shape is None:
-        misuse(node, "Trying to read an uninitialized tensor but element_shape is not fully defined: "
-                     f"{shape_text(merge_shape(declared, lst.shape))} and no list element is set.")
-    return jnp.zeros(shape, lst.dtype)
-
-
-def _unparts(lst: TList, node: Node, declared: Any = None) -> TList:
-    """``lst`` (one by one) as a buffer: its elements must agree in shape."""
-    parts = lst.parts or ()
-    shapes = _set_shapes(parts)
-    if len(shapes) > 1:
-        GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what=(
-            f"the list holds elements of different shapes {sorted(shapes)} (from TensorListSplit or writes of "
-            "different shapes), which only TensorListConcat, TensorListGetItem and TensorListLength read here"))
-    if not shapes:  # nothing set: the buffer waits for a shape, as a list nothing was written to
-        return TList(None, lst.length, lst.dtype, lst.shape, limit=lst.limit)
-    parts = tuple(_hole(node, lst, declared) if p is None else p for p in parts)
-    return TList(jnp.stack(parts), lst.length, lst.dtype, lst.shape, limit=lst.limit)
-
-
-def _elements(lst: TList) -> Optional[tuple[Any, ...]]:
-    """A static list's elements one by one where it keeps them so (``parts``), or where none is set yet
-    and their shape is not fully known (all unset); else None (a buffer, or a run-time length)."""
-    if lst.parts is not None:
-        return lst.parts
-    if lst.static and lst.items is None and lst.dtype != VARIANT and not is_full(lst.shape):
-        return (None,) * lst.length
-    return None
-
-
-def _one_by_one(lst: TList) -> bool:
-    """Whether a write keeps ``lst``'s elements one by one: the length and the index are static and the
-    element shape is not fully known (so elements may differ in shape, as in TensorFlow)."""
-    return lst.dtype != VARIANT and lst.static and (lst.parts is not None or (
-        lst.items is None and not is_full(lst.shape)))
-
-
 def _check_shape(node: Node, shape: Optional[tuple[Optional[int], ...]], item: Any) -> None:
     """TensorFlow's check of a write against the list's element shape."""
     if shape is not None and (len(shape) != np.ndim(item) or any(
@@ -275,7 +155,7 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
     """``lst`` with element ``index`` set to ``item`` (growing a static list where allowed)."""
     item = jnp.asarray(item, lst.dtype)
     i = _static_int(index)
-    if i is not None and _one_by_one(lst):
+    if i is not None and one_by_one(lst):
         _check(node, i < 0 or (i >= lst.length and not resize), GraphError.LIST_MODIFY, i, lst.length, 0)
         _check_shape(node, lst.shape, item)
         length = max(lst.length, i + 1)
@@ -283,7 +163,7 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
         parts[i] = item
         return TList(None, length, lst.dtype, lst.shape, tuple(parts), limit=lst.limit)
     if lst.parts is not None:
-        lst = _unparts(lst, node)
+        lst = unparts(lst, node)
     if lst.static and i is not None:
         _check(node, i < 0 or (i >= lst.length and not resize), GraphError.LIST_MODIFY, i, lst.length, 0)
         length = max(lst.length, i + 1)
@@ -397,10 +277,10 @@ def _get_item(node: Node, args: list[Any]) -> list[Any]:
     lst, index, shape = args
     at = _index(index)
     _check(node, (at < 0) | (at >= lst.length), GraphError.LIST_ACCESS, at, lst.length, 0)
-    parts = _elements(lst)
+    parts = elements(lst)
     if parts is not None and isinstance(at, np.integer):
         part = parts[at]
-        return [_hole(node, TList(None, lst.length, lst.dtype, lst.shape, parts), _decl_shape(node, shape))
+        return [hole(node, TList(None, lst.length, lst.dtype, lst.shape, parts), _decl_shape(node, shape))
                 if part is None else part]
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
     return [_rows_at(lst.items, index)]
@@ -486,7 +366,7 @@ def push_bounded(node: Node, args: list[Any], bound: int) -> list[Any]:
 def _pop_back(node: Node, args: list[Any]) -> list[Any]:
     lst, shape = args
     _check(node, lst.length <= 0, GraphError.LIST_POP_EMPTY, lst.length)
-    parts = _elements(lst) if lst.dtype != VARIANT else None
+    parts = elements(lst) if lst.dtype != VARIANT else None
     if parts is not None:
         last = parts[-1]
         if last is None:  # unset: TensorFlow's pop does not look at the other elements for its shape
@@ -532,7 +412,7 @@ def _resize(node: Node, args: list[Any]) -> list[Any]:
     lst, size = args
     n = _static_int(size)
     if lst.parts is not None:
-        lst = _unparts(lst, node)
+        lst = unparts(lst, node)
     if n is not None and lst.static:
         if lst.items is None:
             return [TList(None, n, lst.dtype, lst.shape, limit=lst.limit)]
@@ -557,13 +437,13 @@ def _stacked(node: Node, args: list[Any], rows_: Optional[int]) -> list[Any]:
     """``TensorListStack`` (``rows_``: for a run-time length, the rows to return, else the whole
     padded buffer)."""
     lst, shape = args
-    parts = _elements(lst)
+    parts = elements(lst)
     if parts is not None:
         lst = TList(None, lst.length, lst.dtype, lst.shape, parts, limit=lst.limit)
-        if _hole_shape(node, lst, _decl_shape(node, shape)) is None and lst.length > 0:  # (TF's merge fails first)
+        if hole_shape(node, lst, _decl_shape(node, shape)) is None and lst.length > 0:  # (TF's merge fails first)
             misuse(node, "Tried to stack list which only contains uninitialized tensors and has a "
                          f"non-fully-defined element_shape: {shape_text(merge_shape(_decl_shape(node, shape), lst.shape))}")
-        lst = _unparts(lst, node, _decl_shape(node, shape))
+        lst = unparts(lst, node, _decl_shape(node, shape))
     if not lst.static:  # run-time length: the padded buffer (rows past the length are zeros)
         return [_first_rows(materialize(lst, node, 0, _decl_shape(node, shape)).items, rows_)]
     lst = materialize(lst, node, lst.length, _decl_shape(node, shape))
@@ -591,7 +471,7 @@ def exact_rows(node: Node, args: list[Any], rows_: int) -> list[Any]:
 def _gather(node: Node, args: list[Any]) -> list[Any]:
     lst, indices, shape = args
     if lst.parts is not None:
-        lst = _unparts(lst, node)
+        lst = unparts(lst, node)
     bad, first = _first_out_of_range(indices, lst.length)
     _check(node, bad, GraphError.LIST_GATHER, first, lst.length, 0)
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
@@ -601,7 +481,7 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
 def _scatter(node: Node, lst: TList, tensor: Any, indices: Any) -> TList:
     tensor = jnp.asarray(tensor, lst.dtype)
     if lst.parts is not None:
-        lst = _unparts(lst, node)
+        lst = unparts(lst, node)
     if is_static(indices) and lst.static:
         top = int(np.max(indices)) + 1 if np.size(indices) else 0
         lst = materialize(lst, node, max(lst.length, top), tuple(tensor.shape[1:]))
@@ -633,10 +513,10 @@ def _concatenated(node: Node, args: list[Any], rows_: Optional[int]) -> list[Any
     whole padded buffer)."""
     lst = args[0]
     shape = _decl_shape(node, args[1]) if len(args) > 1 else node.attr("element_shape")
-    parts = _elements(lst)
+    parts = elements(lst)
     if parts is not None and lst.length > 0:
         lst = TList(None, lst.length, lst.dtype, lst.shape, parts, limit=lst.limit)
-        pieces = _concat_pieces(node, lst, shape, args[2] if len(args) > 2 else None)
+        pieces = concat_pieces(node, lst, shape, args[2] if len(args) > 2 else None)
         return [jnp.concatenate(pieces), np.asarray([p.shape[0] for p in pieces], np.int64)]
     if lst.static:
         lst = materialize(lst, node, lst.length, shape)
@@ -647,32 +527,6 @@ def _concatenated(node: Node, args: list[Any], rows_: Optional[int]) -> list[Any
         misuse(node, "Concat requires elements to be at least vectors, found scalars instead.")
     lengths = np.full(items.shape[0], items.shape[1], np.int64)
     return [items.reshape((-1, *items.shape[2:])), lengths]
-
-
-def _concat_pieces(node: Node, lst: TList, shape: Any, leading: Any) -> list[Any]:
-    """A list's elements one by one for a concat: an unset one is zeros of ``leading_dims``' rows for it
-    (``TensorListConcatV2``; a split's gradient gives the pieces' lengths) and the element shape's other
-    dimensions, or of the shape the set elements agree on."""
-    leading = () if leading is None else np.atleast_1d(static_value(node, leading, "leading_dims"))
-    pieces = []
-    for k, p in enumerate(lst.parts or ()):
-        if p is None and k < len(leading):
-            rest = None if shape is None else tuple(shape[1:])
-            for other in sorted(_set_shapes(lst.parts or ())):
-                rest = merge_shape(rest, other[1:])
-            if rest is None or not is_full(rest):
-                misuse(node, "Trying to read an uninitialized tensor but element_shape is not fully defined: "
-                             f"{shape_text(shape)} and no list element is set.")
-            p = jnp.zeros((int(leading[k]), *rest), lst.dtype)
-        elif p is None:
-            if len(_set_shapes(lst.parts or ())) > 1 or _hole_shape(node, lst, shape) is None:
-                misuse(node, f"List contains uninitialized tensor at index {k} but leading_dims has only "
-                             f"{len(leading)} elements.")
-            p = _hole(node, lst, shape)
-        if p.ndim < 1:
-            misuse(node, "Concat requires elements to be at least vectors, found scalars instead.")
-        pieces.append(p)
-    return pieces
 
 
 # -- list values in ordinary ops (the tape's gradient sums and zeros) --------------------------
@@ -690,56 +544,28 @@ def add_n(node: Node, lists: list[TList]) -> TList:
         return lists[0]
     if any(lst.parts is not None and lst.dtype != VARIANT for lst in known) and all(
             lst.static and lst.length == known[0].length for lst in known):
-        return _add_parts(node, known)
-    out = known[0] if known[0].parts is None else _unparts(known[0], node)
+        return add_parts(node, known)
+    out = known[0]
     if out.dtype == VARIANT:  # lists of lists of one structure: the sum leaf by leaf
         items = jax.tree_util.tree_map(lambda *xs: sum(xs[1:], xs[0]), *[lst.items for lst in known])
         return TList(items, out.length, out.dtype, out.shape)
-    items = out.items
-    for lst in known[1:]:
-        other = lst if lst.parts is None else _unparts(lst, node)
+    buffers = [b for b in (lst if lst.parts is None else unparts(lst, node) for lst in known) if b.items is not None]
+    if not buffers:  # elements one by one, none set
+        return out
+    items = buffers[0].items
+    for other in buffers[1:]:
         rows = max(items.shape[0], other.items.shape[0])
         if items.shape[1:] != other.items.shape[1:]:  # never broadcast one element into another
-            _incompatible(node, items.shape[1:], other.items.shape[1:])
+            incompatible(node, items.shape[1:], other.items.shape[1:])
         items = materialize(TList(items, 0, out.dtype, None), node, rows).items + \
             materialize(other, node, rows).items
     return TList(items, out.length, out.dtype, out.shape)
-
-
-def _add_parts(node: Node, lists: list[TList]) -> TList:
-    """The sum of static lists of one length, one of them element by element: TensorFlow adds the set
-    elements (an unset one counts as zeros) and fails where two set ones differ in shape. A buffer's row of
-    another shape than a set element is one that was never set (a gradient list a read of one piece of a
-    split sets)."""
-    parts: list[Any] = [None] * lists[0].length
-    for lst in lists:
-        for k in range(len(parts)):
-            other = lst.parts[k] if lst.parts is not None else lst.items[k]
-            if other is None or parts[k] is None:
-                parts[k] = other if parts[k] is None else parts[k]
-            elif tuple(other.shape) == tuple(parts[k].shape):
-                parts[k] = parts[k] + other
-            elif lst.parts is not None:
-                _incompatible(node, parts[k].shape, other.shape)
-    first = lists[0]
-    return TList(None, first.length, first.dtype, first.shape, tuple(parts), limit=first.limit)
-
-
-def _incompatible(node: Node, a: Any, b: Any) -> None:
-    misuse(node, f"Trying to add two tensors with incompatible element shapes. One is {list(a)} and the other is "
-                 f"{list(b)}")
 
 
 # -- lists of lists (a tape's accumulators of an inner loop's lists) -----------------------------
 # With a static length they hold their elements one by one (``parts``: an unrolled loop's inner lists
 # may differ in length); as a loop's carry, a buffer: a list whose leaves have one more leading axis,
 # row k of every leaf element k (the elements must then have one structure).
-def rows(items: Any) -> int:
-    """The capacity of a buffer (of arrays, or of lists of one structure); 0 where it has no leaves."""
-    leaves = jax.tree_util.tree_leaves(items)
-    return int(leaves[0].shape[0]) if leaves else 0
-
-
 def _materialize_lists(lst: TList, capacity: int, template: Any) -> TList:
     """A list of lists with room for ``capacity`` elements (``template``: an element buffer's abstract value)."""
     if lst.parts is not None:

@@ -121,5 +121,9 @@ class GraphError(Message):
                                  ("index", "capacity", "index_high"))
     LIST_RESERVE_NEGATIVE = (445, InvalidArgumentError, "Node {name} ({op}): The num_elements to reserve must be a "
                                   "non negative number, but got {size}", ("size",))
+    RANGE_UP = (447, InvalidArgumentError, "Node {name} ({op}): Requires start <= limit when delta > 0: "
+                     "{start}/{limit}", ("start", "limit"))
+    RANGE_DOWN = (448, InvalidArgumentError, "Node {name} ({op}): Requires start >= limit when delta < 0: "
+                       "{start}/{limit}", ("start", "limit"))
     LIST_FULL = (446, InvalidArgumentError, "Node {name} ({op}): Tried to push item into a full list list size: "
                       "{size} max_num_elements: {max}", ("size", "max"))  # (TensorFlow's "list list")

@@ -253,12 +253,6 @@ def _fill(node: Node, args: list[Any]) -> list[Any]:
     return [as_numpy(xp_of(value).full(dims, value, dtype=np.asarray(value).dtype if is_static(value) else value.dtype))]
 
 
-@_reg("Range")
-def _range(node: Node, args: list[Any]) -> list[Any]:
-    start, limit, delta = (static_value(node, a, "start, limit and delta") for a in args)
-    return [np.arange(start.item(), limit.item(), delta.item()).astype(node.attr("Tidx", start.dtype))]
-
-
 @_reg("ExpandDims")
 def _expand_dims(node: Node, args: list[Any]) -> list[Any]:
     x, axis = args
