@@ -58,7 +58,7 @@ def _trips(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any]) -
     state = [a if _is_const(a) else Bounded(ev.bounds[id(a)][1]) if id(a) in ev.bounds else UNKNOWN
              for a in args]
     exact, steps = True, 0
-    watched, seen = _condition_reads(cond, body), set()
+    watched, seen, recent = _condition_reads(cond, body), set(), []
     while steps <= PROBE_LIMIT:
         c = probe.call(cond, state)[0]
         if c is UNKNOWN:
@@ -69,11 +69,39 @@ def _trips(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any]) -
             if key is not None and key in seen:
                 return None, False, state
             seen.add(key)
+            recent = [*recent[-2:], state]
+            if len(recent) == 3 and _unknown_at_the_limit(probe, cond, watched, recent, PROBE_LIMIT - steps):
+                return None, False, state
         elif not bool(np.asarray(c)):
             return steps, exact, state
         state = probe.call(body, state)
         steps += 1
     return None, False, state
+
+
+def _unknown_at_the_limit(probe: Evaluator, cond: Body, watched: list[int], recent: list[list[Any]],
+                          ahead: int) -> bool:
+    """Whether the condition is still unknown ``ahead`` steps on, where the values it depends on move as
+    they did in the ``recent`` three steps: each the same, or an integer counter stepping by a constant
+    (``for i in tf.range(n)`` of an unknown ``n``: ``i < n``). Then the loop counts as unbounded at once,
+    rather than after the probe's every step (a condition unknown at the limit may have been false in
+    between only if it is not monotone in its counters: the loop is then unbounded to jta, which is
+    safe, only not as tight)."""
+    ahead_state = list(recent[-1])
+    moved = False
+    for k in watched:
+        a, b, c = (state[k] for state in recent)
+        if _probe_key([a]) is not None and _probe_key([a]) == _probe_key([b]) == _probe_key([c]):
+            continue
+        if not all(is_static(v) and np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.integer)
+                   for v in (a, b, c)):
+            return False
+        step = int(b) - int(a)
+        if int(c) - int(b) != step:
+            return False
+        ahead_state[k] = (np.asarray(c) + np.asarray(step * ahead)).astype(np.asarray(c).dtype)
+        moved = True
+    return moved and probe.call(cond, ahead_state)[0] is UNKNOWN
 
 
 def _condition_reads(cond: Body, body: Body) -> list[int]:
