@@ -1,8 +1,9 @@
 """More op types of ``jta.import_function``, against TensorFlow: ``ListDiff`` (the gradient of
 ``tf.reduce_prod``), ``Roll``, the sorted ``Segment*`` reductions, ``CumulativeLogsumexp``,
 ``tf.print`` (``PrintV2``/``StringFormat``, imported as no-ops), ``tf.gather`` / ``tf.gather_nd``
-with ``batch_dims``, and the refusal of a TensorList of resource handles (``tf.vectorized_map``'s
-fallback loop).
+with ``batch_dims``, the refusal of a TensorList of resource handles (``tf.vectorized_map``'s
+fallback loop), ``DynamicPartition``/``DynamicStitch`` and ``RaggedTensorToTensor`` (``Bincount``) of
+run-time sizes (eager, ``jta.checked``), and the params keys of Keras 3 variables (their paths).
 
 Each program is compared with TensorFlow's own call eagerly and under ``jax.jit``; where it is
 differentiable, ``jax.grad`` of the imported function matches a ``GradientTape`` gradient, and a
@@ -27,7 +28,8 @@ from jta.graph_import._messages import GraphError  # noqa: E402
 
 RNG = np.random.default_rng(0)
 NEW_OPS = ("ListDiff", "Roll", "SegmentSum", "SegmentMax", "SegmentMin", "SegmentMean", "SegmentProd",
-           "CumulativeLogsumexp", "PrintV2", "StringFormat", "Print")
+           "CumulativeLogsumexp", "PrintV2", "StringFormat", "Print", "DynamicPartition", "DynamicStitch",
+           "ParallelDynamicStitch", "RaggedTensorToTensor", "Bincount", "DenseBincount")
 
 
 def _normal(*shape: int) -> np.ndarray:
@@ -282,3 +284,245 @@ def test_vectorized_map_fallback_with_a_variable_is_refused_clearly():
         fn(params, x)
     assert GraphError.TF2_UNSUPPORTED.matches(info.value)
     assert "tf.map_fn" in str(info.value)
+
+
+# -- DynamicPartition and DynamicStitch: row counts the data decides ------------------------------
+def _partition_stitch(v: Any, x: Any, p: Any) -> Any:
+    """The redteam program: partition ``x * v`` by ``p``, change each part, stitch them back."""
+    a, b, c = tf.dynamic_partition(x * v, p, 3)
+    ids = tf.dynamic_partition(tf.reshape(tf.range(tf.size(p)), tf.shape(p)), p, 3)
+    return tf.dynamic_stitch(ids, [a * 2.0, b - 1.0, tf.tanh(c)]), tf.reduce_sum(a) + tf.reduce_sum(c ** 2)
+
+
+PARTITIONS = np.array([[0, 2, 2], [0, 0, 2]], np.int32)  # partition 1 empty
+
+
+def test_dynamic_partition_and_stitch_of_an_argument():
+    """Eagerly the partitions are concrete: TF's shapes and values; under a bare jit they are refused
+    (code 405, naming jta.checked); under jta.checked the row counts are learned: the forward, jax.grad
+    and the tape's train step (DynamicPartition's gradient stitches) match TF."""
+    v = tf.Variable(_normal(2, 3, 2), name="v")
+    x = _normal(2, 3, 2)
+    f = tf.function(lambda x, p: _partition_stitch(v, x, p), input_signature=[_spec(x), _spec(PARTITIONS)])
+
+    @tf.function(input_signature=[_spec(x), _spec(PARTITIONS)])
+    def step(x: Any, p: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y, s = _partition_stitch(v, x, p)
+            loss = tf.reduce_sum(y ** 2) + s
+        return loss, tape.gradient(loss, [v, x])
+
+    fn, params = jta.import_function(f, x, PARTITIONS)
+    train, train_params = jta.import_function(step, x, PARTITIONS)
+
+    def loss(ps: Any, xs: Any, p: Any) -> Any:
+        y, s = fn(ps, xs, p)
+        return jnp.sum(y ** 2) + s
+    checked_fn, checked_train = jta.checked(jax.jit(fn)), jta.checked(jax.jit(train))
+    checked_grad = jta.checked(jax.jit(jax.grad(loss, argnums=(0, 1))))
+    for k, p in enumerate((PARTITIONS, np.array([[1, 1, 0], [2, 1, 1]], np.int32))):  # (checked learns them again)
+        want, want_step = f(x, p), step(x, p)
+        want_grad = ({"v": want_step[1][0]}, want_step[1][1])
+        _close(fn(params, x, p), want)
+        _close(checked_fn(params, x, p), want)
+        _close(train(train_params, x, p), want_step)
+        _close(jax.grad(loss, argnums=(0, 1))(params, x, p), want_grad)
+        if k == 0:
+            _close(checked_train(train_params, x, p), want_step)
+            _close(checked_grad(params, x, p), want_grad)
+    with pytest.raises(jta.errors.UnimplementedError, match="DynamicPartition.*jta.checked learns") as info:
+        jax.jit(fn)(params, x, PARTITIONS)
+    assert GraphError.NOT_STATIC.matches(info.value)
+
+
+@pytest.mark.parametrize("mode", ["eager", "checked"])
+def test_partitions_out_of_range_and_negative_counts_fail_as_in_tensorflow(mode: str) -> None:
+    """A partition id outside [0, num_partitions) and a negative bincount entry are TensorFlow's errors,
+    class and text (codes 449, 450), eagerly and from compiled code under jta.checked, never dropped."""
+    x = _normal(2, 2)
+    cases = [(lambda x, p: tf.dynamic_partition(x, p, 2)[0], np.array([[0, 1], [5, 1]], np.int32), "rank 2"),
+             (lambda x, p: tf.dynamic_partition(tf.reshape(x, [-1]), p, 2)[1], np.array([0, 1, -1, 1], np.int32), ""),
+             (lambda x, p: tf.cast(tf.math.bincount(p), tf.float32) * x[0, 0], np.array([0, -1, 2], np.int32), "")]
+    for f, p, note in cases:
+        f = tf.function(f, input_signature=[_spec(x), _spec(p)])
+        with pytest.raises(tf.errors.InvalidArgumentError) as want:
+            f(x, p)
+        fn, params = jta.import_function(f, x, np.zeros_like(p))
+        run = fn if mode == "eager" else jta.checked(jax.jit(fn))
+        with pytest.raises(jta.errors.InvalidArgumentError) as got:
+            run(params, x, p)
+        text = str(want.value.message).split("}} ")[-1].split(" [Op:")[0].split("\n\t [[")[0]
+        if mode == "checked" and note == "rank 2":  # (compiled code gives the flat index)
+            text = text.replace("[1,0]", "[2]")
+        assert str(got.value).endswith(text)
+
+
+def test_dynamic_partition_of_constant_partitions_runs_under_jit():
+    _check(lambda x: tf.dynamic_partition(x, [[1, 0], [1, 1]], 2), _normal(2, 2, 3))
+    _train_step(lambda v, x: tf.dynamic_partition(v * x, [2, 0, 2, 1], 3)[2], _normal(4), _normal(4))
+
+
+def test_dynamic_stitch_later_rows_win_and_gaps_are_zeros():
+    """A repeated index takes the later row (TensorFlow's rule); an index no row names gives zeros.
+    ``jax.grad`` gives the derivative (an overwritten row gets none); TensorFlow's gradient gathers the
+    output's gradient at every index, overwritten rows too: an imported train step gives TF's values."""
+    i0, i1 = np.array([0, 4, 2], np.int32), np.array([[2, 5], [0, 7]], np.int32)
+
+    def build(a: Any, b: Any, j0: Any, j1: Any) -> Any:
+        return tf.dynamic_stitch([j0, j1], [a, b])
+
+    args = (_normal(3, 2), _normal(2, 2, 2), i0, i1)
+    f = tf.function(build, input_signature=[_spec(a) for a in args])
+    fn, params = jta.import_function(f, *args)
+    want = f(*args)
+    _close(fn(params, *args), want)
+    _close(jta.checked(jax.jit(fn))(params, *args), want)
+    with pytest.raises(jta.errors.UnimplementedError, match="DynamicStitch.*indices.*jta.checked") as info:
+        jax.jit(fn)(params, *args)
+    assert GraphError.NOT_STATIC.matches(info.value)
+    w = _normal(8, 2)
+    grad = jax.grad(lambda a: jnp.sum(w * fn(params, a, *args[1:])))(args[0])
+    _close(grad, np.stack([np.zeros(2, np.float32), w[4], np.zeros(2, np.float32)]))  # rows 0, 2 overwritten
+    _train_step(lambda v, b: tf.dynamic_stitch([i0, i1], [v, b]), args[0], args[1])  # TF's gradient
+    _check(lambda a, b: tf.dynamic_stitch([i0, i1 + 1], [a, b]), *args[:2])  # distinct constant indices, a gap
+
+
+# -- RaggedTensorToTensor: RaggedTensor.to_tensor -------------------------------------------------
+def _ragged_check(build: Any, *args: np.ndarray, static: bool, checked_grad: bool = True) -> None:
+    """``build``'s tf.function against TF eagerly, under jta.checked (with ``static``: under a bare jit
+    too; without, a bare jit refuses, naming jta.checked) and jax.grad with respect to the values (the
+    first argument) against the tape's, eagerly and (``checked_grad``) under jta.checked."""
+    f = tf.function(build, input_signature=[_spec(a) for a in args])
+    want = f(*args)
+    fn, params = jta.import_function(f, *args)
+    _close(fn(params, *args), want)
+    _close(jta.checked(jax.jit(fn))(params, *args), want)
+    if static:
+        _close(jax.jit(fn)(params, *args), want)
+    else:
+        with pytest.raises(jta.errors.UnimplementedError, match="jta.checked learns") as info:
+            jax.jit(fn)(params, *args)
+        assert GraphError.NOT_STATIC.matches(info.value)
+    x0 = tf.constant(args[0])
+    with tf.GradientTape() as tape:  # (a loss of any shape: jta.checked's first compilation has 0 rows there)
+        tape.watch(x0)
+        loss = tf.reduce_sum(tf.sin(build(x0, *args[1:])) ** 2)
+    want_grad = tf.convert_to_tensor(tape.gradient(loss, x0))  # (an IndexedSlices)
+
+    def loss_fn(x: Any, *rest: Any) -> Any:
+        return jnp.sum(jnp.sin(fn(params, x, *rest)) ** 2)
+    _close(jax.grad(loss_fn)(args[0], *args[1:]), want_grad)
+    if checked_grad:
+        _close(jta.checked(jax.jit(jax.grad(loss_fn)))(args[0], *args[1:]), want_grad)
+
+
+ROW_LENGTHS = np.array([3, 0, 4], np.int64)
+
+
+def test_ragged_to_tensor_from_row_lengths():
+    _ragged_check(lambda v, n: tf.RaggedTensor.from_row_lengths(v, n).to_tensor(default_value=-1.0),
+                  _normal(7, 2), ROW_LENGTHS, static=False)
+
+
+@pytest.mark.parametrize("shape", [[4, 5, 2], [2, 2, 2], [None, 6, None]])
+def test_ragged_to_tensor_with_a_shape_pads_and_truncates(shape):
+    _ragged_check(lambda v, n: tf.RaggedTensor.from_row_lengths(v, n).to_tensor(default_value=[7.0, 8.0],
+                                                                                 shape=shape),
+                  _normal(7, 2), ROW_LENGTHS, static=True)
+
+
+def test_ragged_to_tensor_of_constant_row_lengths_runs_under_jit():
+    _check(lambda v: tf.RaggedTensor.from_row_lengths(v, [1, 3, 0, 2]).to_tensor() * 2.0, _normal(6, 3))
+
+
+def test_ragged_to_tensor_from_value_rowids_and_nested_row_lengths():
+    rowids = np.array([0, 0, 2, 2, 2, 3, 3], np.int64)
+    _ragged_check(lambda v, r: tf.RaggedTensor.from_value_rowids(v, r, nrows=5).to_tensor(default_value=0.5),
+                  _normal(7), rowids, static=False, checked_grad=False)
+    # (from_value_rowids counts the rows with tf.math.bincount, whose size a bare jit does not know)
+    _ragged_check(lambda v, r: tf.RaggedTensor.from_value_rowids(v, r, nrows=4).to_tensor(shape=[None, 2]),
+                  _normal(7), rowids, static=False, checked_grad=False)
+    _ragged_check(lambda v, a, b: tf.RaggedTensor.from_nested_row_lengths(v, [a, b]).to_tensor(),
+                  _normal(7, 2), np.array([2, 0, 1], np.int32), np.array([3, 0, 4], np.int32), static=False)
+
+
+@pytest.mark.long_only  # (about 8 s; the op itself is covered by the lighter tests above)
+def test_ragged_input_of_a_keras_lstm_train_step():
+    """The redteam program: a tf_keras LSTM given a RaggedTensor built inside the function."""
+    tf_keras = pytest.importorskip("tf_keras")
+    lstm = tf_keras.layers.LSTM(3)
+    values, lengths = _normal(7, 2), np.array([3, 4], np.int64)
+
+    @tf.function(input_signature=[_spec(values), _spec(lengths)])
+    def step(v: Any, n: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(lstm(tf.RaggedTensor.from_row_lengths(v, n)) ** 2)
+        return loss, tape.gradient(loss, lstm.trainable_variables)
+
+    step(values, lengths)
+    fn, params = jta.import_function(step, values, lengths)
+    want = step(values, lengths)
+    _close(fn(params, values, lengths), want)
+    _close(jta.checked(jax.jit(fn))(params, values, lengths), want)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_bincount_of_a_constant_size(binary):
+    """(TensorFlow registers no gradient for these.)"""
+    ids = np.array([[0, 5, 1, 1], [2, 2, 2, 0]], np.int32)
+    _check(lambda w, i: tf.raw_ops.DenseBincount(input=i, size=3, weights=w, binary_output=binary), _normal(2, 4),
+           ids, grad=False)
+    _check(lambda w, i: tf.raw_ops.DenseBincount(input=i[0], size=4, weights=[], binary_output=binary) * 2.0,
+           np.float32(0), ids, grad=False)
+    _check(lambda w, i: tf.raw_ops.Bincount(arr=i[1], size=4, weights=w[1]), _normal(2, 4), ids, grad=False)
+    _check(lambda w: w * tf.raw_ops.DenseBincount(input=ids, size=3, weights=[], binary_output=binary), _normal(2, 3))
+    _check(lambda w: w * tf.raw_ops.Bincount(arr=ids[0], size=6, weights=[1.0, 2.0, 3.0, 4.0]), _normal(6))
+
+
+# -- params keys: a Keras 3 variable's path ------------------------------------------------------
+def test_keras3_subclassed_model_params_are_keyed_by_path():
+    """A Keras 3 subclassed model's tf.Variables are named by the model's scope alone (``m/kernel``
+    twice); the params keys are the Keras paths (``m/dense/kernel``), as ``model.weights`` names them."""
+    keras = pytest.importorskip("keras")
+
+    class Model(keras.Model):
+        def __init__(self) -> None:
+            super().__init__(name="m")
+            self.cell = keras.layers.GRUCell(4)
+            self.out = keras.layers.Dense(2)
+
+        def call(self, x: Any) -> Any:
+            o, _ = self.cell(x[:, 0], tf.zeros([2, 4]))
+            return self.out(o)
+
+    m = Model()
+    x = _normal(2, 5, 3)
+    m(x)
+    f = tf.function(lambda x: m(x), input_signature=[_spec(x)])
+    fn, params = jta.import_function(f, x)
+    assert sorted(params) == sorted(v.path for v in m.weights) == [
+        "m/dense/bias", "m/dense/kernel", "m/gru_cell/bias", "m/gru_cell/kernel", "m/gru_cell/recurrent_kernel"]
+    for v in m.weights:
+        np.testing.assert_array_equal(params[v.path], v.numpy())
+    _close(jax.jit(fn)(params, x), f(x))
+
+
+def test_tf_keras_and_plain_variables_keep_their_names():
+    tf_keras = pytest.importorskip("tf_keras")
+
+    class Model(tf_keras.Model):
+        def __init__(self) -> None:
+            super().__init__(name="tm")
+            self.out = tf_keras.layers.Dense(2)
+
+        def call(self, x: Any) -> Any:
+            return self.out(x)
+
+    m, w = Model(), tf.Variable(_normal(2), name="scale")
+    x = _normal(3, 4)
+    m(x)
+    f = tf.function(lambda x: m(x) * w, input_signature=[_spec(x)])
+    fn, params = jta.import_function(f, x)
+    assert sorted(params) == sorted([v.name.removesuffix(":0") for v in m.weights] + ["scale"])
+    _close(fn(params, x), f(x))

@@ -480,24 +480,6 @@ def _unsorted_segment_sum(node: Node, args: list[Any]) -> list[Any]:
                                 jnp.asarray(ids).reshape(-1), n)]
 
 
-@_reg("DynamicStitch", "ParallelDynamicStitch")
-def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
-    n = len(args) // 2
-    indices, data = args[:n], args[n:]
-    if all(is_static(i) for i in indices):
-        flat = np.concatenate([np.reshape(i, -1) for i in indices])
-        rest = np.shape(data[0])[np.ndim(indices[0]):]
-        values = [xp_of(d).reshape(d, (-1,) + rest) for d in data]
-        xp = xp_of(*data)
-        out = xp.zeros((int(flat.max()) + 1 if flat.size else 0,) + rest, result_dtype(*data))
-        stacked = xp.concatenate(values)
-        if xp is np:
-            out[flat] = stacked
-            return [out]
-        return [out.at[flat].set(stacked)]
-    GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what="the indices")
-
-
 @_reg("ReverseSequence")
 def _reverse_sequence(node: Node, args: list[Any]) -> list[Any]:
     x, lengths = args

@@ -539,15 +539,3 @@ def _in_top_k(node: Node, args: list[Any]) -> list[Any]:
     target = jnp.take_along_axis(predictions, jnp.clip(targets, 0, classes - 1)[:, None].astype(jnp.int32), 1)
     above = jnp.sum(predictions > target, axis=1)
     return [valid & jnp.isfinite(target[:, 0]) & (above < int(k))]
-
-
-@_reg("DynamicPartition")
-def _dynamic_partition(node: Node, args: list[Any]) -> list[Any]:
-    """``data`` split by ``partitions`` (a prefix of its shape) into ``num_partitions`` outputs, in
-    order: the ids of a partitioned ``embedding_lookup``. The outputs' sizes depend on the
-    partitions, which must be static."""
-    data, partitions = args
-    partitions = static_value(node, partitions, "partitions")
-    flat = np.reshape(partitions, -1)
-    rows = xp_of(data).reshape(data, (flat.size, *np.shape(data)[partitions.ndim:]))
-    return [as_numpy(rows[np.flatnonzero(flat == i)]) for i in range(int(node.attr("num_partitions")))]

@@ -1,0 +1,272 @@
+"""Ops whose results' sizes their inputs' values decide: ``Range``, ``DynamicPartition``,
+``DynamicStitch``, ``RaggedTensorToTensor``, ``Bincount`` (``Where`` is in :mod:`._ops_linalg`).
+
+A size is known while tracing (constants, shape arithmetic) or in an eager call (concrete
+arguments); under ``jta.checked`` it is learned at run time (a record of code 506 makes it compile
+for the size the run saw, and run again where they differ); under a bare ``jit`` it is refused
+(code 405), naming ``jta.checked``. TensorFlow's checks of the values come with its texts, from
+compiled code too.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._core import capacities
+from .._delivery import value_ops
+from ._messages import GraphError
+from ._nodes import Node
+from ._ops import OPS, as_numpy, is_static, registrar, static_value, xp_of
+
+_reg = registrar(OPS)
+
+
+def _learned_size(node: Node, size: Any, what: str, first: int) -> int:
+    """The row count ``size`` (a traced scalar: the data decides it) as an int: under ``jta.checked``, what
+    it learned at run time (``first`` before a run told it: :func:`jta._core.capacities.learned_rows`);
+    elsewhere (a bare ``jit``, ``grad``) refused with ``GraphError.NOT_STATIC``, which names ``jta.checked``."""
+    rows = capacities.learned_rows(size, node.name, stack=False, first=first)
+    if rows is None:
+        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=what)
+    return rows
+
+
+def _concrete(v: Any) -> Any:
+    """``v`` as numpy when it is known when the op runs (a constant, a concrete argument of an eager
+    call), else ``None`` (traced under ``jit``/``grad``)."""
+    try:
+        return np.asarray(v)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return None
+
+
+# The row counts learned for traced partitions, by the partitions' id (checked against a weak reference):
+# the partitions of data and of its row numbers (the idiom with DynamicStitch, DynamicPartition's gradient)
+# get the same counts, in every trace, also while jta.checked has learned only some of them.
+_PARTITION_SIZES: dict[int, tuple[weakref.ref[Any], list[int]]] = {}
+
+
+@_reg("DynamicPartition")
+def _dynamic_partition(node: Node, args: list[Any]) -> list[Any]:
+    """``data`` split by ``partitions`` (a prefix of its shape) into ``num_partitions`` outputs, rows in
+    order: ``tf.dynamic_partition`` (the ids of a partitioned ``embedding_lookup``). The outputs' row
+    counts depend on the partitions' values: known while tracing or in an eager call; under
+    ``jta.checked`` learned at run time (:func:`_learned_size`); refused under a bare ``jit``. An id
+    outside ``[0, num_partitions)`` fails with TensorFlow's text (code 449; from compiled code, the
+    index of partitions of rank 2 or more is their flat one)."""
+    data, partitions = args
+    count = int(node.attr("num_partitions"))
+    rest = tuple(np.shape(data)[np.ndim(partitions):])
+    known = _concrete(partitions)
+    if known is not None:
+        flat = np.reshape(known, -1)
+        bad = np.flatnonzero((flat < 0) | (flat >= count))
+        if bad.size:
+            at = ",".join(str(int(i)) for i in np.unravel_index(bad[0], np.shape(known)))
+            GraphError.PARTITION_RANGE.raise_(name=node.name, op=node.op, index=at, value=int(flat[bad[0]]),
+                                              count=count)
+        rows = xp_of(data).reshape(data, (flat.size, *rest))
+        return [as_numpy(rows[np.flatnonzero(flat == i)]) for i in range(count)]
+    flat = jnp.reshape(partitions, -1)
+    outside = (flat < 0) | (flat >= count)
+    first = jnp.argmax(outside)
+    value_ops.report(node.name, jnp.any(outside), GraphError.PARTITION_RANGE, first, flat[first], count,
+                     extra={"op": node.op})
+    shared = _PARTITION_SIZES.get(id(partitions))
+    if shared is not None and shared[0]() is partitions and len(shared[1]) == count:
+        sizes = shared[1]  # (another DynamicPartition by the same partitions in this trace: the rows it learned)
+    else:
+        # under jta.checked each partition's rows are learned; before they are, the last has the rows the
+        # others leave (all of them at first), so that every trace's partitions have data's rows together
+        # (a gradient stitches them back and reshapes to data's shape)
+        sizes = []
+        for i in range(count):
+            sizes.append(_learned_size(node, jnp.sum(flat == i), "partitions (each partition's row count is an "
+                                       "output's shape; jta.checked learns them at run time)",
+                                       max(flat.size - sum(sizes), 0) if i == count - 1 else 0))
+        for key in [k for k, (ref, _) in _PARTITION_SIZES.items() if ref() is None]:
+            del _PARTITION_SIZES[key]
+        _PARTITION_SIZES[id(partitions)] = (weakref.ref(partitions), sizes)
+    rows = jnp.reshape(jnp.asarray(data), (flat.size, *rest))
+    return [rows[jnp.nonzero(flat == i, size=n)[0]] for i, n in enumerate(sizes)]
+
+
+@_reg("DynamicStitch", "ParallelDynamicStitch")
+def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
+    """``merged[indices[m][i]] = data[m][i]``: the rows of ``data`` placed at ``indices``, ``max + 1``
+    rows; where an index repeats the later row wins, as in TensorFlow, and an index no row names gives
+    zeros. The row count is the indices' largest value: known while tracing or in an eager call; under
+    ``jta.checked`` learned at run time; refused under a bare ``jit``. (It replaces the version in
+    :mod:`._ops` that needed static indices: the ``jax.grad`` of it is the derivative, each row's
+    gradient the output row it wins.)"""
+    n = len(args) // 2
+    indices, data = args[:n], args[n:]
+    rest = tuple(np.shape(data[0])[np.ndim(indices[0]):])
+    known = [_concrete(i) for i in indices]
+    values = [xp_of(d).reshape(d, (-1, *rest)) for d in data]
+    stacked = xp_of(*data).concatenate(values)
+    if all(k is not None for k in known):
+        flat = np.concatenate([np.reshape(k, -1) for k in known]).astype(np.int64)
+        size = int(flat.max()) + 1 if flat.size else 0
+        winner = np.full(size, -1, np.int64)
+        winner[flat] = np.arange(flat.size)  # (numpy assigns a repeated index its last value)
+    else:
+        flat = jnp.concatenate([jnp.reshape(jnp.asarray(i), -1) for i in indices])
+        # (first guess: as many rows as indices, as where they are a permutation: the gradient of DynamicPartition)
+        size = _learned_size(node, jnp.max(flat, initial=-1) + 1,
+                             "the indices (their largest, plus one, is the output's row count; jta.checked "
+                             "learns it at run time)", flat.size)
+        winner = jax.ops.segment_max(jnp.arange(flat.size), flat, num_segments=size)
+    written = (winner >= 0).reshape((size,) + (1,) * len(rest))
+    xp = np if is_static(stacked) and isinstance(winner, np.ndarray) else jnp
+    rows = xp.take(stacked, xp.maximum(winner, 0), axis=0) if np.shape(stacked)[0] else xp.zeros(
+        (size, *rest), stacked.dtype)
+    return [as_numpy(xp.where(written, rows, xp.zeros_like(rows)))]
+
+
+def _size_of(node: Node, value: Any, what: str) -> int:
+    """A dimension of an output: ``value`` (a scalar) known when the op runs, else learned by
+    ``jta.checked`` (:func:`_learned_size`), else refused."""
+    known = _concrete(value)
+    return int(known) if known is not None else _learned_size(node, value, what, 0)
+
+
+@_reg("RaggedTensorToTensor")
+def _ragged_tensor_to_tensor(node: Node, args: list[Any]) -> list[Any]:
+    """``RaggedTensor.to_tensor``: the ragged tensor's ``values`` placed in a dense tensor filled with
+    ``default_value``, each value at its row's position along each ragged dimension; ``shape`` (``-1``
+    entries, or a scalar ``-1``: the natural size) pads or truncates. The row partitions are ``ROW_SPLITS``
+    (one per ragged dimension) or ``FIRST_DIM_SIZE`` then ``VALUE_ROWIDS``. A dimension that ``shape``
+    leaves open and the data decides (a ragged one: its longest row) is known while tracing or in an
+    eager call, learned by ``jta.checked`` at run time, and refused under a bare ``jit``."""
+    shape, values, default = args[:3]
+    partitions = list(args[3:])
+    kinds = [k.decode() if isinstance(k, bytes) else str(k) for k in node.attr("row_partition_types")]
+    first = None
+    if kinds and kinds[0] == "FIRST_DIM_SIZE":
+        first, kinds, partitions = partitions[0], kinds[1:], partitions[1:]
+    if not kinds or set(kinds) != {"VALUE_ROWIDS" if first is not None else "ROW_SPLITS"}:
+        GraphError.UNSUPPORTED.raise_(items=f"  - node {node.name} (RaggedTensorToTensor): row_partition_types "
+                                            f"{node.attr('row_partition_types')}; ROW_SPLITS, or FIRST_DIM_SIZE and "
+                                            "VALUE_ROWIDS, run")
+    ragged, inner = len(partitions), tuple(np.shape(values)[1:])
+    wanted = np.reshape(static_value(node, shape, "the shape"), -1).astype(np.int64)
+    if wanted.size == 1 and wanted[0] == -1:  # (a scalar -1: the shape of unknown rank, all natural)
+        wanted = np.full(ragged + 1 + len(inner), -1, np.int64)
+    dense = zip(wanted[ragged + 1:], inner, strict=False)
+    if wanted.size != ragged + 1 + len(inner) or any(w not in (-1, d) for w, d in dense):
+        GraphError.UNSUPPORTED.raise_(items=f"  - node {node.name} (RaggedTensorToTensor): shape {wanted.tolist()} "
+                                            f"for ragged rank {ragged} and values of shape {np.shape(values)} (the "
+                                            "dense dimensions cannot change)")
+    known = [_concrete(p) for p in partitions]
+    xp = np if all(k is not None for k in known) else jnp
+    parts = [k if k is not None else jnp.asarray(p) for k, p in zip(known, partitions, strict=True)]
+    if wanted[0] >= 0:
+        dims = [int(wanted[0])]
+    elif first is None:
+        dims = [int(np.shape(parts[0])[0]) - 1]
+    else:
+        dims = [_size_of(node, first, "the first dimension (FIRST_DIM_SIZE)")]
+    # each level's items (the elements of the rows, ..., values' rows): their positions in the output
+    paths: list[Any] = []
+    for k, p in enumerate(parts):
+        if first is None:  # row_splits: the row of item j, and its place in that row
+            count = int(np.shape(parts[k + 1])[0]) - 1 if k + 1 < ragged else int(np.shape(values)[0])
+            j = xp.arange(count)
+            parent = xp.searchsorted(p, j, side="right") - 1
+            col = j - p[parent]
+            natural = xp.max(p[1:] - p[:-1], initial=0)
+        else:  # value_rowids (sorted): the row of item j, and how many items of that row come before it
+            parent = p
+            col = xp.arange(np.shape(p)[0]) - xp.searchsorted(p, p, side="left")
+            natural = xp.max(col, initial=-1) + 1
+        dims.append(int(wanted[k + 1]) if wanted[k + 1] >= 0 else _size_of(
+            node, natural, f"ragged dimension {k + 1} (its longest row's length; jta.checked learns it at run time)"))
+        paths = [*(path[parent] for path in paths), col] if paths else [parent, col]
+    out_shape = (*dims, *inner)
+    dtype = np.asarray(values).dtype if is_static(values) else values.dtype
+    if xp is np and is_static(values) and is_static(default):
+        out = np.array(np.broadcast_to(np.asarray(default, dtype), out_shape))
+        keep = np.all([(p >= 0) & (p < d) for p, d in zip(paths, dims, strict=False)], axis=0)
+        out[tuple(p[keep] for p in paths)] = np.asarray(values)[keep]
+        return [out]
+    fill = jnp.broadcast_to(jnp.asarray(default, dtype), out_shape)
+    if 0 in out_shape:  # (nothing to place; JAX cannot differentiate a scatter into an empty dimension)
+        return [fill]
+    return [fill.at[tuple(jnp.asarray(p) for p in paths)].set(values, mode="drop")]
+
+
+@_reg("Bincount", "DenseBincount")
+def _bincount(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.math.bincount``: for each value in ``[0, size)``, how many entries of ``arr`` (each row of a
+    matrix ``arr``) equal it, or the sum of their ``weights`` (empty: counts); ``binary_output``: whether
+    any does. A negative value fails with TensorFlow's text (code 450); values past ``size`` are not
+    counted. ``size`` (from ``arr``'s largest value unless ``minlength`` and ``maxlength`` fix it) is
+    known when the op runs or learned by ``jta.checked`` (:func:`_size_of`)."""
+    arr, size, weights = args
+    known = _concrete(arr)
+    value_ops.report(node.name, bool(np.any(known < 0)) if known is not None else jnp.any(jnp.asarray(arr) < 0),
+                     GraphError.BINCOUNT_NEGATIVE, extra={"op": node.op})
+    dtype = np.dtype(node.attr("T"))
+    size = _size_of(node, size, "the size (the output's length; jta.checked learns it at run time)")
+    binary = bool(node.attr("binary_output", False))
+    if is_static(arr) and is_static(weights):  # (static: a count that feeds shapes stays one)
+        ids = np.asarray(arr)
+        w = np.ones(ids.shape, dtype) if np.size(weights) == 0 or binary else np.asarray(weights, dtype)
+        rows = ids.reshape(-1, ids.shape[-1] if ids.ndim == 2 else ids.size)
+        out = np.zeros((rows.shape[0], size), dtype)
+        for r, (i, v) in enumerate(zip(rows, w.reshape(rows.shape), strict=True)):
+            keep = (i >= 0) & (i < size)
+            np.add.at(out[r], i[keep], v[keep])
+        out = out if ids.ndim == 2 else out[0]
+        return [(out > 0).astype(dtype) if binary else out]
+    dtype = jax.dtypes.canonicalize_dtype(dtype)
+    ids = jnp.asarray(arr)
+    weights = jnp.ones(ids.shape, dtype) if np.size(weights) == 0 or binary else jnp.asarray(weights, dtype)
+    if ids.ndim == 2:  # (DenseBincount of a batch: a row of counts per row)
+        offset = jnp.where((ids >= 0) & (ids < size), ids + size * jnp.arange(ids.shape[0])[:, None], -1)
+        out = jax.ops.segment_sum(weights.reshape(-1), offset.reshape(-1), ids.shape[0] * size).reshape(-1, size)
+    else:
+        out = jax.ops.segment_sum(weights.reshape(-1), ids.reshape(-1), size)
+    return [(out > 0).astype(dtype) if binary else out]
+
+
+@_reg("Range")
+def _range(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.range``, with TensorFlow's checks. Its length is its shape: static values, or under
+    ``jta.checked`` an integer range of a static ``delta`` whose length the run decides (learned, as
+    ``Where``'s count is)."""
+    start, limit, delta = args
+    first, last, step = (_concrete(a) for a in args)
+    if step is None or (first is None or last is None) and not jnp.issubdtype(jnp.result_type(start), jnp.integer):
+        static_value(node, delta if step is None else start if first is None else limit, "start, limit and delta")
+        raise AssertionError  # unreachable: static_value raised (the value is traced)
+    step = step.item()
+    if step == 0:
+        GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=f"Requires delta != 0: {_number(step)}")
+    check = GraphError.RANGE_UP if step > 0 else GraphError.RANGE_DOWN
+    if first is not None and last is not None:
+        if (first > last) if step > 0 else (first < last):
+            check.raise_(name=node.name, op=node.op, start=_number(first.item()), limit=_number(last.item()))
+        return [np.arange(first.item(), last.item(), step).astype(node.attr("Tidx", first.dtype))]
+    first, last = jnp.asarray(start), jnp.asarray(limit)
+    count = jnp.maximum((last - first + step - np.sign(step)) // step, 0)
+    rows = capacities.learned_rows(count, node.name, stack=False)
+    if rows is None:
+        static_value(node, start if _concrete(start) is None else limit,
+                     "start and limit (the number of elements is the result's shape; jta.checked learns it at "
+                     "run time)")
+        raise AssertionError  # unreachable: static_value raised
+    value_ops.report(node.name, first > last if step > 0 else first < last, check, first, last, extra={"op": node.op})
+    dtype = jax.dtypes.canonicalize_dtype(node.attr("Tidx", first.dtype))
+    return [(first + step * jnp.arange(rows)).astype(dtype)]
+
+
+def _number(v: Any) -> str:
+    """A number as TensorFlow's messages write it (``5``, ``0.5``)."""
+    return f"{v:g}" if isinstance(v, float) else str(v)
