@@ -527,6 +527,24 @@ def test_gather_gradient_with_repeated_indices() -> None:
     np.testing.assert_allclose(jax.grad(lambda p: fwd(p, x))(params)["w"], [11.0, 100.0, 0.0])
 
 
+def test_a_growing_loop_variable_of_a_run_time_trip_count() -> None:
+    """A cache grown by tf.concat (``shape_invariants``) in a loop of a run-time trip count runs eagerly
+    and is refused under jit with the ways out (code 436), never a JAX shape error."""
+    @tf.function(input_signature=[tf.TensorSpec([5, 3], tf.float32), tf.TensorSpec([], tf.int32)])
+    def f(x: Any, n: Any) -> Any:
+        i0, cache = tf.constant(0), tf.zeros([0, 3])
+        _, cache = tf.while_loop(lambda i, c: i < n, lambda i, c: (i + 1, tf.concat([c, x[i][None] * 2.0], 0)),
+                                 (i0, cache), shape_invariants=(i0.shape, tf.TensorShape([None, 3])))
+        return cache
+
+    x, n = np.arange(15, dtype=np.float32).reshape(5, 3), np.int32(4)
+    jax_fn, params = jta.import_function(f, x, n)
+    _close(jax_fn(params, x, n), f(x, n))
+    with pytest.raises(jta.errors.UnimplementedError, match="changes shape from .* The ways out") as caught:
+        jax.jit(jax_fn)(params, x, n)
+    assert GraphError.TF2_LOOP.matches(caught.value)
+
+
 @pytest.mark.parametrize("program", ["split_in_a_loop", "rows_of_their_own_shapes"])
 def test_elements_of_different_shapes_under_a_tape(program: str) -> None:
     """A TensorArray split into pieces of different lengths inside a loop, and one of ``infer_shape=False``

@@ -398,6 +398,8 @@ def _like(node: Node, new: Any, old: Any) -> Any:
     value = jnp.asarray(new).astype(old.dtype)
     if value.shape != old.shape:
         GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what=(
-            f"a loop variable changes shape from {old.shape} to {value.shape} (shape_invariants); a lax loop "
-            "needs fixed shapes."))
+            f"a loop variable changes shape from {old.shape} to {value.shape} (shape_invariants, as a cache "
+            "grown by tf.concat); a lax loop needs fixed shapes. The ways out: a static trip count of at most "
+            f"{MAX_UNROLL} steps (the loop is then unrolled), an eager call (concrete arguments: the loop runs "
+            "step by step), or a tf.TensorArray written at the step in place of the growing tensor."))
     return value
