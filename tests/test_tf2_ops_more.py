@@ -338,12 +338,14 @@ def test_dynamic_partition_and_stitch_of_an_argument():
 
 @pytest.mark.parametrize("mode", ["eager", "checked"])
 def test_partitions_out_of_range_and_negative_counts_fail_as_in_tensorflow(mode: str) -> None:
-    """A partition id outside [0, num_partitions) and a negative bincount entry are TensorFlow's errors,
-    class and text (codes 449, 450), eagerly and from compiled code under jta.checked, never dropped."""
+    """A partition id outside [0, num_partitions), a negative bincount entry and a negative stitch index
+    are TensorFlow's errors, class and text (codes 449, 450, 451), eagerly and from compiled code under
+    jta.checked, never dropped."""
     x = _normal(2, 2)
     cases = [(lambda x, p: tf.dynamic_partition(x, p, 2)[0], np.array([[0, 1], [5, 1]], np.int32), "rank 2"),
              (lambda x, p: tf.dynamic_partition(tf.reshape(x, [-1]), p, 2)[1], np.array([0, 1, -1, 1], np.int32), ""),
-             (lambda x, p: tf.cast(tf.math.bincount(p), tf.float32) * x[0, 0], np.array([0, -1, 2], np.int32), "")]
+             (lambda x, p: tf.cast(tf.math.bincount(p), tf.float32) * x[0, 0], np.array([0, -1, 2], np.int32), ""),
+             (lambda x, p: tf.dynamic_stitch([tf.constant([0, 1]), p], [x[0], x[1]]), np.array([2, -1], np.int32), "")]
     for f, p, note in cases:
         f = tf.function(f, input_signature=[_spec(x), _spec(p)])
         with pytest.raises(tf.errors.InvalidArgumentError) as want:

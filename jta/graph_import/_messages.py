@@ -127,6 +127,7 @@ class GraphError(Message):
                        "{start}/{limit}", ("start", "limit"))
     PARTITION_RANGE = (449, InvalidArgumentError, "Node {name} ({op}): partitions[{index}] = {value} is not in "
                             "[0, {count})", ("index", "value", "count"))
+    STITCH_RANGE = (451, InvalidArgumentError, "Node {name} ({op}): indices[{index}] is out of range", ("index",))
     BINCOUNT_NEGATIVE = (450, InvalidArgumentError, "Node {name} ({op}): Input arr must be non-negative!", ())
     LIST_FULL = (446, InvalidArgumentError, "Node {name} ({op}): Tried to push item into a full list list size: "
                       "{size} max_num_elements: {max}", ("size", "max"))  # (TensorFlow's "list list")

@@ -99,8 +99,8 @@ def _dynamic_partition(node: Node, args: list[Any]) -> list[Any]:
 @_reg("DynamicStitch", "ParallelDynamicStitch")
 def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
     """``merged[indices[m][i]] = data[m][i]``: the rows of ``data`` placed at ``indices``, ``max + 1``
-    rows; where an index repeats the later row wins, as in TensorFlow, and an index no row names gives
-    zeros. The row count is the indices' largest value: known while tracing or in an eager call; under
+    rows; where an index repeats the later row wins, as in TensorFlow, an index no row names gives
+    zeros, and a negative one fails with TensorFlow's text (code 451). The row count is the indices' largest value: known while tracing or in an eager call; under
     ``jta.checked`` learned at run time; refused under a bare ``jit``. (It replaces the version in
     :mod:`._ops` that needed static indices: the ``jax.grad`` of it is the derivative, each row's
     gradient the output row it wins.)"""
@@ -110,13 +110,20 @@ def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
     known = [_concrete(i) for i in indices]
     values = [xp_of(d).reshape(d, (-1, *rest)) for d in data]
     stacked = xp_of(*data).concatenate(values)
+    # a negative index is TensorFlow's error, naming its place in its own indices tensor (code 451)
+    place = np.concatenate([np.arange(np.size(i)) for i in indices]).astype(np.int32)
     if all(k is not None for k in known):
         flat = np.concatenate([np.reshape(k, -1) for k in known]).astype(np.int64)
+        bad = np.flatnonzero(flat < 0)
+        if bad.size:
+            GraphError.STITCH_RANGE.raise_(name=node.name, op=node.op, index=int(place[bad[0]]))
         size = int(flat.max()) + 1 if flat.size else 0
         winner = np.full(size, -1, np.int64)
         winner[flat] = np.arange(flat.size)  # (numpy assigns a repeated index its last value)
     else:
         flat = jnp.concatenate([jnp.reshape(jnp.asarray(i), -1) for i in indices])
+        value_ops.report(node.name, jnp.any(flat < 0), GraphError.STITCH_RANGE, jnp.asarray(place)[jnp.argmax(flat < 0)],
+                         extra={"op": node.op})
         # (first guess: as many rows as indices, as where they are a permutation: the gradient of DynamicPartition)
         size = _learned_size(node, jnp.max(flat, initial=-1) + 1,
                              "the indices (their largest, plus one, is the output's row count; jta.checked "
