@@ -13,17 +13,22 @@ Against a native ``jax.jit`` of the same loop (``lax.scan`` stacking ``h``), the
 per-call cost is split into:
 
 * ``program``: ``jax.jit(f, checks=False)`` vs native: the TensorArray itself;
-* ``decision``: ``jax.jit(jta.checkify(f))``, blocked on, vs ``checks=False``: the staged
-  decision's kernels and the record as an extra output of the program;
-* ``transfer``: the same plus ``np.asarray(record)``: the record's trip to the host;
+* ``decision``: ``jax.jit(jta.checkify(f))``, its record and output waited for, vs
+  ``checks=False``: the staged decision's kernels and the record as an extra output;
+* ``transfer``: the same plus the record's trip to the host, as ``jta.checked`` makes it (it
+  waits for the record, then converts it: ``np.asarray`` of a record still being computed costs
+  about 2 µs more on XLA:CPU);
 * ``python``: ``jta.checked(f)`` vs that: jta's Python work per call.
 
 Times are per call, the 10th percentile (``--median``: the median) of ``--rounds`` interleaved,
 rotated rounds of ``--calls`` calls in this one process: the machine may be shared, and a low
-percentile is what other processes disturb least. The deterministic counts do not depend on the
-load: kernels of the optimized HLO's entry computation (outside the loop: each runs once per
-call), outputs of the program ``jta.checked`` compiles, and, from cProfile, Python function calls
-and host transfers (``numpy.asarray`` of a jax array) per call of ``jta.checked``.
+percentile is what other processes disturb least. ``--per-call`` times each call on its own
+instead (``--rounds`` calls of each, the variants interleaved call by call): on XLA:CPU a call's
+time is bimodal (the runtime's worker thread awake, or woken: about 30 µs more on a shared 2-core
+machine), and the low percentile of single calls is the awake mode. The deterministic counts do
+not depend on the load: kernels of the optimized HLO's entry computation (outside the loop: each
+runs once per call), outputs of the program ``jta.checked`` compiles, and, from cProfile, Python
+function calls and host transfers (``numpy.asarray`` of a jax array) per call of ``jta.checked``.
 
 ``--against REV`` also times ``jta.checked`` as of git revision ``REV`` (its ``api.py``,
 ``hoisting.py`` and ``slots.py``, loaded next to the current ones), interleaved with the current
@@ -102,15 +107,24 @@ def cases(T: int) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
               "checkify": jax.jit(jta.checkify(staged)), "checked": jta.checked(staged),
               "checked_known": jta.checked(jax.jit(known))}
 
-    def fetched() -> Any:
+    # The record and the output are waited for one by one, as ``jta.checked`` and its caller do:
+    # ``jax.block_until_ready`` of two arrays (a batched wait) costs about 2 µs more on XLA:CPU.
+    def checkified() -> Any:
         errors, out = jitted["checkify"](W, xs, offset)
+        errors.record.block_until_ready()
+        return out
+
+    def fetched() -> Any:  # the record's trip as ``jta.checked`` makes it: waited for, then converted
+        errors, out = jitted["checkify"](W, xs, offset)
+        errors.record.block_until_ready()
         np.asarray(errors.record)
         return out
 
     def blocked(name: str) -> Callable[[], Any]:
         return lambda: jax.block_until_ready(jitted[name](W, xs, offset))
 
-    calls = {name: blocked(name) for name in ("native", "nochecks", "checkify")}
+    calls = {name: blocked(name) for name in ("native", "nochecks")}
+    calls["checkify"] = lambda: jax.block_until_ready(checkified())
     calls["fetched"] = lambda: jax.block_until_ready(fetched())
     calls["checked"] = blocked("checked")
     calls["checked_known"] = blocked("checked_known")
@@ -135,6 +149,26 @@ def interleaved_us(calls: dict[str, Callable[[], Any]], rounds: int, per_round: 
     if low:
         return {k: statistics.quantiles(v, n=10)[0] for k, v in samples.items()}
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def per_call_us(calls: dict[str, Callable[[], Any]], samples: int, low: bool = True) -> dict[str, float]:
+    """µs per call of each, timed call by call, the variants interleaved (in alternating order):
+    the 10th percentile over ``samples`` calls of each (``low``), or the median."""
+    for call in calls.values():
+        for _ in range(10):
+            call()  # compile, warm
+    names = list(calls)
+    times: dict[str, list[float]] = {k: [] for k in names}
+    clock = time.perf_counter_ns
+    for i in range(samples):
+        for name in names if i % 2 else names[::-1]:
+            call = calls[name]
+            start = clock()
+            call()
+            times[name].append((clock() - start) / 1e3)
+    if low:
+        return {k: statistics.quantiles(v, n=10)[0] for k, v in times.items()}
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def program_of(checked: Any) -> Any:
@@ -230,6 +264,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--median", action="store_true", help="report medians, not 10th percentiles")
     parser.add_argument("--against", metavar="REV", help="also time jta.checked as of git revision REV")
+    parser.add_argument("--per-call", action="store_true",
+                        help="time single calls (--rounds of each, interleaved call by call), not rounds of --calls")
     args = parser.parse_args()
     calls, jitted = cases(args.steps)
     against: Optional[Callable[[], Any]] = checked_at(args.against, args.steps) if args.against else None
@@ -239,9 +275,13 @@ def main() -> None:
         print(f"{name:>14}: optimized HLO {hlo_counts(jitted[name], jitted['args'])}")
     for name in ("checked", "checked_known"):
         print(f"{name:>14}: optimized HLO {hlo_counts(program_of(jitted[name]), jitted['args'])}")
-    us = interleaved_us(calls, args.rounds, args.calls, low=not args.median)
     what = "median" if args.median else "10th percentile"
-    print(f"µs per call ({what} of {args.rounds} interleaved rounds of {args.calls} calls, T={args.steps}):")
+    if args.per_call:
+        us = per_call_us(calls, args.rounds, low=not args.median)
+        print(f"µs per call ({what} of {args.rounds} single calls of each, interleaved, T={args.steps}):")
+    else:
+        us = interleaved_us(calls, args.rounds, args.calls, low=not args.median)
+        print(f"µs per call ({what} of {args.rounds} interleaved rounds of {args.calls} calls, T={args.steps}):")
     for name, v in us.items():
         print(f"  {name:>22}: {v:7.1f}")
     print(f"  program (nochecks - native):    {us['nochecks'] - us['native']:6.1f}")

@@ -240,37 +240,77 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                 unsized[key] = tuple(plan.unsized)
                 now = known.value(errors.record)
                 if now is not None and not now.any():  # no error, known while tracing: nothing to fetch
-                    return _StaticLeaf(None), jax.tree_util.tree_map(_StaticLeaf.wrap, out)
-                return errors, jax.tree_util.tree_map(_StaticLeaf.wrap, out)
+                    return None, jax.tree_util.tree_map(_StaticLeaf.wrap, out)
+                return {_Sites(errors.sites): errors.record}, jax.tree_util.tree_map(_StaticLeaf.wrap, out)
 
             compiled[key] = jax.jit(traced, static_argnums=nums, static_argnames=names, donate_argnums=donate_argnums,
                                     donate_argnames=donate_argnames)
         return compiled[key]
 
+    program: Optional[Callable[..., Any]] = None  # compiled_for(learned), while ``learned`` stays
+
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        nonlocal learned
-        args, kwargs = _as_given(args, kwargs, nums, names)
+        # The common call, in as little Python as it takes (each step here is time on every call):
+        # arguments as given, the program of the sizes learned so far, one trip of the record to
+        # the host, its code read as a scalar. Anything else (an error, a size to learn, an
+        # exception from the program, a batched record) is finished by ``settle``.
+        nonlocal program
+        if not (_KEPT.issuperset(map(type, args)) and (not kwargs or _KEPT.issuperset(map(type, kwargs.values())))):
+            args, kwargs = _as_given(args, kwargs, nums, names)
+        if _PENDING:
+            take_raised()  # forget an error that an earlier, unchecked call left behind
+        run = program
+        if run is None:
+            run = program = compiled_for(learned)
+        try:
+            errors, out = run(*args, **kwargs) if kwargs else run(*args)  # (no empty dict: jit's call is faster)
+        except (UnimplementedError, jax.errors.JaxRuntimeError) as failure:
+            return settle(args, kwargs, failure)
+        if errors is None:  # no error, known while tracing
+            return _returned(out) if _DISABLE_JIT.value else out
+        ((sites, staged),) = errors.items()
+        if staged.__class__ is ArrayImpl:  # (not a tracer: jta.checked under vmap or grad)
+            # Waited for first: NumPy's conversion of a buffer still being computed waits at more
+            # cost (about 2 µs on XLA:CPU) than this wait and the conversion of a ready one.
+            staged.block_until_ready()
+        record = np.asarray(staged)  # one trip to the host per call
+        if record.ndim == 1 and not record[0]:  # no error: the common case, decided at once
+            return _returned(out) if _DISABLE_JIT.value else out
+        return settle(args, kwargs, (ErrorRecord(staged, sites.sites), out, record))
+
+    def settle(args: tuple[Any, ...], kwargs: dict[str, Any], outcome: Any) -> Any:
+        """The rest of a call: ``outcome`` is what its program did (an exception it raised, or
+        ``(errors, out, record)``); learning reruns the program (``None``: run it now)."""
+        nonlocal learned, program
         relearned: set[capacities.Key] = set()
         while True:
-            take_raised()  # forget an error that an earlier, unchecked call left behind
-            try:
-                errors, out = compiled_for(learned)(*args, **kwargs)
-            except UnimplementedError as needs:  # a dynamic_size array written at a traced index
-                number = getattr(needs, "plan_number", None)
+            if outcome is None:
+                take_raised()  # forget an error that an earlier, unchecked call left behind
+                try:
+                    errors, out = compiled_for(learned)(*args, **kwargs)
+                except (UnimplementedError, jax.errors.JaxRuntimeError) as failure:
+                    outcome = failure
+                else:
+                    outcome = (None if errors is None else ErrorRecord(*_unpacked(errors)), out, None)
+            if isinstance(outcome, UnimplementedError):  # a dynamic_size array written at a traced index
+                number = getattr(outcome, "plan_number", None)
                 if number is None or ("rows", number) in learned:
-                    raise
-                learned = capacities.grown(learned, number, 0)  # a first buffer of INITIAL_ROWS rows
+                    raise outcome
+                learned, program, outcome = capacities.grown(learned, number, 0), None, None  # a first buffer of INITIAL_ROWS rows
                 continue
-            except jax.errors.JaxRuntimeError as failure:
-                exc = take_raised(failure)  # a check reported outside the threaded program (a custom rule)
+            if isinstance(outcome, jax.errors.JaxRuntimeError):
+                exc = take_raised(outcome)  # a check reported outside the threaded program (a custom rule)
                 if exc is None:
-                    raise
+                    raise outcome
                 raise exc from None
-            if errors is None or isinstance(errors, _StaticLeaf):  # (unflattened by jit, or not: disable_jit)
+            errors, out, record = outcome
+            outcome = None
+            if errors is None:  # no error, known while tracing
                 return _returned(out)
-            record = np.asarray(errors.record)  # one trip to the host per call
-            if not _holds_error(record):  # no error: the common case, decided at once
+            if record is None:
+                record = np.asarray(errors.record)  # one trip to the host per call
+            if not _holds_error(record):  # no error
                 return _returned(out)
             update = _learned(record, errors.sites, learned)
             if update is None or update == learned or donates:  # (nothing new learned: never rerun for ever)
@@ -279,7 +319,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             if sizes & relearned:
                 break  # a size learned twice in one call differs within a run (stack() in a loop body)
             relearned |= sizes
-            learned = capacities.alike(update, sizes, unsized.get(plan_key(learned), ()))
+            learned, program = capacities.alike(update, sizes, unsized.get(plan_key(learned), ())), None
         errors.throw()
         return _returned(out)
 
@@ -290,6 +330,28 @@ def _holds_error(record: np.ndarray) -> bool:
     """Whether a concrete record (batched or not) holds an error: its code, read as a scalar when
     it is one record (``record.any()`` costs a NumPy reduction, on every call)."""
     return bool(record[0]) if record.ndim == 1 else bool(record[..., 0].any())
+
+
+class _Sites:
+    """A trace's table of sites, carried out of ``jax.jit`` as the key of a one-entry dict
+    ``{_Sites: record}``: static data of the output tree that unflattening a dict gives back in
+    C++, where a node class of jta's own (:class:`ErrorRecord`) costs two Python calls per call.
+    Hashed by identity: two traces never share one."""
+
+    __slots__ = ("sites",)
+
+    def __init__(self, sites: tuple[Site, ...]):
+        self.sites = sites
+
+
+def _unpacked(errors: dict[_Sites, Any]) -> tuple[Any, tuple[Site, ...]]:
+    """``(record, sites)`` from a compiled program's ``{_Sites: record}``."""
+    ((sites, record),) = errors.items()
+    return record, sites.sites
+
+
+_DISABLE_JIT = jax_config.disable_jit
+_PENDING = callbacks.RAISED  # what callbacks raised in compiled code and no one took yet (the same list)
 
 
 def _returned(out: Any) -> Any:

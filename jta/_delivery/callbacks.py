@@ -88,6 +88,7 @@ def _callback(run_key: int, order: int, sites: tuple[Site, ...], record: Any) ->
 # The exceptions that callbacks raised in compiled code since the last ``take_raised``: one
 # list for the process, since XLA calls back on threads of its own.
 _RAISED: list[_Raised] = []
+RAISED = _RAISED  # (the same list, which is never rebound: ``jta.checked`` looks at it on every call)
 _RAISED_LOCK = threading.Lock()
 _KEEP = 64
 _RUN_WINDOW_S = 1.0  # callbacks of one failed run fail together: XLA stops it at the first
