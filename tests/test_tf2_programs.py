@@ -2,7 +2,10 @@
 
 Each seed's program (autograph for loops over TensorArrays with static, shape and data-dependent trip counts,
 ``break``, an ``if`` inside, previous-step reads, several arrays; ``tf.while_loop`` bounded or not; ``map_fn``,
-``scan``, folds, nested loops, a greedy decoder; TensorArray ops outside loops) is checked in these ways:
+``scan``, folds, nested loops, a greedy decoder; TensorArray ops outside loops; and, drawn from a second random
+stream, a TensorArray written in a run-time ``if`` inside a loop, ``tf.cond``/``if``/``tf.switch_case`` whose
+branches compute different intermediates, ``tf.custom_gradient``/``tf.recompute_grad``, ``tf.stop_gradient``,
+``tape.stop_recording`` and ``back_prop=False``) is checked in these ways:
 
 * ``forward``: the imported forward eagerly (concrete arguments: loops run step by step, TensorFlow's shapes)
   and under ``jax.jit`` (a loop whose trip count the data decides: imported with ``pad_stacks=True``, the
@@ -49,8 +52,11 @@ from tests.helpers.errors import Refused, run_phase  # noqa: E402
 # By default one seed picked for breadth and speed: 147 (a scan, then an autograph loop over tf.minimum(n, T)
 # of an argument with a data-dependent break over a dynamic_size float64 array, its size); --long runs
 # range(0, 300) (146 among them: a while_loop bounded by a counter in its condition, then a loop over a bare
-# argument n with a break, refused under jit as documented).
-SEEDS: list[int] = list(range(300)) if budget.long_run() else [147]
+# argument n with a break, refused under jit as documented). 117 and 3 exercise the families of the second stream:
+# 117 the filter idiom (a dynamic_size TensorArray written in one branch of a run-time if in a loop over
+# tf.shape(x)[0]), then a scan; 3 a greedy decoder, then a tf.cond whose branches compute different intermediates
+# (one in float64) under the train step's tape.
+SEEDS: list[int] = list(range(300)) if budget.long_run() else [147, 117, 3]
 if os.environ.get("JTA_TF2_PROGRAMS"):  # "first:count"
     _first, _count = (int(v) for v in os.environ["JTA_TF2_PROGRAMS"].split(":"))
     SEEDS = list(range(_first, _first + _count))
@@ -214,7 +220,8 @@ def test_generator_is_reproducible_and_covers_its_constructs() -> None:
     tags = set().union(*(tf2_generator.generate(s).tags for s in range(60)))
     for needle in ("for_static", "for_shape", "for_arg", "for_arg_raw", "keras", "break", "while_max_iter", "while_counter",
                    "while_unbounded", "map_fn_tuple", "scan", "nested", "decoder", "array_split_concat",
-                   "ta_dynamic", "shape_unknown", "f64", "read_prev", "int_array", "cond_in_loop"):
+                   "ta_dynamic", "shape_unknown", "f64", "read_prev", "int_array", "cond_in_loop",
+                   "branch_write", "cond_tape", "custom_grad", "stop_grad"):
         assert needle in tags, needle
 
 
@@ -224,7 +231,7 @@ def test_checked_phase_regressions(seed: int) -> None:
     """Classes the jta.checked phase found (seeds 30-89): a tape's list of optionals (an ``if`` in a loop
     over a bare argument) grown by an unbounded loop (59), and a gradient loop whose carried list one step
     widens by summing it with a longer list (a stack's gradient of the length jta.checked guessed, 33)."""
-    program = tf2_generator.generate(seed)
+    program = tf2_generator.generate(seed, extras=False)  # the programs these seeds gave when the classes were found
     with jax.enable_x64("f64" in program.tags):
         for name, phase in phases(program):
             if name == "checked":  # forward and train step

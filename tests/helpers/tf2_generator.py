@@ -17,6 +17,24 @@ one of the constructs TF2 users write inside a ``tf.function``:
   ``tf.gather`` of an embedding, argmax, EOS ``break``), a ``tf_keras`` RNN layer (SimpleRNN, GRU, LSTM);
 * array ops outside loops: ``split``/``concat``/``scatter``/``gather``/``unstack``/``read``/``size``.
 
+From a second random stream of the seed (so the stages above, their variables and the arguments are what the
+seed gave before these existed; :func:`generate` with ``extras=False`` leaves the extra stage out), half the
+programs get one more stage, at a random place, of the families where the importer had real bugs
+(:data:`EXTRA_STAGES`):
+
+* ``branch_write``: a TensorArray written in one branch of a run-time ``if`` in a loop (the filter idiom
+  ``if x[i, 0] > thr: ta = ta.write(j, ...); j += 1``) or in both with different values; fixed size or
+  ``dynamic_size``, element shape known or not;
+* ``cond_tape``: ``tf.cond``, an autograph ``if`` or ``tf.switch_case`` (its index in range, the loop counter's,
+  or out of range: the default branch), inside or outside a loop, whose branches compute different
+  intermediates (op types, a float64 one, counts, none), a ``tf.cond`` nested in a branch;
+* ``custom_grad``: ``tf.custom_gradient`` (gradient clipping, reversal, scaling, straight-through, a captured
+  variable's gradient) and ``tf.recompute_grad``, inside or outside a loop;
+* ``stop_grad``: ``tf.stop_gradient`` outside or inside a loop, ``tape.stop_recording()`` in the train step,
+  ``tf.while_loop(back_prop=False)``;
+* ``known_failing`` (weight 0 unless ``JTA_TF2_KNOWN_FAILING=1``): ``TensorArray.split``/``concat`` inside loops,
+  ``infer_shape=False`` arrays, ``tf.gather``/``tf.where`` inside loops.
+
 Each stage ends its arrays with ``stack``, ``gather``, ``concat`` or ``size`` and adds outputs; the math in
 between uses the program's variables (``matvec``, ``tanh``, ...). A :class:`Program` holds the forward
 ``tf.function``, a train step (a ``tf.GradientTape`` inside a ``tf.function``: the loss, the sum of squares of
@@ -29,6 +47,7 @@ constructs it used and whether some loop's trip count is the data's (:attr:`Prog
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -64,6 +83,7 @@ class _Builder:
         self.variables: list[Any] = []
         self.n_arg = False  # the program takes a trip count n as its second argument
         self.dynamic = False
+        self.tape: Any = None  # the train step's GradientTape while its forward is traced (tape.stop_recording)
 
     def var(self, name: str, shape: tuple[int, ...], scale: float = 0.5) -> Any:
         v = self.tf.Variable((self.r.normal(size=shape) * scale).astype(np.float32), name=f"{name}{len(self.variables)}")
@@ -355,21 +375,358 @@ def _keras(b: _Builder) -> Stage:
     return stage
 
 
+# --- families drawn from a second random stream (see generate): constructs where the importer had real bugs ---
+
+
+def _n_of(b: _Builder, n_kind: str, x: Any, n_in: Any) -> Any:
+    tf, t = b.tf, b.t
+    return t if n_kind == "static" else tf.shape(x)[0] if n_kind == "shape" else tf.minimum(n_in, t)
+
+
+def _pick_n(b: _Builder) -> str:
+    n_kind = b.pick("static", "shape", "arg")
+    if n_kind == "arg":
+        b.n_arg = True
+        b.dynamic = True
+    return n_kind
+
+
+def _branch_write(b: _Builder) -> Stage:
+    """A TensorArray written in a run-time ``if`` inside an autograph loop: in one branch only (the filter
+    idiom ``if x[i, 0] > thr: ta = ta.write(j, ...); j += 1``) or in both with different values; fixed size
+    or ``dynamic_size``."""
+    tf, d = b.tf, b.d
+    kind = b.pick("filter", "both")
+    n_kind = _pick_n(b)
+    fixed = b.chance(0.5)
+    known = True if kind == "filter" and fixed else b.chance(0.6)
+    on = b.pick("x", "h")  # the predicate: the input row's first entry or the loop state
+    prefix = kind == "filter" and not known  # an element written before the loop (an unknown shape's stack)
+    how = b.pick("stack", "stack", "concat", "size")
+    w, u = b.var("w", (d, d)), b.var("u", (d,))
+    threshold = float(b.r.uniform(-0.6, 0.6))
+    b.tag("branch_write", f"branch_write_{kind}", "ta_fixed" if fixed else "ta_dynamic",
+          f"shape_{'known' if known else 'unknown'}", f"for_{n_kind}", f"finish_{how}")
+    if kind == "filter":
+        b.dynamic = True  # the number of rows written is the data's
+    b.parts.append(f"branch_write[{kind}, for {n_kind}, if on {on}] ta({'fixed' if fixed else 'dynamic'}, "
+                   f"{'known' if known else 'unknown'} shape{', prefix' if prefix else ''}) -> {how}")
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        n = _n_of(b, n_kind, x, n_in)
+        ta = tf.TensorArray(tf.float32, size=(n + 1 if prefix else n) if fixed else 0, dynamic_size=not fixed,
+                            element_shape=(d,) if known else None)
+        j = tf.constant(0)
+        if prefix:
+            ta = ta.write(0, tf.reduce_mean(x, 0) * u)
+            j = tf.constant(1)
+        h = tf.zeros([d])
+        for i in tf.range(n):
+            h = tf.tanh(tf.linalg.matvec(w, x[i]) + 0.5 * h)
+            p = x[i, 0] if on == "x" else tf.reduce_sum(h)
+            if kind == "filter":
+                if p > threshold:
+                    ta = ta.write(j, h * u)
+                    j += 1
+            else:
+                if p > threshold:
+                    ta = ta.write(i, h * u)
+                else:
+                    ta = ta.write(i, tf.square(h) - u)
+        outs.extend(_finish_array(b, ta, how, 0))
+        outs.extend([h, j])
+        return x + h
+    return stage
+
+
+def _branch_fns(b: _Builder, k: int) -> tuple[list[str], bool]:
+    """``k`` distinct branch bodies (names of :func:`_branch_body`) and whether one computes in float64."""
+    names = ["tanh_sin", "f64_gauss", "softplus", "identity", "norm", "matmul"]
+    picked = [names[int(i)] for i in b.r.permutation(len(names))[:k]]
+    return picked, "f64_gauss" in picked
+
+
+def _branch_body(b: _Builder, name: str, v: Any, u: Any, w: Any) -> Any:
+    """A branch's value of ``v`` (any shape ending in ``d``): each with other intermediates (ops, dtypes, counts)."""
+    tf = b.tf
+    if name == "tanh_sin":
+        return tf.tanh(v * u) * tf.sin(v)
+    if name == "f64_gauss":
+        return tf.cast(tf.exp(-tf.square(tf.cast(v, tf.float64))), tf.float32) * u
+    if name == "softplus":
+        return tf.math.softplus(v) / (1.0 + tf.abs(v * u))
+    if name == "identity":
+        return v
+    if name == "norm":
+        return v * u / tf.sqrt(tf.reduce_sum(tf.square(v), -1, keepdims=True) + 1.0)
+    return tf.tanh(tf.linalg.matvec(w, v))  # matmul
+
+
+def _cond_tape(b: _Builder) -> Stage:
+    """A run-time ``tf.cond``, autograph ``if`` or ``tf.switch_case`` inside or outside a loop, its branches
+    computing different intermediates (op types, dtypes, counts) that the train step's gradient needs."""
+    tf, d = b.tf, b.d
+    how = b.pick("cond", "if", "switch")
+    where = b.pick("outside", "loop", "loop")
+    k = int(b.r.integers(2, 4)) if how == "switch" else 2
+    names, f64 = _branch_fns(b, k)
+    index = b.pick("mod", "argmax", "counter") if how == "switch" else None  # argmax may be out of range: default
+    if where == "outside" and index == "counter":
+        index = "mod"
+    n_kind = _pick_n(b) if where == "loop" else None
+    nested = how != "switch" and b.chance(0.25)  # a tf.cond in a branch
+    w, u = b.var("w", (d, d)), b.var("u", (d,))
+    threshold = float(b.r.uniform(-0.5, 0.5))
+    b.tag("cond_tape", f"cond_tape_{how}", f"cond_tape_{where}", *(["f64"] if f64 else []),
+          *([f"switch_{index}"] if index else []), *(["cond_nested"] if nested else []),
+          *([f"for_{n_kind}"] if n_kind else []))
+    b.parts.append(f"cond_tape[{how}{' ' + index if index else ''}, {where}"
+                   f"{' for ' + n_kind if n_kind else ''}{', nested' if nested else ''}: {', '.join(names)}]")
+
+    def branch(v: Any, pred: Any, idx: Any) -> Any:
+        fns = [lambda name=name: _branch_body(b, name, v, u, w) for name in names]
+        if how == "switch":
+            return tf.switch_case(idx, fns)
+        if nested:
+            inner = fns[1]
+            fns[1] = lambda: tf.cond(tf.reduce_max(v) > 0.0, inner, lambda: tf.sin(v) * u)
+        if how == "cond":
+            return tf.cond(pred, fns[0], fns[1])
+        if pred:
+            y = fns[0]()
+        else:
+            y = fns[1]()
+        return y
+
+    def index_of(v: Any, i: Any) -> Any:
+        if index == "counter":
+            return tf.math.floormod(i, k)
+        if index == "argmax":
+            return tf.argmax(tf.reshape(v, [-1]), output_type=tf.int32) % (k + 1)  # k: out of range, the default
+        return tf.math.floormod(tf.cast(tf.floor(tf.reduce_sum(v) * 3.0), tf.int32), k)
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        if where == "outside":
+            v = tf.matmul(x, w) * 0.5 + u
+            y = branch(v, tf.reduce_sum(v) > threshold, index_of(v, None) if index else None)
+            outs.append(y)
+            return x + y
+        n = _n_of(b, n_kind, x, n_in)
+        ta = tf.TensorArray(tf.float32, size=n, element_shape=(d,))
+        h = tf.zeros([d])
+        for i in tf.range(n):
+            v = tf.linalg.matvec(w, x[i]) + 0.5 * h + 0.1 * u  # u read whichever branches there are
+            h = tf.tanh(branch(v, x[i, 0] + tf.reduce_sum(h) > threshold, index_of(v, i) if index else None))
+            ta = ta.write(i, h)
+        outs.extend([ta.stack(), h])
+        return x + h
+    return stage
+
+
+def _custom_grad(b: _Builder) -> Stage:
+    """``tf.custom_gradient`` functions (gradient clipping, reversal, scaling, a straight-through estimator, a
+    half gradient of a captured variable, outside loops, or of a second input, the variable read before the
+    loop) or ``tf.recompute_grad``, inside or outside a loop."""
+    tf, t, d = b.tf, b.t, b.d
+    kind = b.pick("clip", "reverse", "scale", "straight_through", "variable", "recompute")
+    where = b.pick("outside", "loop")
+    n_kind = _pick_n(b) if where == "loop" else None
+    w, u = b.var("w", (d, d)), b.var("u", (d,))
+    c = float(b.r.uniform(0.05, 0.5))
+    b.tag("custom_grad", f"custom_grad_{kind}", f"custom_grad_{where}", *([f"for_{n_kind}"] if n_kind else []))
+    b.parts.append(f"custom_grad[{kind}, {where}{' for ' + n_kind if n_kind else ''}, c={c:.3f}]")
+
+    @tf.custom_gradient
+    def clip(v: Any) -> Any:
+        y = tf.tanh(v)
+
+        def grad(dy: Any) -> Any:
+            return tf.clip_by_value(dy * (1.0 - y * y), -c, c)
+        return y, grad
+
+    @tf.custom_gradient
+    def reverse(v: Any) -> Any:
+        return tf.identity(v), lambda dy: -c * dy
+
+    @tf.custom_gradient
+    def scale(v: Any) -> Any:
+        y = tf.sin(v)
+
+        def grad(dy: Any) -> Any:
+            return dy * tf.cos(v) * (1.0 + c)
+        return y, grad
+
+    @tf.custom_gradient
+    def straight_through(v: Any) -> Any:
+        return tf.round(v * 2.0) / 2.0, lambda dy: dy
+
+    @tf.custom_gradient
+    def variable(v: Any) -> Any:  # reads w: the gradient function gets the variables
+        y = tf.linalg.matvec(w, v)
+
+        def grad(dy: Any, variables: Any = None) -> Any:
+            gv = tf.linalg.matvec(w, dy, transpose_a=True)
+            gw = 0.5 * dy[:, None] * v[None, :]
+            return gv, [gw for _ in variables or ()]
+        return y, grad
+
+    @tf.custom_gradient
+    def two_inputs(v: Any, wt: Any) -> Any:  # a loop's variable read before it (TensorFlow's own tape fails on a
+        y = tf.linalg.matvec(wt, v)  # custom gradient that reads a variable inside a while loop)
+
+        def grad(dy: Any) -> Any:
+            return tf.linalg.matvec(wt, dy, transpose_a=True), 0.5 * dy[:, None] * v[None, :]
+        return y, grad
+
+    recompute = tf.recompute_grad(lambda v: tf.tanh(v * u) * 2.0)
+    recompute_in_loop = tf.recompute_grad(lambda v, s: tf.tanh(v * s) * 2.0)  # u read before the loop (as above)
+    fn = {"clip": clip, "reverse": reverse, "scale": scale, "straight_through": straight_through,
+          "variable": variable, "recompute": recompute}[kind]
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        if where == "outside":
+            y = tf.stack([fn(tf.linalg.matvec(w, x[i]) * u) for i in range(t)]) if kind == "variable" \
+                else fn(tf.matmul(x, w) * u)
+            outs.append(y)
+            return x + y
+        n = _n_of(b, n_kind, x, n_in)
+        ta = tf.TensorArray(tf.float32, size=n, element_shape=(d,))
+        h = tf.zeros([d])
+        wt, ut = tf.convert_to_tensor(w), tf.convert_to_tensor(u)
+        for i in tf.range(n):
+            v = (x[i] + 0.5 * h) * u if kind == "variable" else tf.linalg.matvec(w, x[i]) * u + 0.5 * h
+            h = 0.8 * tf.tanh(two_inputs(v, wt) if kind == "variable" else recompute_in_loop(v, ut)
+                              if kind == "recompute" else fn(v))
+            ta = ta.write(i, h)
+        outs.extend([ta.stack(), h])
+        return x + h
+    return stage
+
+
+def _stop_grad(b: _Builder) -> Stage:
+    """Part of a computation kept from the gradient: ``tf.stop_gradient`` (outside or inside a loop),
+    ``tape.stop_recording()`` in the train step (``tf.stop_gradient`` in the forward, the same gradient), a
+    ``tf.while_loop(back_prop=False)``."""
+    tf, t, d = b.tf, b.t, b.d
+    kind = b.pick("stop_gradient", "stop_recording", "while_no_backprop", "stop_in_loop")
+    n_kind = _pick_n(b) if kind == "stop_in_loop" else None
+    w, u = b.var("w", (d, d)), b.var("u", (d,))
+    b.tag("stop_grad", f"stop_grad_{kind}", *([f"for_{n_kind}"] if n_kind else []))
+    if kind == "while_no_backprop":
+        b.dynamic = True
+    b.parts.append(f"stop_grad[{kind}{' for ' + n_kind if n_kind else ''}]")
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        y = x * u
+        if kind in ("stop_gradient", "stop_recording"):
+            if kind == "stop_recording" and b.tape is not None:
+                with b.tape.stop_recording():
+                    z = tf.tanh(tf.matmul(y, w))
+            else:
+                z = tf.stop_gradient(tf.tanh(tf.matmul(y, w)))
+            out = y * z + tf.matmul(x, w)
+            outs.append(out)
+            return out
+        if kind == "while_no_backprop":
+            def body(i: Any, v: Any, ta: Any) -> Any:
+                v = tf.tanh(tf.linalg.matvec(w, v) + x[tf.minimum(i, t - 1)])
+                return i + 1, v, ta.write(i, v * u)
+            ta = tf.TensorArray(tf.float32, size=t, element_shape=(d,))
+            i, v, ta = tf.while_loop(lambda i, v, ta: tf.reduce_sum(v) < 2.0, body, (tf.constant(0), tf.zeros([d]), ta),
+                                     maximum_iterations=t, back_prop=False)
+            outs.extend([v, i, ta.stack()])
+            return y + v
+        n = _n_of(b, n_kind, x, n_in)
+        ta = tf.TensorArray(tf.float32, size=n, element_shape=(d,))
+        h = tf.zeros([d])
+        for i in tf.range(n):
+            h = tf.tanh(tf.linalg.matvec(w, x[i]) + tf.stop_gradient(h) * u)
+            ta = ta.write(i, h + tf.stop_gradient(h * h))
+        outs.extend([ta.stack(), h])
+        return y + h
+    return stage
+
+
+def _known_failing(b: _Builder) -> Stage:
+    """Constructs of known failing classes (off by default, ``JTA_TF2_KNOWN_FAILING=1``): ``TensorArray.split``
+    and ``concat`` inside loops, ``infer_shape=False`` arrays, ``tf.gather`` / ``tf.where`` inside loops."""
+    tf, t, d = b.tf, b.t, b.d
+    kind = b.pick("split_in_loop", "concat_in_loop", "infer_shape_false", "gather_in_loop", "where_in_loop",
+                  "where_select_in_loop")
+    n_kind = _pick_n(b)
+    w, u = b.var("w", (d, d)), b.var("u", (d,))
+    cut = int(b.r.integers(1, d))
+    b.tag("known_failing", f"kf_{kind}", f"for_{n_kind}")
+    b.parts.append(f"known_failing[{kind}, for {n_kind}]")
+
+    def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
+        n = _n_of(b, n_kind, x, n_in)
+        h = tf.zeros([d])
+        out = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=kind != "infer_shape_false")
+        for i in tf.range(n):
+            v = tf.tanh(tf.linalg.matvec(w, x[i]) + 0.5 * h)
+            if kind == "split_in_loop":
+                parts = tf.TensorArray(tf.float32, size=2, infer_shape=False).split(v * u, [cut, d - cut])
+                h = tf.reshape(tf.concat([parts.read(1) * 2.0, parts.read(0)], 0), [d])
+                out = out.write(i, parts.concat())
+            elif kind == "concat_in_loop":
+                out = out.write(i, v * u)
+                h = v + 0.1 * tf.reduce_sum(out.concat())
+            elif kind == "infer_shape_false":
+                h = v * u
+                out = out.write(i, h[: (i % d) + 1])
+            elif kind == "gather_in_loop":
+                h = tf.gather(v * u, tf.math.floormod(tf.range(d) + i, d)) + tf.gather(x, tf.minimum(i + 1, t - 1))
+                out = out.write(i, h)
+            elif kind == "where_in_loop":
+                idx = tf.where(v > 0.0)
+                h = v * u + tf.reduce_sum(tf.gather_nd(v, idx))
+                out = out.write(i, h)
+            else:
+                h = tf.where(v > 0.0, v * u, tf.sin(v))
+                out = out.write(i, h)
+        outs.extend([out.concat() if kind == "infer_shape_false" else out.stack(), h])
+        return x + h
+    return stage
+
+
 STAGES: dict[str, Callable[[_Builder], Stage]] = {
     "for": _for_loop, "while": _while, "map_fn": _map_fn, "scan": _scan, "fold": _fold,
     "nested": _nested, "decoder": _decoder, "array": _array_ops, "keras": _keras}
 WEIGHTS = {"for": 5, "while": 2, "map_fn": 1, "scan": 1, "fold": 1, "nested": 1, "decoder": 1, "array": 1,
            "keras": 1}
 
+# The families of constructs where the importer had real bugs, drawn from a second random stream (the seed's
+# programs of the stages above are unchanged by them: same stages, variables and arguments; a program may get
+# one of these stages more, at a random place). ``known_failing`` (classes that fail today) has weight 0 unless
+# the environment sets JTA_TF2_KNOWN_FAILING=1.
+EXTRA_STAGES: dict[str, Callable[[_Builder], Stage]] = {
+    "branch_write": _branch_write, "cond_tape": _cond_tape, "custom_grad": _custom_grad, "stop_grad": _stop_grad,
+    "known_failing": _known_failing}
+EXTRA_WEIGHTS = {"branch_write": 3, "cond_tape": 3, "custom_grad": 3, "stop_grad": 2,
+                 "known_failing": 3 if os.environ.get("JTA_TF2_KNOWN_FAILING") == "1" else 0}
+EXTRA_CHANCE = 0.5  # of a program getting one extra stage
 
-def generate(seed: int) -> Program:
-    """The program of ``seed`` (the same seed gives the same program)."""
+
+def generate(seed: int, extras: bool = True) -> Program:
+    """The program of ``seed`` (the same seed gives the same program); ``extras=False``: without the stage
+    of :data:`EXTRA_STAGES` it may get (the program the seed gave before those families existed)."""
     b = _Builder(seed)
     tf = b.tf
     names = list(STAGES)
     p = np.array([WEIGHTS[n] for n in names], float)
     stages = [STAGES[names[int(b.r.choice(len(names), p=p / p.sum()))]](b) for _ in range(int(b.r.integers(1, 4)))]
     x = b.r.normal(size=(b.t, b.d)).astype(np.float32)
+    r = b.r
+    b.r = np.random.default_rng([seed, 0x7F2])  # the extra families' stream
+    if extras and b.chance(EXTRA_CHANCE):
+        extra = [n for n in EXTRA_STAGES if EXTRA_WEIGHTS[n]]
+        q = np.array([EXTRA_WEIGHTS[n] for n in extra], float)
+        where = int(b.r.integers(len(stages) + 1))
+        stages.insert(where, EXTRA_STAGES[extra[int(b.r.choice(len(extra), p=q / q.sum()))]](b))
+        if where < len(stages) - 1:  # the description in the program's order
+            b.parts.insert(where, b.parts.pop())
+    b.r = r
     args: tuple[Any, ...] = (x, np.int32(b.r.integers(1, b.t + 1))) if b.n_arg else (x,)
 
     def forward(x: Any, n: Any = None) -> Any:
@@ -385,7 +742,11 @@ def generate(seed: int) -> Program:
     @tf.function(input_signature=signature)
     def train(*a: Any) -> Any:
         with tf.GradientTape() as tape:
-            outs = forward(*a)
+            b.tape = tape
+            try:
+                outs = forward(*a)
+            finally:
+                b.tape = None
             loss = tf.add_n([tf.reduce_sum(tf.square(tf.cast(o, tf.float32))) for o in outs if o.dtype.is_floating])
         grads = tape.gradient(loss, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
         return loss, [tf.convert_to_tensor(g) for g in grads]
@@ -393,7 +754,6 @@ def generate(seed: int) -> Program:
     description = f"T={b.t} D={b.d}{' n=' + str(int(args[1])) if b.n_arg else ''}: " + " ; ".join(b.parts)
     return Program(seed, description, frozenset(b.tags), tf.function(forward, input_signature=signature), train,
                    variables, args, b.dynamic)
-
 
 if __name__ == "__main__":
     for s in sys.argv[1:] or ["0"]:
