@@ -835,6 +835,43 @@ def _train_matches(train: Any, *args: Any) -> None:
     _close(jax.jit(step)(params, *args), want)
 
 
+@pytest.mark.parametrize("program", ["shapes_in_a_loop", "shapes_outside", "float64_nested"])
+def test_tape_slots_of_one_dtype_and_other_shapes(program: str) -> None:
+    """TF's cond may put intermediates of one dtype and different shapes (matvec's ``[3, 1]`` operand, a
+    ``[3]`` product) in one optional slot of its branches, with no empty optional among them; and a
+    float64 intermediate is float32 in jta without x64. The train step is TF's eagerly and under jit
+    (the generator's cond_tape family found both: seeds 55, 62, 146, 154 and 76, 84, 100)."""
+    w = tf.Variable(np.random.default_rng(0).normal(size=(3, 3)).astype(np.float32) * 0.5, name="w")
+    u = tf.Variable(np.array([0.5, -0.3, 1.2], np.float32), name="u")
+
+    def branch(v: Any) -> Any:
+        if program == "float64_nested":
+            return tf.cond(x_sum(v) > 0.0, lambda: tf.cast(tf.exp(-tf.square(tf.cast(v, tf.float64))), tf.float32) * u,
+                           lambda: tf.cond(tf.reduce_max(v) > 0.0, lambda: tf.tanh(v * u) * tf.sin(v),
+                                           lambda: tf.sin(v) * u))
+        return tf.cond(x_sum(v) > 0.0, lambda: tf.tanh(tf.linalg.matvec(w, v)), lambda: tf.tanh(v * u) * tf.sin(v))
+
+    def x_sum(v: Any) -> Any:
+        return tf.reduce_sum(v)
+
+    @tf.function(input_signature=[tf.TensorSpec([4, 3], tf.float32)])
+    def train(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            h = tf.zeros([3])
+            if program == "shapes_outside":
+                h = branch(x[0])
+            else:
+                for i in tf.range(4):
+                    h = tf.tanh(branch(tf.linalg.matvec(w, x[i]) + 0.5 * h))
+            loss = tf.reduce_sum(h ** 2)
+        return loss, tape.gradient(loss, [w, u])
+
+    x = np.random.default_rng(1).normal(size=(4, 3)).astype(np.float32)
+    step, params = jta.import_function(train, x)
+    _close(step(params, x), train(x))
+    _close(jax.jit(step)(params, x), train(x))
+
+
 def test_train_steps_through_conds_whose_branches_keep_different_intermediates() -> None:
     """TF's cond gives each branch's intermediates the same optional slots (in a loop), so one slot
     holds different types per branch, and a switch's branches output different intermediates: the

@@ -120,7 +120,7 @@ def _fits(kind: Any, types: list[Any], shapes: list[Any]) -> bool:
                 return False
             continue
         shape = shapes[k] if k < len(shapes) else None
-        if value[0] != dtype or (shape is not None and (len(shape) != len(value[1]) or any(
+        if value[0] != jax.dtypes.canonicalize_dtype(dtype) or (shape is not None and (len(shape) != len(value[1]) or any(
                 d is not None and d != n for d, n in zip(shape, value[1], strict=True)))):
             return False
     return True
@@ -455,8 +455,8 @@ class Evaluator:
             index = (jnp.asarray(pred) != 0).astype(jnp.int32) if jnp.ndim(pred) == 0 else \
                 jnp.int32(jnp.size(pred) > 0)
         fns = [lambda b=b: _as_jax(self.call(b, rest)) for b in bodies]
-        if any(b.nodes[n].op == "OptionalNone" for b in bodies for n in b.order):
-            fns = _fill_optionals(fns)
+        if any(b.nodes[n].op in ("OptionalNone", "OptionalFromValue") for b in bodies for n in b.order):
+            fns = _fill_optionals(fns)  # (TF may put values of different shapes in one slot: a union)
         fns = lists_agree(fns)
         try:
             return list(jax.lax.switch(index, fns))
