@@ -25,6 +25,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import jta  # noqa: E402
+from jta._records.catalogue import Error  # noqa: E402
 from jta.graph_import import _custom_gradients, _functions, _lists, supported_tf2_ops  # noqa: E402
 from jta.graph_import._messages import GraphError  # noqa: E402
 from tests.helpers import budget, tf2_programs  # noqa: E402
@@ -527,6 +528,29 @@ def test_gather_gradient_with_repeated_indices() -> None:
     np.testing.assert_allclose(jax.grad(lambda p: fwd(p, x))(params)["w"], [11.0, 100.0, 0.0])
 
 
+def test_a_stack_read_in_the_loop_that_grows_it_under_checked() -> None:
+    """A stack of a list the loop grows, read in that loop: its rows differ from step to step, so
+    jta.checked cannot learn one count; its refusal names the op's result (code 506), not a
+    TensorArray's stack(), and a padded import runs under jit."""
+    w = tf.Variable(np.float32(0.5), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([4], tf.float32)])
+    def f(x: Any) -> Any:
+        out, h = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=()), tf.constant(0.0)
+        for i in tf.range(4):
+            out = out.write(i, tf.tanh(x[i] * w + h))
+            h = 0.1 * tf.reduce_sum(out.stack())
+        return h
+
+    x = np.arange(4, dtype=np.float32)
+    jax_fn, params = jta.import_function(f, x)
+    with pytest.raises(jta.errors.UnimplementedError) as caught:
+        jta.checked(jax.jit(jax_fn))(params, x)
+    assert Error.RESULT_SIZE_LEARNED.matches(caught.value) and "stack_padded" not in str(caught.value)
+    padded, params = jta.import_function(f, x, pad_stacks=True)
+    _close(jax.jit(padded)(params, x), f(x))
+
+
 def test_a_growing_loop_variable_of_a_run_time_trip_count() -> None:
     """A cache grown by tf.concat (``shape_invariants``) in a loop of a run-time trip count runs eagerly
     and is refused under jit with the ways out (code 436), never a JAX shape error."""
@@ -545,7 +569,7 @@ def test_a_growing_loop_variable_of_a_run_time_trip_count() -> None:
     assert GraphError.TF2_LOOP.matches(caught.value)
 
 
-@pytest.mark.parametrize("program", ["split_in_a_loop", "rows_of_their_own_shapes"])
+@pytest.mark.parametrize("program", ["split_in_a_loop", "rows_of_their_own_shapes", "rows_in_a_loop"])
 def test_elements_of_different_shapes_under_a_tape(program: str) -> None:
     """A TensorArray split into pieces of different lengths inside a loop, and one of ``infer_shape=False``
     written with rows of different lengths then concatenated: the forward, the train step (whose gradient
@@ -560,6 +584,11 @@ def test_elements_of_different_shapes_under_a_tape(program: str) -> None:
                 ta = tf.TensorArray(tf.float32, size=2).split(x[i] * w, [1, 3])
                 acc += tf.reduce_sum(ta.read(1)) * tf.reduce_sum(ta.read(0))
             return acc
+        if program == "rows_in_a_loop":  # (a static trip count: unrolled, the rows' lengths static)
+            ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False)
+            for i in tf.range(3):
+                ta = ta.write(i, (x[i] * w)[: (i % 3) + 1])
+            return tf.reduce_sum(tf.sin(ta.concat()))
         ta = tf.TensorArray(tf.float32, size=3, infer_shape=False)
         ta = ta.write(0, x[0, :1] * w[0]).write(1, x[1, :3] * w[1:]).write(2, x[2, :2] * w[:2])
         return tf.reduce_sum(tf.sin(ta.concat()))

@@ -120,14 +120,15 @@ def stack_rows(ta: ArrayData) -> Optional[int]:
     return learned_rows(ta._traced_size, ta.name, ta._meta.plan)
 
 
-def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool = True, first: int = 0
-                 ) -> Optional[int]:
+def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool = True, first: int = 0,
+                 message: Optional[Error] = None) -> Optional[int]:
     """The rows to give a result whose length ``size`` is known at run time only (``stack()`` of a
     dynamically sized array, of an imported TensorList), under ``jta.checked``: the size learned (0 at
     first), with a record that makes ``jta.checked`` compile for the size the run saw and rerun when
     they differ. ``number``: the plan's number for it, if it has one already; ``None`` outside a plan.
     ``stack``: the result is a stack (a loop's arrays usually share their length: :func:`alike`),
-    else another op's (an imported ``Where``); ``first``: the guess before a run told it."""
+    else another op's (an imported ``Where``); ``first``: the guess before a run told it; ``message``:
+    the record's (by default a TensorArray's stack's, or a result's)."""
     if number is None:  # numbered now, in trace order like the rest
         numbered = _numbered()
         if numbered is None:
@@ -138,7 +139,7 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool
         if stack:
             _PLAN.get().unsized.append(number)  # type: ignore[union-attr]  # (a plan numbered it)
         guess = first
-    code = Error.ARRAY_SIZE_LEARNED if stack else Error.RESULT_SIZE_LEARNED
+    code = message or (Error.ARRAY_SIZE_LEARNED if stack else Error.RESULT_SIZE_LEARNED)
     emit(records.record(records.no_error(), size != guess, code, size, guess, number), name, None, deferred=False)
     return guess
 

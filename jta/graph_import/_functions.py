@@ -30,6 +30,7 @@ import numpy as np
 from jax.core import Tracer
 
 from .._core import capacities
+from .._records.catalogue import Error
 from . import _list_vectors, _lists
 from ._branches import lists_agree
 from ._custom_gradients import Gradient, identity_with_gradient
@@ -388,7 +389,8 @@ class Evaluator:
             if op in ("TensorListStack", "TensorListConcat", "TensorListConcatV2") and not args[0].static \
                     and not self.pad_stacks:
                 # TensorFlow's shape: the length jta.checked learned (it compiles again when it differs)
-                rows = None if args[0].parts is not None else capacities.learned_rows(args[0].length, node.name)
+                rows = None if args[0].parts is not None else capacities.learned_rows(
+                    args[0].length, node.name, message=Error.RESULT_SIZE_LEARNED)  # (not a TensorArray's text)
                 if rows is None:
                     GraphError.PADDED_STACK.raise_(node=node.name, op=op)
                 return _lists.exact_rows(node, args, rows)

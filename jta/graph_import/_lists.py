@@ -411,6 +411,9 @@ def _element_shape(node: Node, args: list[Any]) -> list[Any]:
 def _resize(node: Node, args: list[Any]) -> list[Any]:
     lst, size = args
     n = _static_int(size)
+    if lst.parts is not None and n is not None and lst.static:  # one by one: the new elements unset
+        parts = (*lst.parts[:n], *(None,) * (n - lst.length))
+        return [TList(None, n, lst.dtype, lst.shape, parts, limit=lst.limit)]
     if lst.parts is not None:
         lst = unparts(lst, node)
     if n is not None and lst.static:
