@@ -528,6 +528,31 @@ def test_gather_gradient_with_repeated_indices() -> None:
     np.testing.assert_allclose(jax.grad(lambda p: fwd(p, x))(params)["w"], [11.0, 100.0, 0.0])
 
 
+@pytest.mark.parametrize("program", ["dynamic_size_small_initial", "condition_reads_the_array"])
+def test_lists_of_an_unknown_element_shape_in_loops_under_jit(program: str) -> None:
+    """Lists of an unknown element shape written in loops (elements kept one by one outside them): a
+    dynamic_size array of 2 grown to 6 by a static loop keeps a static length (its stack runs under a
+    bare jit), and a loop whose condition reads the array gives its tape the element shape the buffer has
+    (the red team's rerun found both after that change)."""
+    w = tf.Variable(np.array([0.5, -0.3], np.float32), name="w")
+
+    def forward(x: Any) -> Any:
+        if program == "dynamic_size_small_initial":
+            ta = tf.TensorArray(tf.float32, size=2, dynamic_size=True)
+            for i in tf.range(6):
+                ta = ta.write(i, x[i] * w)
+            return ta.stack(), ta.size()
+        ta = tf.TensorArray(tf.float32, size=10, clear_after_read=False).write(0, tf.reduce_sum(x[0] * w))
+        i = tf.constant(0)
+        while i < 9 and ta.read(i) > 0.05:
+            ta, i = ta.write(i + 1, ta.read(i) * w[0]), i + 1
+        return ta.stack(), i
+
+    program_ = tf2_programs._program(program, forward, [w], (np.abs(np.random.default_rng(0).normal(
+        size=(6, 2))).astype(np.float32),))
+    _check_program(program_, ("jit",))
+
+
 def test_a_stack_read_in_the_loop_that_grows_it_under_checked() -> None:
     """A stack of a list the loop grows, read in that loop: its rows differ from step to step, so
     jta.checked cannot learn one count; its refusal names the op's result (code 506), not a

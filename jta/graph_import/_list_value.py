@@ -65,10 +65,12 @@ class TList:
         return isinstance(self.length, int)
 
     def element_shape(self) -> Optional[tuple[Optional[int], ...]]:
-        """The elements' shape: the buffer's where there is one, else the declared one."""
+        """The elements' shape: the buffer's where there is one, or the one shape the set elements kept one
+        by one share (a list's representation does not change what it reports), else the declared one."""
         if self.items is not None and self.dtype != VARIANT:
             return tuple(self.items.shape[1:])
-        return self.shape
+        shapes = {tuple(p.shape) for p in self.parts or () if p is not None} if self.dtype != VARIANT else set()
+        return next(iter(shapes)) if len(shapes) == 1 else self.shape
 
     def traced(self) -> TList:
         """This list with its length a JAX value (a loop carry's)."""

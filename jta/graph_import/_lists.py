@@ -400,7 +400,7 @@ def _length(node: Node, args: list[Any]) -> list[Any]:
 @_reg("TensorListElementShape")
 def _element_shape(node: Node, args: list[Any]) -> list[Any]:
     lst = args[0]
-    shape = lst.element_shape() if lst.parts is None else lst.shape
+    shape = lst.element_shape()
     dtype = node.attr("shape_type", np.dtype("int32"))
     if shape is None:
         return [np.asarray(-1, dtype)]

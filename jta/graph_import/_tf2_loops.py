@@ -249,8 +249,13 @@ def _discover(ev: Evaluator, body: Body, args: list[Any], fixed: list[int]) -> t
     if not lists:
         return {}, {}, {}, {}, {}
 
+    untouched: set[int] = set()  # the lists the step passes on as they came (no write, no growth)
+
     def one(dyn: dict[int, Any]) -> list[Any]:
-        out = ev.call(body, [dyn.get(k, a) for k, a in enumerate(args)])
+        ins = [dyn.get(k, a) for k, a in enumerate(args)]
+        out = ev.call(body, ins)
+        untouched.update(k for k in lists if out[k].items is ins[k].items and out[k].parts is ins[k].parts
+                         and out[k].length is ins[k].length)
         return [out[k] for k in lists]
 
     outs = jax.eval_shape(one, {k: a for k, a in enumerate(args) if not _is_const(a)})
@@ -274,18 +279,19 @@ def _discover(ev: Evaluator, body: Body, args: list[Any], fixed: list[int]) -> t
         else:  # pushed one by one (a static length): the last element's shape
             shapes[k] = next((tuple(p.shape) for p in reversed(out.parts or ()) if p is not None), None)
         consts[k] = out.const
-    _unseen_growth(ev, body, args, fixed, lists, growth, room, shapes)
+    _unseen_growth(ev, body, args, fixed, lists, untouched, growth, room, shapes)
     return growth, shapes, consts, room, least
 
 
 def _unseen_growth(ev: Evaluator, body: Body, args: list[Any], fixed: list[int], lists: list[int],
-                   growth: dict[int, Any], room: dict[int, int], shapes: dict[int, Any]) -> None:
-    """The lists that step did not grow but a later one may: a write under a branch whose predicate is
+                   untouched: set[int], growth: dict[int, Any], room: dict[int, int], shapes: dict[int, Any]
+                   ) -> None:
+    """The lists that step did not touch but a later one may grow: a write under a branch whose predicate is
     static in the first step only (``if i % 2 == 0`` of a counter starting at 0). One more abstract step,
     the static values the loop changes traced and the lists of a traced length (as a loop carries them),
     shows each list a step may write; such a list's growth is not static (room: one element per step,
     more of which make ``jta.checked`` grow the plan's rows)."""
-    still = [k for k in lists if growth[k] == 0 and args[k].dtype != VARIANT and args[k].static]
+    still = [k for k in lists if k in untouched and growth[k] == 0 and args[k].dtype != VARIANT and args[k].static]
     varying = [k for k, a in enumerate(args) if k not in fixed and not isinstance(a, TList) and is_static(a)]
     if not still or not varying:
         return
