@@ -158,7 +158,6 @@ class Body:
             node, index = self.nodes[node].inputs[0]
         return self.inputs.index(node) if node in self.inputs and index == 0 else None
 
-
     def reads(self, outputs: list[int]) -> set[int]:
         """The arguments outputs ``outputs`` depend on (through data and control edges; a call's every
         input counts)."""

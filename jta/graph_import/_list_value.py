@@ -110,6 +110,17 @@ def set_shapes(parts: tuple[Any, ...]) -> set[tuple[int, ...]]:
     return {tuple(p.shape) for p in parts if p is not None}
 
 
+def admits(shape: Optional[tuple[Optional[int], ...]], dims: tuple[int, ...]) -> bool:
+    """Whether a (partial) element shape admits an element of shape ``dims`` (unknown rank: any)."""
+    return shape is None or (len(shape) == len(dims) and all(d is None or d == e for d, e in zip(shape, dims, strict=True)))
+
+
+def value_key(v: Any) -> Any:
+    """A static value as a hashable key (its dtype, shape and bytes)."""
+    v = np.asarray(v)
+    return v.dtype.str, v.shape, v.tobytes()
+
+
 def hole_shape(node: Node, lst: TList, declared: Any = None) -> Optional[tuple[int, ...]]:
     """The shape an unset element of ``lst`` (one by one) reads as: the declared element shape merged with
     the set elements' (TensorFlow merges them, and fails where they disagree); None where it stays unknown."""
@@ -117,8 +128,7 @@ def hole_shape(node: Node, lst: TList, declared: Any = None) -> Optional[tuple[i
     for part in lst.parts or ():  # in order, as TensorFlow merges them
         if part is None:
             continue
-        if shape is not None and (len(shape) != part.ndim or any(d is not None and d != e for d, e in
-                                                                  zip(shape, part.shape, strict=True))):
+        if not admits(shape, tuple(part.shape)):
             misuse(node, f"PartialTensorShape: Incompatible shapes during merge: {shape_text(shape)} vs. "
                          f"{shape_text(part.shape)}")
         shape = merge_shape(tuple(part.shape), shape)

@@ -38,6 +38,7 @@ from ._list_value import (
     VARIANT,
     TList,
     add_parts,
+    admits,
     concat_pieces,
     elements,
     hole,
@@ -50,6 +51,7 @@ from ._list_value import (
     rows,
     shape_text,
     unparts,
+    value_key,
 )
 from ._messages import GraphError
 from ._nodes import Node
@@ -145,8 +147,7 @@ def materialize(lst: TList, node: Node, capacity: int, shape: Any = None) -> TLi
 
 def _check_shape(node: Node, shape: Optional[tuple[Optional[int], ...]], item: Any) -> None:
     """TensorFlow's check of a write against the list's element shape."""
-    if shape is not None and (len(shape) != np.ndim(item) or any(
-            d is not None and d != e for d, e in zip(shape, np.shape(item), strict=False))):
+    if not admits(shape, np.shape(item)):
         misuse(node, "Tried to set a tensor with incompatible shape at a list index. Item element shape: "
                      f"{list(np.shape(item))} list shape: {shape_text(shape)}")
 
@@ -286,11 +287,6 @@ def _get_item(node: Node, args: list[Any]) -> list[Any]:
     return [_rows_at(lst.items, index)]
 
 
-def _key(v: Any) -> Any:
-    v = np.asarray(v)
-    return v.dtype.str, v.shape, v.tobytes()
-
-
 def check_push(node: Node, lst: TList, item: Any, at: str = "") -> None:
     """TensorFlow's checks of a push: the dtype, the element shape, ``max_num_elements``."""
     dtype = jnp.asarray(item).dtype if not isinstance(item, (np.ndarray, np.generic)) else item.dtype
@@ -298,8 +294,7 @@ def check_push(node: Node, lst: TList, item: Any, at: str = "") -> None:
         misuse(node, f"Invalid data type{' at index ' + at if at else 's'}; op elements "
                       f"{tf_dtype_name(dtype)} but list elements {tf_dtype_name(lst.dtype)}")
     shape = lst.element_shape() if lst.parts is None else lst.shape
-    if lst.dtype != VARIANT and shape is not None and (len(shape) != np.ndim(item) or any(
-            d is not None and d != e for d, e in zip(shape, np.shape(item), strict=False))):
+    if lst.dtype != VARIANT and not admits(shape, np.shape(item)):
         misuse(node, f"Tried to append a tensor with incompatible shape to a list{' at index ' + at if at else ''}. "
                       f"Op element shape: {list(np.shape(item))} list shape: {shape_text(shape)}")
     if lst.limit is not None:
@@ -327,11 +322,11 @@ def push_back(node: Node, args: list[Any]) -> list[Any]:
         # by one, so a static value pops static (a trip count, a shape for the gradient loop) and the
         # elements may differ in shape (a loop variable with a shape invariant)
         parts = (*(lst.parts or ()), np.asarray(item, lst.dtype) if is_static(item) else jnp.asarray(item, lst.dtype))
-        const = _key(item) if is_static(item) and (empty or lst.const == _key(item)) else None
+        const = value_key(item) if is_static(item) and (empty or lst.const == value_key(item)) else None
         return [TList(None, lst.length + 1, lst.dtype, lst.shape, parts, const, limit=lst.limit)]
     out = _with_item(lst, node, lst.length, item, True)
-    if is_static(item) and (empty or lst.const == _key(item)):
-        out.const = _key(item)
+    if is_static(item) and (empty or lst.const == value_key(item)):
+        out.const = value_key(item)
     return [out]
 
 

@@ -37,6 +37,7 @@ from .. import errors
 from .._core import capacities
 from ..loops import while_loop
 from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete
+from ._list_value import value_key
 from ._lists import VARIANT, AtMost, TList, materialize, rows
 from ._messages import GraphError
 from ._nodes import Node
@@ -91,7 +92,8 @@ def _unknown_at_the_limit(probe: Evaluator, cond: Body, watched: list[int], rece
     moved = False
     for k in watched:
         a, b, c = (state[k] for state in recent)
-        if _probe_key([a]) is not None and _probe_key([a]) == _probe_key([b]) == _probe_key([c]):
+        first = _probe_key([a])
+        if first is not None and first == _probe_key([b]) == _probe_key([c]):
             continue
         if not all(is_static(v) and np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.integer)
                    for v in (a, b, c)):
@@ -123,8 +125,7 @@ def _probe_key(values: list[Any]) -> Optional[tuple[Any, ...]]:
         elif isinstance(v, Var):
             key.append(("var", id(v)))
         elif isinstance(v, (np.ndarray, np.generic, int, float, bool)):
-            v = np.asarray(v)
-            key.append((v.dtype.str, v.shape, v.tobytes()))
+            key.append(value_key(v))
         else:
             return None
     return tuple(key)
