@@ -493,3 +493,25 @@ def test_raw_rnn_until_every_sequence_finished_under_jta_checked():
     _close(jta.checked(imported)(xs, lengths), expected)
     forward = jta.import_graph_def(graph.as_graph_def(), inputs=["x:0", "length:0"], outputs=["loss:0"])
     _close([jta.checked(jax.grad(lambda a, n: forward(a, n)[0]))(xs, lengths)], expected[2:3])
+
+
+def test_a_where_in_a_short_loop_learns_a_count_per_step():
+    """A ``tf.boolean_mask`` in a ``tf.while_loop`` of 3 steps (control flow v1), its count different in each
+    step: under ``jta.checked`` the loop is unrolled, so each step learns its own count; the values and the
+    ``tf.gradients`` graph match Session.run."""
+    import tensorflow as tf
+
+    with k_graph() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [3, 4], name="x")
+
+        def body(i, acc):
+            y = tf.gather(x, i)
+            return i + 1, acc + tf.reduce_sum(tf.boolean_mask(y, y > 0) ** 2)
+
+        _, total = tf.while_loop(lambda i, acc: i < 3, body, [tf.constant(0), tf.constant(0.0)])
+        tf.identity(total, name="total")
+        tf.identity(tf.convert_to_tensor(tf.gradients(total, [x])[0]), name="dx")
+    xv = np.array([[1.0, -2.0, 3.0, 0.5], [-1.0, -2.0, 0.25, -0.5], [2.0, 2.0, 2.0, -1.0]], np.float32)
+    outputs = ["total:0", "dx:0"]
+    imported = jta.import_graph_def(graph.as_graph_def(), inputs=["x:0"], outputs=outputs)
+    _close(jta.checked(jax.jit(imported))(xv), _session(graph, outputs, {"x:0": xv}))

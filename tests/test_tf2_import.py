@@ -554,26 +554,30 @@ def test_lists_of_an_unknown_element_shape_in_loops_under_jit(program: str) -> N
 
 
 def test_a_stack_read_in_the_loop_that_grows_it_under_checked() -> None:
-    """A stack of a list the loop grows, read in that loop: its rows differ from step to step, so
-    jta.checked cannot learn one count; its refusal names the op's result (code 506), not a
-    TensorArray's stack(), and a padded import runs under jit."""
+    """A stack of a list the loop grows, read in that loop: its rows differ from step to step. A loop of
+    4 steps is unrolled under jta.checked, each step learning its count; in a loop of 66 (a lax.scan)
+    jta.checked cannot learn one count, and its refusal names the op's result (code 506), not a
+    TensorArray's stack(); a padded import runs under jit."""
     w = tf.Variable(np.float32(0.5), name="w")
 
-    @tf.function(input_signature=[tf.TensorSpec([4], tf.float32)])
-    def f(x: Any) -> Any:
+    def forward(x: Any, steps: int) -> Any:
         out, h = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=()), tf.constant(0.0)
-        for i in tf.range(4):
-            out = out.write(i, tf.tanh(x[i] * w + h))
+        for i in tf.range(steps):
+            out = out.write(i, tf.tanh(x[i % 4] * w + h))
             h = 0.1 * tf.reduce_sum(out.stack())
         return h
 
+    spec = [tf.TensorSpec([4], tf.float32)]
+    short, long = (tf.function(lambda x, n=n: forward(x, n), input_signature=spec) for n in (4, 66))
     x = np.arange(4, dtype=np.float32)
-    jax_fn, params = jta.import_function(f, x)
+    jax_fn, params = jta.import_function(short, x)
+    _close(jta.checked(jax.jit(jax_fn))(params, x), short(x))
+    padded, params = jta.import_function(short, x, pad_stacks=True)
+    _close(jax.jit(padded)(params, x), short(x))
+    jax_fn, params = jta.import_function(long, x)
     with pytest.raises(jta.errors.UnimplementedError) as caught:
         jta.checked(jax.jit(jax_fn))(params, x)
     assert Error.RESULT_SIZE_LEARNED.matches(caught.value) and "stack_padded" not in str(caught.value)
-    padded, params = jta.import_function(f, x, pad_stacks=True)
-    _close(jax.jit(padded)(params, x), f(x))
 
 
 def test_a_growing_loop_variable_of_a_run_time_trip_count() -> None:
@@ -1102,6 +1106,45 @@ def test_where_and_boolean_mask_under_checked() -> None:
         np.testing.assert_allclose(grad(params, x)["w"], tape.gradient(loss, w).numpy(), rtol=1e-6)
     with pytest.raises(jta.errors.UnimplementedError, match="jta.checked learns it"):
         jax.jit(jax_fn)(params, x)
+
+
+def test_sizes_the_data_decides_per_step_of_a_short_loop() -> None:
+    """A ``boolean_mask``/``tf.where`` in a loop body whose count differs from step to step: a loop of a
+    static trip count up to 64 is unrolled under ``jta.checked``, so each step learns its own count
+    (forward, ``jax.grad``, the train step); a longer one is a ``lax.scan``, traced once for every
+    step, whose counts differ at run time: refused with the learned size's text."""
+    w = tf.Variable(np.linspace(-1, 1, 6).astype(np.float32), name="w")
+
+    def body(x: Any, steps: int) -> Any:
+        acc = tf.constant(0.0)
+        for i in tf.range(steps):
+            y = x[i % 3] * w + tf.cast(i, tf.float32) * 0.1
+            acc += tf.reduce_sum(tf.boolean_mask(y, y > 0) ** 2) + tf.cast(tf.size(tf.where(y < 0)), tf.float32)
+        return acc
+
+    spec = [tf.TensorSpec([3, 6], tf.float32)]
+    short = tf.function(lambda x: body(x, 3), input_signature=spec)
+
+    @tf.function(input_signature=spec)
+    def train(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = body(x, 3)
+        return loss, tape.gradient(loss, w)
+
+    x = np.random.default_rng(7).normal(size=(3, 6)).astype(np.float32)
+    jax_fn, params = jta.import_function(short, x)
+    _close(jta.checked(jax.jit(jax_fn))(params, x), short(x))
+    with tf.GradientTape() as tape:
+        loss = short(x)
+    grad = jta.checked(jax.jit(jax.grad(jax_fn)))
+    np.testing.assert_allclose(grad(params, x)["w"], tape.gradient(loss, w).numpy(), rtol=2e-5, atol=1e-6)
+    step, params = jta.import_function(train, x)
+    _close(jta.checked(jax.jit(step))(params, x), train(x))
+
+    long = tf.function(lambda x: body(x, 66), input_signature=spec)
+    jax_fn, params = jta.import_function(long, x)
+    with pytest.raises(jta.errors.UnimplementedError, match="rows differ between the runs of this op in one call"):
+        jta.checked(jax.jit(jax_fn))(params, x)
 
 
 def _jacobian_of_a_loop(pfor: bool) -> Any:

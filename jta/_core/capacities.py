@@ -23,12 +23,13 @@ from typing import Any, Optional
 
 from jax._src import config as jax_config
 
+from .. import errors
 from .._records import records
 from .._records.catalogue import Error
 from .._records.primitives import emit
 from .array import ArrayData, known_size
 
-__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike"]
+__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 
@@ -120,6 +121,29 @@ def stack_rows(ta: ArrayData) -> Optional[int]:
     return learned_rows(ta._traced_size, ta.name, ta._meta.plan)
 
 
+class LearnsPerStep(errors.UnimplementedError):
+    """Raised by :func:`learned_rows` inside :func:`learning_refused`: a loop body traced once for all
+    its steps needs a size that only a run tells, and each step may see another."""
+
+
+# A lax loop's body is traced once for all its steps, so a size learned there is one size for every
+# step, and a run whose steps see different sizes cannot be compiled for. A caller that can unroll the
+# loop instead (a short loop of a static trip count) refuses learning while it traces the body, and
+# unrolls it when asked for a size: each step then learns its own.
+_REFUSED: contextvars.ContextVar[bool] = contextvars.ContextVar("jta_learning_refused", default=False)
+
+
+@contextlib.contextmanager
+def learning_refused(refused: bool) -> Iterator[None]:
+    """Trace a loop body with :func:`learned_rows` raising :class:`LearnsPerStep` (``refused``), or
+    learning as usual (``False``: an inner loop that cannot be unrolled lifts an outer refusal)."""
+    token = _REFUSED.set(refused)
+    try:
+        yield
+    finally:
+        _REFUSED.reset(token)
+
+
 def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool = True, first: int = 0,
                  message: Optional[Error] = None) -> Optional[int]:
     """The rows to give a result whose length ``size`` is known at run time only (``stack()`` of a
@@ -128,7 +152,10 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool
     they differ. ``number``: the plan's number for it, if it has one already; ``None`` outside a plan.
     ``stack``: the result is a stack (a loop's arrays usually share their length: :func:`alike`),
     else another op's (an imported ``Where``); ``first``: the guess before a run told it; ``message``:
-    the record's (by default a TensorArray's stack's, or a result's)."""
+    the record's (by default a TensorArray's stack's, or a result's). Inside :func:`learning_refused`,
+    raises :class:`LearnsPerStep`."""
+    if _REFUSED.get() and active():
+        raise LearnsPerStep(f"{name}: a size learned at run time inside a loop body traced for all its steps")
     if number is None:  # numbered now, in trace order like the rest
         numbered = _numbered()
         if numbered is None:

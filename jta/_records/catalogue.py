@@ -340,7 +340,8 @@ class Error(Message):
                            "them), which jta.checked learns and compiles for (it gave {guess} rows in this "
                            "compilation); here it cannot (the function was called through jta.checkify or with "
                            "donated arguments, or the rows differ between the runs of this op in one call, as "
-                           "inside a loop body).", ("size", "guess", "plan"))  # jta
+                           "inside a loop body: an imported loop of a static trip count is unrolled up to 64 steps "
+                           "(import_graph_def: max_unroll), so that each step learns its own).", ("size", "guess", "plan"))  # jta
 
 
 def _wide(fields: dict[str, int]) -> dict[str, int]:

@@ -204,8 +204,31 @@ class Loops(abc.ABC):
         """The loop as a ``lax.scan`` (static or bounded trip count), ``lax.while_loop``, or unrolled."""
         name = f.name
         if n == 0:
-            final = dict(init)
-        elif bounded and n is not None and self._pushes(f):
+            return res, dict(init)
+        if bounded or n is None:  # (never unrolled: a size learned in its body is learned as usual)
+            with capacities.learning_refused(False):
+                return self._lax_dynamic(f, outer, init, n, traj, res, taken)
+        try:
+            # (a size jta.checked learns inside, which may differ between steps: unrolled, each step
+            # learning its own, as for a body that cannot be a scan's)
+            with capacities.learning_refused(n <= self.opt.max_unroll):
+                return self._scan(f, outer, init, n, traj, finals, res, taken)
+        except Unstable as why:
+            if n > self.opt.max_unroll:
+                GraphError.LOOP_STRUCTURE.raise_(frame=name, what=f"cannot be a lax.scan ({why}) and its "
+                                                  f"{n} steps are more than max_unroll={self.opt.max_unroll}; "
+                                                  f"pass max_unroll={n} or more, or call the imported function "
+                                                  f"outside jax.jit (it then runs the loop step by step)")
+            before = res
+            res, final = self._unroll(f, outer, init, n, traj, finals, res)
+            if taken is not None:
+                res = self._where_taken(f, taken, res, before, "an unrolled loop (it cannot be a lax.scan)")
+        return res, final
+
+    def _lax_dynamic(self, f: Frame, outer: dict[Tensor, Any], init: dict[str, Any], n: Optional[int],
+                     traj: dict[str, list[Any]], res: Resources, taken: Any) -> tuple[Resources, dict[str, Any]]:
+        """A loop whose trip count is known at run time only (at most ``n``, if not ``None``)."""
+        if n is not None and self._pushes(f):
             # The forward loop of TensorFlow's own gradient graph (it pushes its activations onto the
             # gradient's stacks, whose buffers the bound sizes): a lax.while_loop, whose step is not a
             # lax.cond carrying every buffer. Its gradient is the graph's; JAX's reverse mode of it is not
@@ -217,26 +240,13 @@ class Loops(abc.ABC):
                     res, final = self._masked_scan(f, outer, init, n, traj, res, taken)
                 except Unstable:  # the unbounded lax.while_loop refuses, naming what changes and the way out
                     res, final = self._while(f, outer, init, traj, res, taken)
-        elif bounded and n is not None:
+        elif n is not None:
             try:
                 res, final = self._masked_scan(f, outer, init, n, traj, res, taken)
             except Unstable:
                 res, final = self._while(f, outer, init, traj, res, taken)
-        elif n is None:
-            res, final = self._while(f, outer, init, traj, res, taken)
         else:
-            try:
-                res, final = self._scan(f, outer, init, n, traj, finals, res, taken)
-            except Unstable as why:
-                if n > self.opt.max_unroll:
-                    GraphError.LOOP_STRUCTURE.raise_(frame=name, what=f"cannot be a lax.scan ({why}) and its "
-                                                      f"{n} steps are more than max_unroll={self.opt.max_unroll}; "
-                                                      f"pass max_unroll={n} or more, or call the imported function "
-                                                      f"outside jax.jit (it then runs the loop step by step)")
-                before = res
-                res, final = self._unroll(f, outer, init, n, traj, finals, res)
-                if taken is not None:
-                    res = self._where_taken(f, taken, res, before, "an unrolled loop (it cannot be a lax.scan)")
+            res, final = self._while(f, outer, init, traj, res, taken)
         return res, final
 
     def _flat(self, f: Frame) -> bool:

@@ -146,12 +146,15 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
         return _python_loop(ev, cond, body, args)
     if exact and steps is not None and steps <= MAX_UNROLL:
         try:
-            return _scan(ev, node, cond, body, args, steps, exact, final)
+            with capacities.learning_refused(True):
+                return _scan(ev, node, cond, body, args, steps, exact, final)
         except (errors.UnimplementedError, errors.InvalidArgumentError):
             # A static value of the carry is needed as such inside (an inner loop's trip count, a list's
-            # length): a short loop is unrolled instead, so it stays static, as TensorFlow would see it.
+            # length), or a size jta.checked learns (a Where's count), which may differ between steps: a
+            # short loop is unrolled instead, so it stays static, and each step learns its own sizes.
             return _python_loop(ev, cond, body, args)
-    return _scan(ev, node, cond, body, args, steps, exact, final)
+    with capacities.learning_refused(False):
+        return _scan(ev, node, cond, body, args, steps, exact, final)
 
 
 def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], steps: Optional[int], exact: bool,
