@@ -29,7 +29,7 @@ from .._records.catalogue import Error
 from .._records.primitives import emit
 from .array import ArrayData, known_size
 
-__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused"]
+__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused", "SizeProbe"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 
@@ -40,11 +40,14 @@ Key = tuple[str, int]  # ("rows", k) or ("size", k)
 @dataclasses.dataclass
 class Plan:
     """Sizes by key; ``seen`` numbers what asks for one, in trace order; ``unsized``: the numbers
-    whose ``stack()`` asked for a size not learned yet."""
+    whose ``stack()`` asked for a size not learned yet; ``guessed``: every number given a guess."""
 
     sizes: dict[Key, int]
     seen: int = 0
     unsized: list[int] = dataclasses.field(default_factory=list)
+    guessed: list[int] = dataclasses.field(default_factory=list)  # sizes given a guess, in trace order
+    probe: Optional[int] = None  # the last number whose size :class:`SizeProbe` hands out
+    probed: dict[int, Any] = dataclasses.field(default_factory=dict)  # the guessed sizes until then
 
 
 _PLAN: contextvars.ContextVar[Optional[Plan]] = contextvars.ContextVar("jta_capacity_plan", default=None)
@@ -57,10 +60,23 @@ _PLAN_IN_TRACE_CONTEXT = jax_config.string_or_object_state(
     include_in_trace_context=True)
 
 
+class SizeProbe(Exception):
+    """Raised by :func:`learned_rows` at the plan's ``probe``: ``sizes`` are the traced sizes guessed
+    until there, by number, which a program that stops there (:func:`planned` with ``probe=``)
+    returns. Caught by ``jta.checked``."""
+
+    def __init__(self, sizes: dict[int, Any]):
+        super().__init__("sizes probed (jta.checked catches this)")
+        self.sizes = sizes
+
+
 @contextlib.contextmanager
-def planned(sizes: dict[Key, int]) -> Iterator[Plan]:
-    """Trace with the learned ``sizes``; yields the plan, which the trace numbers."""
-    plan = Plan(dict(sizes))
+def planned(sizes: dict[Key, int], probe: Optional[int] = None) -> Iterator[Plan]:
+    """Trace with the learned ``sizes``; yields the plan, which the trace numbers. ``probe``: the
+    number whose guess raises :class:`SizeProbe` with the sizes guessed until then (a trace that
+    failed with a guessed size, say 0 rows added to a fixed shape, learns the sizes from a program
+    that stops where the last is asked for)."""
+    plan = Plan(dict(sizes), probe=probe)
     token = _PLAN.set(plan)
     try:
         with _PLAN_IN_TRACE_CONTEXT(tuple(sorted(sizes.items()))):
@@ -163,8 +179,16 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool
         number = numbered[1]
     guess = learned_size(number)
     if guess is None:
+        plan = _PLAN.get()
+        assert plan is not None  # (a plan numbered it)
+        plan.guessed.append(number)
+        if plan.probe is not None:  # (a probe: it returns the size, and records nothing about it)
+            plan.probed[number] = size
+            if plan.probe == number:
+                raise SizeProbe(plan.probed)
+            return first
         if stack:
-            _PLAN.get().unsized.append(number)  # type: ignore[union-attr]  # (a plan numbered it)
+            plan.unsized.append(number)
         guess = first
     code = message or (Error.ARRAY_SIZE_LEARNED if stack else Error.RESULT_SIZE_LEARNED)
     emit(records.record(records.no_error(), size != guess, code, size, guess, number), name, None, deferred=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import inspect
 import sys
 from collections.abc import Callable
 from typing import Any, Optional, TypeVar, cast
@@ -226,6 +227,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
     learned: dict[capacities.Key, int] = {}  # sizes the data decides (jta._core.capacities)
     compiled: dict[tuple[tuple[capacities.Key, int], ...], Callable[..., Any]] = {}
     unsized: dict[tuple[tuple[capacities.Key, int], ...], tuple[int, ...]] = {}  # per plan: capacities.Plan.unsized
+    guessed: dict[tuple[tuple[capacities.Key, int], ...], tuple[int, ...]] = {}  # per plan: capacities.Plan.guessed
 
     def plan_key(rows: dict[capacities.Key, int]) -> tuple[tuple[capacities.Key, int], ...]:
         return tuple(sorted(rows.items())) if rows else ()
@@ -236,7 +238,10 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             @functools.wraps(f)
             def traced(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
                 with capacities.planned(rows) as plan:
-                    errors, out = checkified(*args, **kwargs)
+                    try:
+                        errors, out = checkified(*args, **kwargs)
+                    finally:
+                        guessed[key] = tuple(plan.guessed)
                 unsized[key] = tuple(plan.unsized)
                 now = known.value(errors.record)
                 if now is not None and not now.any():  # no error, known while tracing: nothing to fetch
@@ -248,6 +253,32 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         return compiled[key]
 
     program: Optional[Callable[..., Any]] = None  # compiled_for(learned), while ``learned`` stays
+
+    def probed(number: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[dict[int, int]]:
+        """The sizes guessed in the plan up to number ``number``, from ``f`` compiled up to where its
+        trace asks for that one (a trace that failed with a guess, 0 rows added to a fixed shape, never
+        ran); ``None`` where they cannot be had so (asked for inside a loop body, a branch or a nested
+        ``jit``, whose traced sizes cannot leave them)."""
+        target = inspect.unwrap(f)  # (f's own jax.jit would trace it apart: the sizes could not leave)
+
+        def stopped(*args: Any, **kwargs: Any) -> Any:
+            with capacities.planned(learned, probe=number):
+                try:
+                    target(*args, **kwargs)
+                except capacities.SizeProbe as found:
+                    return {k: jnp.asarray(v) for k, v in found.sizes.items()}
+            raise LookupError(number)  # (not asked for: the trace took another path)
+
+        take_raised()
+        try:
+            errors, sizes = jax.jit(checkify(stopped, static_argnums=nums, static_argnames=names),
+                                    static_argnums=nums, static_argnames=names)(*args, **kwargs)
+            record = np.asarray(errors.record)
+        except Exception:  # noqa: BLE001 - the trace's own failure is the one to report
+            return None
+        if _holds_error(record) and _learned(record, errors.sites, learned) is None:
+            errors.throw()  # a check failed before the sizes: the first error
+        return {k: int(v) for k, v in sizes.items()}
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -265,7 +296,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             run = program = compiled_for(learned)
         try:
             errors, out = run(*args, **kwargs) if kwargs else run(*args)  # (no empty dict: jit's call is faster)
-        except (UnimplementedError, jax.errors.JaxRuntimeError) as failure:
+        except Exception as failure:  # noqa: BLE001 - settle re-raises what it cannot learn from
             return settle(args, kwargs, failure)
         if errors is None:  # no error, known while tracing
             return _returned(out) if _DISABLE_JIT.value else out
@@ -289,7 +320,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                 take_raised()  # forget an error that an earlier, unchecked call left behind
                 try:
                     errors, out = compiled_for(learned)(*args, **kwargs)
-                except (UnimplementedError, jax.errors.JaxRuntimeError) as failure:
+                except Exception as failure:  # noqa: BLE001 - re-raised below unless learned from
                     outcome = failure
                 else:
                     outcome = (None if errors is None else ErrorRecord(*_unpacked(errors)), out, None)
@@ -304,6 +335,15 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                 if exc is None:
                     raise outcome
                 raise exc from None
+            if isinstance(outcome, Exception):  # the trace failed: perhaps with a size it guessed
+                numbers = guessed.get(plan_key(learned), ())
+                sizes = probed(numbers[-1], args, kwargs) if numbers else None
+                if not sizes or any(("size", n) in learned for n in sizes):  # (nothing new: never for ever)
+                    raise outcome
+                for n, size in sizes.items():
+                    learned = capacities.sized(learned, n, size)
+                program, outcome = None, None
+                continue
             errors, out, record = outcome
             outcome = None
             if errors is None:  # no error, known while tracing

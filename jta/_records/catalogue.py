@@ -17,6 +17,8 @@ import enum
 import re
 from typing import Any, NoReturn
 
+import numpy as np
+
 from ..errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnimplementedError
 
 __all__ = ["Error", "Message"]
@@ -68,6 +70,8 @@ class Message(enum.Enum):
         fields = _wide({k: 0 if k.endswith("_high") and k[:-5] in held else v for k, v in fields.items()})
         if "rest" in extra:
             extra = {**extra, "python_rest": _python_rest(extra["rest"])}
+        if "index_shape" in extra and "index" in fields:  # a flat index, written as TF writes its place
+            fields["index"] = unravelled(fields["index"], extra["index_shape"])
         return self.exception(name=name, **fields, **extra)
 
     @classmethod
@@ -350,6 +354,13 @@ def _wide(fields: dict[str, int]) -> dict[str, int]:
     and ``(value - low) >> 32`` (``0`` in a 64-bit record)."""
     highs = {k for k in fields if k.endswith("_high") and k[:-5] in fields}
     return {k: v + (fields.get(k + "_high", 0) << 32) for k, v in fields.items() if k not in highs}
+
+
+def unravelled(index: int, shape: str) -> str:
+    """The flat ``index`` of a tensor of ``shape`` (``"2,3"``) as TensorFlow names an element of it in
+    an error (``"1,2"``; a vector's ``"5"``): a traced record holds one integer for the place."""
+    dims = tuple(int(d) for d in shape.split(",") if d)
+    return ",".join(str(int(i)) for i in np.unravel_index(index, dims)) if len(dims) > 1 else str(index)
 
 
 def _python_rest(rest: str) -> str:

@@ -24,8 +24,17 @@ import numpy as np
 
 from .._records.catalogue import Error
 
-# _ops_linalg, _ops_nn and _ops_tf2jax are imported for what they do: they register their ops in OPS.
-from . import _control_flow, _nodes, _ops_linalg, _ops_nn, _ops_sizes, _ops_tf2jax, _unsupported  # noqa: F401
+# The _ops_* modules are imported for what they do: they register their ops in OPS.
+from . import (  # noqa: F401
+    _control_flow,
+    _nodes,
+    _ops_linalg,
+    _ops_nn,
+    _ops_segments,
+    _ops_sizes,
+    _ops_tf2jax,
+    _unsupported,
+)
 from ._frames import Graph
 from ._loops import Options, Unstable
 from ._messages import GraphError

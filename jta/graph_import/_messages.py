@@ -129,5 +129,11 @@ class GraphError(Message):
                             "[0, {count})", ("index", "value", "count"))
     STITCH_RANGE = (451, InvalidArgumentError, "Node {name} ({op}): indices[{index}] is out of range", ("index",))
     BINCOUNT_NEGATIVE = (450, InvalidArgumentError, "Node {name} ({op}): Input arr must be non-negative!", ())
+    SEGMENT_NEGATIVE = (452, InvalidArgumentError, "Node {name} ({op}): segment ids must be >= 0", ())
+    SEGMENT_ORDER = (453, InvalidArgumentError, "Node {name} ({op}): segment ids are not increasing", ())
+    SEGMENT_RANGE = (454, InvalidArgumentError, "Node {name} ({op}): Segment id {value} out of range [0, {count}), "
+                          "possibly because 'segment_ids' input is not sorted.", ("value", "count"))
+    UNSORTED_SEGMENT_RANGE = (455, InvalidArgumentError, "Node {name} ({op}): segment_ids[{index}] = {value} is out "
+                                   "of range [0, {count})", ("index", "value", "count"))
     LIST_FULL = (446, InvalidArgumentError, "Node {name} ({op}): Tried to push item into a full list list size: "
                       "{size} max_num_elements: {max}", ("size", "max"))  # (TensorFlow's "list list")

@@ -472,14 +472,6 @@ def _list_diff(node: Node, args: list[Any]) -> list[Any]:
     return [x[keep], keep.astype(node.attr("out_idx", np.dtype("int32")))]
 
 
-@_reg("UnsortedSegmentSum")
-def _unsorted_segment_sum(node: Node, args: list[Any]) -> list[Any]:
-    data, ids, n = args
-    n = int(static_value(node, n, "num_segments"))
-    return [jax.ops.segment_sum(jnp.asarray(data).reshape((-1,) + np.shape(data)[np.ndim(ids):]),
-                                jnp.asarray(ids).reshape(-1), n)]
-
-
 @_reg("ReverseSequence")
 def _reverse_sequence(node: Node, args: list[Any]) -> list[Any]:
     x, lengths = args

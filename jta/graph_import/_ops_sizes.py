@@ -26,7 +26,7 @@ from ._ops import OPS, as_numpy, is_static, registrar, static_value, xp_of
 _reg = registrar(OPS)
 
 
-def _learned_size(node: Node, size: Any, what: str, first: int) -> int:
+def learned_size(node: Node, size: Any, what: str, first: int) -> int:
     """The row count ``size`` (a traced scalar: the data decides it) as an int: under ``jta.checked``, what
     it learned at run time (``first`` before a run told it: :func:`jta._core.capacities.learned_rows`);
     elsewhere (a bare ``jit``, ``grad``) refused with ``GraphError.NOT_STATIC``, which names ``jta.checked``."""
@@ -36,7 +36,13 @@ def _learned_size(node: Node, size: Any, what: str, first: int) -> int:
     return rows
 
 
-def _concrete(v: Any) -> Any:
+def index_shape(x: Any) -> str:
+    """``x``'s shape as a record's ``index_shape`` (``"2,3"``): a traced flat index is reported as
+    TensorFlow names the element (``jta._records.catalogue.unravelled``)."""
+    return ",".join(str(d) for d in np.shape(x))
+
+
+def known_now(v: Any) -> Any:
     """``v`` as numpy when it is known when the op runs (a constant, a concrete argument of an eager
     call), else ``None`` (traced under ``jit``/``grad``)."""
     try:
@@ -56,13 +62,12 @@ def _dynamic_partition(node: Node, args: list[Any]) -> list[Any]:
     """``data`` split by ``partitions`` (a prefix of its shape) into ``num_partitions`` outputs, rows in
     order: ``tf.dynamic_partition`` (the ids of a partitioned ``embedding_lookup``). The outputs' row
     counts depend on the partitions' values: known while tracing or in an eager call; under
-    ``jta.checked`` learned at run time (:func:`_learned_size`); refused under a bare ``jit``. An id
-    outside ``[0, num_partitions)`` fails with TensorFlow's text (code 449; from compiled code, the
-    index of partitions of rank 2 or more is their flat one)."""
+    ``jta.checked`` learned at run time (:func:`learned_size`); refused under a bare ``jit``. An id
+    outside ``[0, num_partitions)`` fails with TensorFlow's text (code 449)."""
     data, partitions = args
     count = int(node.attr("num_partitions"))
     rest = tuple(np.shape(data)[np.ndim(partitions):])
-    known = _concrete(partitions)
+    known = known_now(partitions)
     if known is not None:
         flat = np.reshape(known, -1)
         bad = np.flatnonzero((flat < 0) | (flat >= count))
@@ -76,7 +81,7 @@ def _dynamic_partition(node: Node, args: list[Any]) -> list[Any]:
     outside = (flat < 0) | (flat >= count)
     first = jnp.argmax(outside)
     value_ops.report(node.name, jnp.any(outside), GraphError.PARTITION_RANGE, first, flat[first], count,
-                     extra={"op": node.op})
+                     extra={"op": node.op, "index_shape": index_shape(partitions)})
     shared = _PARTITION_SIZES.get(id(partitions))
     if shared is not None and shared[0]() is partitions and len(shared[1]) == count:
         sizes = shared[1]  # (another DynamicPartition by the same partitions in this trace: the rows it learned)
@@ -86,7 +91,7 @@ def _dynamic_partition(node: Node, args: list[Any]) -> list[Any]:
         # (a gradient stitches them back and reshapes to data's shape)
         sizes = []
         for i in range(count):
-            sizes.append(_learned_size(node, jnp.sum(flat == i), "partitions (each partition's row count is an "
+            sizes.append(learned_size(node, jnp.sum(flat == i), "partitions (each partition's row count is an "
                                        "output's shape; jta.checked learns them at run time)",
                                        max(flat.size - sum(sizes), 0) if i == count - 1 else 0))
         for key in [k for k, (ref, _) in _PARTITION_SIZES.items() if ref() is None]:
@@ -107,7 +112,7 @@ def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
     n = len(args) // 2
     indices, data = args[:n], args[n:]
     rest = tuple(np.shape(data[0])[np.ndim(indices[0]):])
-    known = [_concrete(i) for i in indices]
+    known = [known_now(i) for i in indices]
     values = [xp_of(d).reshape(d, (-1, *rest)) for d in data]
     stacked = xp_of(*data).concatenate(values)
     # a negative index is TensorFlow's error, naming its place in its own indices tensor (code 451)
@@ -125,7 +130,7 @@ def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
         value_ops.report(node.name, jnp.any(flat < 0), GraphError.STITCH_RANGE, jnp.asarray(place)[jnp.argmax(flat < 0)],
                          extra={"op": node.op})
         # (first guess: as many rows as indices, as where they are a permutation: the gradient of DynamicPartition)
-        size = _learned_size(node, jnp.max(flat, initial=-1) + 1,
+        size = learned_size(node, jnp.max(flat, initial=-1) + 1,
                              "the indices (their largest, plus one, is the output's row count; jta.checked "
                              "learns it at run time)", flat.size)
         winner = jax.ops.segment_max(jnp.arange(flat.size), flat, num_segments=size)
@@ -138,9 +143,9 @@ def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
 
 def _size_of(node: Node, value: Any, what: str) -> int:
     """A dimension of an output: ``value`` (a scalar) known when the op runs, else learned by
-    ``jta.checked`` (:func:`_learned_size`), else refused."""
-    known = _concrete(value)
-    return int(known) if known is not None else _learned_size(node, value, what, 0)
+    ``jta.checked`` (:func:`learned_size`), else refused."""
+    known = known_now(value)
+    return int(known) if known is not None else learned_size(node, value, what, 0)
 
 
 @_reg("RaggedTensorToTensor")
@@ -170,7 +175,7 @@ def _ragged_tensor_to_tensor(node: Node, args: list[Any]) -> list[Any]:
         GraphError.UNSUPPORTED.raise_(items=f"  - node {node.name} (RaggedTensorToTensor): shape {wanted.tolist()} "
                                             f"for ragged rank {ragged} and values of shape {np.shape(values)} (the "
                                             "dense dimensions cannot change)")
-    known = [_concrete(p) for p in partitions]
+    known = [known_now(p) for p in partitions]
     xp = np if all(k is not None for k in known) else jnp
     parts = [k if k is not None else jnp.asarray(p) for k, p in zip(known, partitions, strict=True)]
     if wanted[0] >= 0:
@@ -216,7 +221,7 @@ def _bincount(node: Node, args: list[Any]) -> list[Any]:
     counted. ``size`` (from ``arr``'s largest value unless ``minlength`` and ``maxlength`` fix it) is
     known when the op runs or learned by ``jta.checked`` (:func:`_size_of`)."""
     arr, size, weights = args
-    known = _concrete(arr)
+    known = known_now(arr)
     value_ops.report(node.name, bool(np.any(known < 0)) if known is not None else jnp.any(jnp.asarray(arr) < 0),
                      GraphError.BINCOUNT_NEGATIVE, extra={"op": node.op})
     dtype = np.dtype(node.attr("T"))
@@ -249,7 +254,7 @@ def _range(node: Node, args: list[Any]) -> list[Any]:
     ``jta.checked`` an integer range of a static ``delta`` whose length the run decides (learned, as
     ``Where``'s count is)."""
     start, limit, delta = args
-    first, last, step = (_concrete(a) for a in args)
+    first, last, step = (known_now(a) for a in args)
     if step is None or (first is None or last is None) and not jnp.issubdtype(jnp.result_type(start), jnp.integer):
         static_value(node, delta if step is None else start if first is None else limit, "start, limit and delta")
         raise AssertionError  # unreachable: static_value raised (the value is traced)
@@ -265,7 +270,7 @@ def _range(node: Node, args: list[Any]) -> list[Any]:
     count = jnp.maximum((last - first + step - np.sign(step)) // step, 0)
     rows = capacities.learned_rows(count, node.name, stack=False)
     if rows is None:
-        static_value(node, start if _concrete(start) is None else limit,
+        static_value(node, start if known_now(start) is None else limit,
                      "start and limit (the number of elements is the result's shape; jta.checked learns it at "
                      "run time)")
         raise AssertionError  # unreachable: static_value raised

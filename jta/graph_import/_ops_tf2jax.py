@@ -16,7 +16,7 @@ import numpy as np
 
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import OPS, Op, as_numpy, concrete_value, is_static, registrar, result_dtype, simple, static_value, xp_of
+from ._ops import OPS, as_numpy, is_static, registrar, result_dtype, simple, static_value, xp_of
 
 _reg = registrar(OPS)
 
@@ -207,76 +207,6 @@ def _top_k(node: Node, args: list[Any]) -> list[Any]:
     x, k = args
     values, indices = jax.lax.top_k(jnp.asarray(x), int(static_value(node, k, "k")))
     return [values, indices.astype(np.int32)]
-
-
-def _segment_reduction(name: str) -> Op:
-    def op(node: Node, args: list[Any]) -> list[Any]:
-        data, ids, n = args
-        n = int(static_value(node, n, "num_segments"))
-        data = jnp.asarray(data).reshape((-1,) + np.shape(data)[np.ndim(ids):])
-        if name == "segment_prod" and is_static(ids):  # (differentiable for repeated ids too)
-            return [_padded_segment_prod(data, np.reshape(ids, -1), n)]
-        ids = jnp.asarray(ids).reshape(-1)
-        out = getattr(jax.ops, name)(data, ids, n)
-        if name != "segment_prod":  # an empty segment: the dtype's lowest (highest) value, as in TF
-            info = jnp.finfo(data.dtype) if jnp.issubdtype(data.dtype, jnp.floating) else jnp.iinfo(data.dtype)
-            count = jax.ops.segment_sum(jnp.ones_like(ids), ids, n).reshape((n,) + (1,) * (data.ndim - 1))
-            out = jnp.where(count > 0, out, info.min if name == "segment_max" else info.max)
-        return [out]
-    return op
-
-
-for _name, _fn_name in (("UnsortedSegmentMax", "segment_max"), ("UnsortedSegmentMin", "segment_min"),
-                        ("UnsortedSegmentProd", "segment_prod")):
-    OPS[_name] = _segment_reduction(_fn_name)
-
-
-def _segment_count(node: Node, ids: Any) -> tuple[np.ndarray, int]:
-    """Sorted segment ids (``Segment*``), as numpy, and the number of segments, ``max(ids) + 1``: the
-    output's first dimension, so the ids must be known when the op runs (constants, or the concrete
-    arguments of an eager call)."""
-    ids = concrete_value(node, ids, "segment_ids (their largest, plus one, is the output's first dimension)")
-    return ids, int(ids.max()) + 1 if ids.size else 0
-
-
-def _padded_segment_prod(data: Any, ids: np.ndarray, n: int) -> Any:
-    """The products of ``data``'s rows by static ``ids`` (an id outside ``[0, n)`` drops its row; an empty
-    segment gives 1) as ``prod`` of a ``[n, largest segment, ...]`` gather padded with ones:
-    differentiable, unlike ``jax.ops.segment_prod`` with repeated ids."""
-    rest = np.shape(data)[1:]
-    rows = np.flatnonzero((ids >= 0) & (ids < n))
-    kept = ids[rows]
-    order = np.argsort(kept, kind="stable")
-    count = np.bincount(kept, minlength=n)
-    starts = np.cumsum(count) - count
-    table = np.full((n, int(count.max(initial=0))), np.shape(data)[0])  # that row: the padding row of ones
-    table[kept[order], np.arange(kept.size) - starts[kept[order]]] = rows[order]
-    padded = jnp.concatenate([jnp.asarray(data), jnp.ones((1,) + rest, jnp.asarray(data).dtype)])
-    return jnp.prod(padded[table], axis=1)
-
-
-@_reg("SegmentSum", "SegmentMax", "SegmentMin", "SegmentMean", "SegmentProd")
-def _sorted_segment_reduction(node: Node, args: list[Any]) -> list[Any]:
-    """The reduction of ``data``'s rows by sorted ``segment_ids`` (a prefix of its shape) into
-    ``max(ids) + 1`` rows; an empty segment gives 0 (1 for ``SegmentProd``), as in TensorFlow. The
-    ids must be known when the op runs (:func:`_segment_count`)."""
-    data, ids = args
-    ids, n = _segment_count(node, ids)
-    rest = np.shape(data)[ids.ndim:]
-    data = jnp.asarray(data).reshape((-1,) + rest)
-    ids = ids.reshape(-1)
-    kind = node.op[len("Segment"):].lower()
-    count = np.bincount(ids, minlength=n).reshape((n,) + (1,) * len(rest))
-    if kind == "prod":
-        return [_padded_segment_prod(data, ids, n)]
-    reduce = getattr(jax.ops, "segment_" + ("sum" if kind == "mean" else kind))
-    out = reduce(data, ids, n, indices_are_sorted=True)
-    if kind == "mean":  # (an integer mean rounds toward zero, as TensorFlow's)
-        divisor = jnp.broadcast_to(np.maximum(count, 1).astype(out.dtype), out.shape)
-        out = out / divisor if jnp.issubdtype(out.dtype, jnp.inexact) else jax.lax.div(out, divisor)
-    elif kind in ("max", "min"):
-        out = jnp.where(count > 0, out, jnp.zeros_like(out))
-    return [out]
 
 
 @_reg("Roll")
