@@ -26,16 +26,14 @@ TF2JAX_OPS = Path(__file__).resolve().parent / "data" / "tf2jax_ops.txt"
 
 _RESOURCE = "resource variables (freeze the graph: they become constants)"
 _FUNCTIONAL = "functional control flow (function-library bodies; jta runs control flow v1)"
-_RANDOM = "random number generation (TensorFlow's streams cannot be reproduced)"
+_RANDOM = "stateful random number generation (a stream kept in the op's state; the stateless ops are imported)"
 _XLA = "XLA-specific ops (no TF1 program emits them; tf2xla lowers other ops to them)"
 NOT_COVERED: dict[str, str] = {
     **dict.fromkeys(("AssignAddVariableOp", "AssignSubVariableOp", "AssignVariableOp", "ReadVariableOp",
                      "VariableV2"), _RESOURCE),
     **dict.fromkeys(("Case", "If", "PartitionedCall", "StatefulPartitionedCall", "StatelessCase", "StatelessIf",
                      "StatelessWhile", "While"), _FUNCTIONAL),
-    **dict.fromkeys(("RandomStandardNormal", "RandomUniform", "RandomUniformInt", "StatelessMultinomial",
-                     "StatelessRandomGetKeyCounter", "StatelessRandomNormalV2", "StatelessRandomUniformFullIntV2",
-                     "StatelessRandomUniformIntV2", "StatelessRandomUniformV2", "XlaRngBitGenerator"), _RANDOM),
+    **dict.fromkeys(("RandomStandardNormal", "RandomUniform", "RandomUniformInt", "XlaRngBitGenerator"), _RANDOM),
     **dict.fromkeys(("XlaConv", "XlaConvV2", "XlaReduceWindow", "XlaSelectAndScatter", "XlaDot", "XlaDotV2",
                      "XlaDynamicSlice", "XlaDynamicUpdateSlice", "XlaGather", "XlaPad", "XlaScatter",
                      "XlaVariadicReduceV2", "XlaVariadicSort"), _XLA),

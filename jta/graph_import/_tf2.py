@@ -249,8 +249,12 @@ def _argument_names(concrete: Any, n_args: int) -> list[str]:
 
 _ASSIGN = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApplyGradientDescent",
            "ResourceApplyAdam", "ResourceApplyMomentum", "ResourceApplyKerasMomentum")
-_RANDOM = ("RandomUniform", "RandomStandardNormal", "StatelessRandomUniformV2", "StatelessRandomNormalV2",
-           "StatelessRandomGetKeyCounter", "RandomUniformInt", "TruncatedNormal")
+# Stateful random ops (a hidden seed or a generator variable): their streams are not reproduced. (The
+# stateless ones with explicit seeds run bit for bit: jta.graph_import._ops_random.)
+_RANDOM = ("RandomUniform", "RandomStandardNormal", "RandomUniformInt", "TruncatedNormal", "RandomShuffle",
+           "Multinomial", "RandomGammaV2", "RandomPoissonV2", "StatefulUniform", "StatefulUniformInt",
+           "StatefulUniformFullInt", "StatefulStandardNormalV2", "StatefulTruncatedNormal", "RngReadAndSkip",
+           "RngSkip")
 
 _V1_CONTROL_FLOW = ("Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond", "TensorArrayV3",
                     "TensorArrayWriteV3", "TensorArrayReadV3", "StackV2", "StackPushV2", "StackPopV2")
@@ -288,10 +292,15 @@ def _check(lib: Library, top: Body) -> None:
         ways.append(f"Variable updates ({', '.join(assign)}): the imported function is pure; return the new "
                     "values (or the gradients) from the tf.function instead of assigning them, and apply the "
                     "update in JAX (optax).")
-    random = sorted(op for op in found if op in _RANDOM or "Random" in op)
+    random = sorted(op for op in found if op in _RANDOM or "Random" in op or op.startswith(("Stateful", "Rng")))
     if random:
-        ways.append(f"Random numbers ({', '.join(random)}): TensorFlow's random streams cannot be reproduced in "
-                    "JAX: pass the random values (a dropout mask, noise) as arguments of the tf.function.")
+        ways.append(f"Random numbers ({', '.join(random)}): jta reproduces TensorFlow's stateless random ops bit "
+                    "for bit (tf.random.stateless_uniform, stateless_normal, stateless_truncated_normal, "
+                    "stateless_categorical, tf.random.split and fold_in, tf.nn.experimental.stateless_dropout), "
+                    "but not the streams of stateful ones (tf.random.uniform/normal, tf.random.Generator, "
+                    "unseeded dropout) nor other distributions: draw with the stateless ops from an explicit "
+                    "seed argument (e.g. seed + tf.stack([step, 0])), or pass the random values (a dropout "
+                    "mask, noise) as arguments of the tf.function.")
     v1 = sorted(op for op in found if op in _V1_CONTROL_FLOW)
     if v1:
         ways.append(f"Control flow v1 ({', '.join(v1)}): the function was traced after "

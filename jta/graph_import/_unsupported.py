@@ -34,9 +34,10 @@ _KINDS: tuple[tuple[str, Callable[[str], bool], str], ...] = (
      "output_names) makes each variable a constant (or feed their values through placeholders); a "
      "tf.function's variables become jta.import_function's params."),
     ("random numbers", lambda op: op.startswith(_RANDOM_PREFIXES),
-     "TensorFlow's random streams cannot be reproduced in JAX: feed the random values (a dropout mask, "
-     "noise, sampled candidates) as inputs through a placeholder, or build the graph without them "
-     "(dropout rate 0)."),
+     "a stateful random op's stream lives in TensorFlow's op state and cannot be reproduced in JAX: use "
+     "the stateless ops with an explicit seed (tf.random.stateless_uniform, ...: imported bit for bit), "
+     "feed the random values (a dropout mask, noise, sampled candidates) as inputs through a placeholder, "
+     "or build the graph without them (dropout rate 0)."),
 )
 _OTHER = ("jta.graph_import.supported_ops() lists the op types jta runs; please report a missing one with "
           "the graph.")
