@@ -1143,6 +1143,28 @@ def test_sizes_the_data_decides_per_step_of_a_short_loop() -> None:
     _close(jta.checked(jax.jit(step))(params, x), train(x))
 
 
+def test_a_write_at_a_run_time_index_outside_loops_grows_under_checked() -> None:
+    """``ta.write(n, x)`` of a ``dynamic_size`` TensorArray at an argument ``n``, outside any loop: a bare
+    jit refuses it (code 435), naming jta.checked, which sizes the buffer from its plan, grows it when a
+    run writes past it (n = 300 > 256 rows) and gives TensorFlow's stack; a negative index fails with
+    TensorFlow's text (where TensorFlow's own kernel crashes)."""
+    @tf.function(input_signature=[tf.TensorSpec([], tf.int32), tf.TensorSpec([2], tf.float32)])
+    def f(n: Any, x: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        return ta.write(n, x).stack()
+
+    x = np.array([1.0, 2.0], np.float32)
+    jax_fn, params = jta.import_function(f, np.int32(2), x)
+    with pytest.raises(jta.errors.UnimplementedError, match="through jta.checked") as info:
+        jax.jit(jax_fn)(params, np.int32(2), x)
+    assert GraphError.LIST_CAPACITY.matches(info.value)
+    checked = jta.checked(jax.jit(jax_fn))
+    for n in (2, 300):
+        _close(checked(params, np.int32(n), x), f(np.int32(n), x))
+    with pytest.raises(jta.errors.InvalidArgumentError, match="Trying to modify element -1 in a list"):
+        checked(params, np.int32(-1), x)
+
+
 def _jacobian_of_a_loop(pfor: bool) -> Any:
     w = tf.Variable(np.full((2, 2), 0.4, np.float32), name="w")
 

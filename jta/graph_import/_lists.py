@@ -173,12 +173,16 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
         return TList(lst.items.at[i].set(item), length, lst.dtype, lst.shape, limit=lst.limit)
     if lst.items is None or (lst.static and not resize and lst.items.shape[0] < lst.length):
         lst = materialize(lst, node, lst.length if lst.static else 0, item.shape)
-    if lst.static and resize:
-        GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
-            "a write at an index only known at run time may grow the list outside a loop that sized it"
-            + (" (here under jta.checked: the loop's first step, traced with its counters static, did not "
-               "write this list, as when a branch taken at some steps only writes it; write it in every "
-               "step, or give the loop a static bound)." if capacities.active() else ".")))
+    if lst.static and resize:  # a write at a run-time index grows the list outside a loop that sized it
+        planned = capacities.planned_rows()
+        if planned is None:
+            GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
+                "a write at an index only known at run time may grow the list outside a loop that sized it."))
+        # under jta.checked: room for the rows its plan gives past the length; a write past them reports
+        # the rows it needs, and jta.checked grows them and runs again
+        more, number = planned
+        lst = materialize(lst, node, lst.length + more, item.shape).traced()
+        lst = TList(lst.items, lst.length, lst.dtype, lst.shape, limit=lst.limit, plan=(number, lst.items.shape[0] - more, 1))
     at = _index(index)
     if resize:  # grows the list, within the buffer its loop sized
         _check(node, at < 0, GraphError.LIST_MODIFY, at, lst.length, 0)
