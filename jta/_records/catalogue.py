@@ -70,9 +70,13 @@ class Message(enum.Enum):
         fields = _wide({k: 0 if k.endswith("_high") and k[:-5] in held else v for k, v in fields.items()})
         if "rest" in extra:
             extra = {**extra, "python_rest": _python_rest(extra["rest"])}
+        written: dict[str, Any] = dict(fields)
         if "index_shape" in extra and "index" in fields:  # a flat index, written as TF writes its place
-            fields["index"] = unravelled(fields["index"], extra["index_shape"])
-        return self.exception(name=name, **fields, **extra)
+            written["index"] = unravelled(fields["index"], extra["index_shape"])
+        if "depth" in extra:  # an index vector: its first two entries (a record holds three integers)
+            depth = int(extra["depth"])
+            written["vector"] = ", ".join(str(fields[k]) for k in ("first", "second")[:depth]) + ", ..." * (depth > 2)
+        return self.exception(name=name, **written, **extra)
 
     @classmethod
     def by_code(cls, code: int) -> Message | Unsigned:

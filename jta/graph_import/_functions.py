@@ -31,7 +31,7 @@ from jax.core import Tracer
 
 from .._core import capacities
 from .._records.catalogue import Error
-from . import _list_vectors, _lists
+from . import _list_vectors, _lists, _ops_indices
 from ._branches import lists_agree
 from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
@@ -431,6 +431,7 @@ class Evaluator:
         value = jnp.asarray(value, jax.dtypes.canonicalize_dtype(node.attr("dtype")))
         if node.op == "ReadVariableOp":
             return [value]
+        _ops_indices.gather(node, args[1], np.shape(value)[0])
         return [jnp.take(value, jnp.asarray(args[1]), axis=0)]
 
     def _branch(self, node: Node, args: list[Any]) -> Optional[list[Any]]:

@@ -135,5 +135,15 @@ class GraphError(Message):
                           "possibly because 'segment_ids' input is not sorted.", ("value", "count"))
     UNSORTED_SEGMENT_RANGE = (455, InvalidArgumentError, "Node {name} ({op}): segment_ids[{index}] = {value} is out "
                                    "of range [0, {count})", ("index", "value", "count"))
+    GATHER_RANGE = (456, InvalidArgumentError, "Node {name} ({op}): indices[{index}] = {value} is not in [0, {count})",
+                         ("index", "value", "count"))
+    GATHER_ND_RANGE = (457, InvalidArgumentError, "Node {name} ({op}): indices[{index}] = [{vector}] does not index "
+                            "into param shape [{shape}], node name: {name}", ("index", "first", "second"))
+    SCATTER_ND_RANGE = (458, InvalidArgumentError, "Node {name} ({op}): indices[{index}] = [{vector}] does not index "
+                             "into shape [{shape}]", ("index", "first", "second"))
+    SEQUENCE_NEGATIVE = (459, InvalidArgumentError, "Node {name} ({op}): seq_lens({index}) < 0", ("index",))
+    SEQUENCE_LONG = (460, InvalidArgumentError, "Node {name} ({op}): seq_lens({index}) > input.dims({dim})", ("index",))
+    GATHER_SCALAR_RANGE = (461, InvalidArgumentError, "Node {name} ({op}): indices = {value} is not in [0, {count})",
+                                ("value", "count"))
     LIST_FULL = (446, InvalidArgumentError, "Node {name} ({op}): Tried to push item into a full list list size: "
                       "{size} max_num_elements: {max}", ("size", "max"))  # (TensorFlow's "list list")

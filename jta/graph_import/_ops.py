@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _ops_indices
 from ._messages import GraphError
 from ._nodes import Node
 
@@ -439,6 +440,7 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
     axis = axis + rank if axis < 0 else axis
     batch = int(node.attr("batch_dims", 0) or 0)
     batch = batch + np.ndim(indices) if batch < 0 else batch
+    _ops_indices.gather(node, indices, np.shape(params)[axis])
     xp = xp_of(params, indices)
     if not batch:
         return [as_numpy(xp.take(params, indices, axis=axis))]
@@ -476,6 +478,7 @@ def _list_diff(node: Node, args: list[Any]) -> list[Any]:
 def _reverse_sequence(node: Node, args: list[Any]) -> list[Any]:
     x, lengths = args
     seq, batch = int(node.attr("seq_dim")), int(node.attr("batch_dim", 0))
+    _ops_indices.sequence_lengths(node, lengths, seq, np.shape(x)[seq])
     xp = xp_of(x, lengths)
     t = xp.arange(np.shape(x)[seq])
     lengths = xp.asarray(lengths).astype(t.dtype)

@@ -21,7 +21,8 @@ from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, Op, is_static, registrar, static_value
-from ._ops_sizes import index_shape, known_now, learned_size
+from ._ops_indices import dims
+from ._ops_sizes import known_now, learned_size
 
 _reg = registrar(OPS)
 
@@ -62,7 +63,7 @@ def _checked_unsorted(node: Node, ids: Any, n: int) -> Any:
         outside = flat >= n
         first = xp.argmax(outside)
         value_ops.report(node.name, outside[first], GraphError.UNSORTED_SEGMENT_RANGE, first, flat[first], n,
-                         extra={"op": node.op, "index_shape": index_shape(ids)})
+                         extra={"op": node.op, "index_shape": dims(np.shape(ids))})
     return flat
 
 

@@ -22,6 +22,7 @@ from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, is_static, registrar, static_value, xp_of
+from ._ops_indices import dims
 
 _reg = registrar(OPS)
 
@@ -34,12 +35,6 @@ def learned_size(node: Node, size: Any, what: str, first: int) -> int:
     if rows is None:
         GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=what)
     return rows
-
-
-def index_shape(x: Any) -> str:
-    """``x``'s shape as a record's ``index_shape`` (``"2,3"``): a traced flat index is reported as
-    TensorFlow names the element (``jta._records.catalogue.unravelled``)."""
-    return ",".join(str(d) for d in np.shape(x))
 
 
 def known_now(v: Any) -> Any:
@@ -81,7 +76,7 @@ def _dynamic_partition(node: Node, args: list[Any]) -> list[Any]:
     outside = (flat < 0) | (flat >= count)
     first = jnp.argmax(outside)
     value_ops.report(node.name, jnp.any(outside), GraphError.PARTITION_RANGE, first, flat[first], count,
-                     extra={"op": node.op, "index_shape": index_shape(partitions)})
+                     extra={"op": node.op, "index_shape": dims(np.shape(partitions))})
     shared = _PARTITION_SIZES.get(id(partitions))
     if shared is not None and shared[0]() is partitions and len(shared[1]) == count:
         sizes = shared[1]  # (another DynamicPartition by the same partitions in this trace: the rows it learned)

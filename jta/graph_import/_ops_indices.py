@@ -1,0 +1,86 @@
+"""TensorFlow's checks of the indices of gathers, scatters and ``ReverseSequence``.
+
+JAX clamps, wraps, fills or drops an index out of range; TensorFlow's CPU kernels reject it. Each op
+that takes indices calls one of these before it computes: a bad index fails with TensorFlow's text
+(class and text, its place written as TensorFlow writes it), eagerly and, for traced indices, from
+compiled code (``jta._delivery.value_ops.report``; a check known to pass stages nothing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._delivery import value_ops
+from .._records.catalogue import unravelled
+from ._messages import GraphError
+from ._nodes import Node
+
+
+def _known(x: Any) -> tuple[Any, Any]:
+    """``x`` as numpy when it is known now (static, or an eager call's concrete array), and the module."""
+    try:
+        return np.asarray(x), np
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return jnp.asarray(x), jnp
+
+
+def dims(shape: Any) -> str:
+    """A shape as an error's ``index_shape`` or ``shape`` (``"2,3"``): a traced flat index is written as
+    TensorFlow names the element (``jta._records.catalogue.unravelled``)."""
+    return ",".join(str(int(d)) for d in shape)
+
+
+def gather(node: Node, indices: Any, limit: int) -> None:
+    """Every index in ``[0, limit)`` (``GatherV2``, ``ResourceGather``: ``indices[i,j] = v is not in
+    [0, limit)``, code 456; of a scalar index ``indices = v ...``, code 461)."""
+    known, xp = _known(indices)
+    flat = xp.reshape(known, -1)
+    if not flat.size:
+        return
+    bad = (flat < 0) | (flat >= limit)
+    first = xp.argmax(bad)
+    extra = {"op": node.op, "index_shape": dims(np.shape(indices))}
+    if np.ndim(indices):
+        value_ops.report(node.name, bad[first], GraphError.GATHER_RANGE, first, flat[first], limit, extra=extra)
+    else:  # (a scalar index has no place: ``indices = v``)
+        value_ops.report(node.name, bad[first], GraphError.GATHER_SCALAR_RANGE, flat[first], limit, extra=extra)
+
+
+def nd(node: Node, indices: Any, shape: tuple[int, ...], message: GraphError) -> None:
+    """Every index vector (``indices``' last axis) inside ``shape`` (``GatherNd``: code 457; ``ScatterNd``,
+    ``TensorScatter*``: code 458): ``indices[i] = [a, b] does not index into ...``. (From compiled code
+    the vector is written whole up to two entries, its first two and ``...`` beyond.)"""
+    known, xp = _known(indices)
+    depth = np.shape(indices)[-1]
+    rows = xp.reshape(known, (-1, depth))
+    if not rows.shape[0] or not depth:
+        return
+    bad = xp.any((rows < 0) | (rows >= np.asarray(shape[:depth])), axis=1)
+    first = xp.argmax(bad)
+    if xp is np:  # (known now: the whole vector, whatever its length)
+        if bad[first]:
+            message.raise_(name=node.name, op=node.op, index=unravelled(int(first), dims(np.shape(indices)[:-1])),
+                           vector=", ".join(str(int(v)) for v in rows[first]), shape=dims(shape))
+        return
+    vector = [rows[first, k] if k < depth else 0 for k in range(2)]
+    value_ops.report(node.name, bad[first], message, first, *vector,
+                     extra={"op": node.op, "index_shape": dims(np.shape(indices)[:-1]), "depth": str(depth),
+                            "shape": dims(shape)})
+
+
+def sequence_lengths(node: Node, lengths: Any, dim: int, size: int) -> None:
+    """Every length in ``[0, size]`` (``ReverseSequence``, per batch entry in order: ``seq_lens(d) < 0``,
+    code 459, or ``seq_lens(d) > input.dims(dim)``, code 460)."""
+    known, xp = _known(lengths)
+    lengths = xp.reshape(known, -1)
+    if not lengths.size:
+        return
+    negative, long = lengths < 0, lengths > size
+    first = xp.argmax(negative | long)
+    extra = {"op": node.op, "dim": str(dim)}
+    value_ops.report(node.name, negative[first], GraphError.SEQUENCE_NEGATIVE, first, extra=extra)
+    value_ops.report(node.name, long[first] & ~negative[first], GraphError.SEQUENCE_LONG, first, extra=extra)
