@@ -37,7 +37,19 @@ def _close(got, expected, rtol):
 
 
 def _primitives(fn, *args):
-    return str(jax.make_jaxpr(fn)(*args))
+    """The names of the primitives in ``fn``'s jaxpr, loop and branch bodies included."""
+    names = set()
+
+    def visit(jaxpr):
+        for eqn in jaxpr.eqns:
+            names.add(eqn.primitive.name)
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (tuple, list)) else (value,):
+                    if hasattr(sub, "eqns") or hasattr(sub, "jaxpr"):
+                        visit(getattr(sub, "jaxpr", sub))
+
+    visit(jax.make_jaxpr(fn)(*args).jaxpr)
+    return names
 
 
 # -- (a) hand-built graphs ----------------------------------------------------------------------

@@ -163,8 +163,9 @@ def test_every_new_op_is_exercised_and_its_gradient_closure_is_supported(built):
         assert b.op_types <= set(supported_ops()), f"{name}: {sorted(b.op_types - set(supported_ops()))}"
 
 
-def test_sparse_cross_entropy_gives_nan_for_a_label_out_of_range():
-    """TF's CPU kernel raises for such a label and its GPU kernel gives NaN; a traced function can only do the latter."""
+def test_sparse_cross_entropy_of_a_label_out_of_range_fails_as_in_tensorflow():
+    """TF's CPU kernel raises for such a label (its GPU kernel gives NaN): so does the import, from
+    compiled code too (a bare jit's and jta.checked's), with its text."""
     tf = pytest.importorskip("tensorflow")
     from tests.helpers.tfgraph import k_graph
 
@@ -172,11 +173,17 @@ def test_sparse_cross_entropy_gives_nan_for_a_label_out_of_range():
         x = tf.compat.v1.placeholder(tf.float32, [3, 3], name="x")
         labels = tf.compat.v1.placeholder(tf.int32, [3], name="labels")
         out = tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=x, labels=labels)
-    f = jax.jit(jta.import_graph_def(g.as_graph_def(), inputs=["x:0", "labels:0"],
-                                     outputs=[out.loss.name, out.backprop.name]))
-    loss, backprop = f(np.zeros((3, 3), np.float32), np.array([0, 3, -1], np.int32))
-    assert np.isfinite(loss[0]) and np.isnan(loss[1:]).all()
-    assert np.isfinite(backprop[0]).all() and np.isnan(backprop[1:]).all()
+    f = jta.import_graph_def(g.as_graph_def(), inputs=["x:0", "labels:0"], outputs=[out.loss.name, out.backprop.name])
+    text = r"Received a label value of 3 which is outside the valid range of \[0, 3\)\.  Label values: 0 3 \.\.\."
+    x, bad = np.zeros((3, 3), np.float32), np.array([0, 3, -1], np.int32)
+    for run in (jax.jit(f), jta.checked(jax.jit(f))):
+        np.testing.assert_allclose(run(x, np.array([0, 2, 1], np.int32))[0], np.log(3.0), rtol=1e-6)
+    with pytest.raises(jta.errors.InvalidArgumentError, match=text):
+        jta.checked(jax.jit(f))(x, bad)
+    with pytest.raises(jax.errors.JaxRuntimeError):  # (a bare jit's check: a host callback; jta.throw() gives it)
+        jax.jit(f)(x, bad)
+    with pytest.raises(jta.errors.InvalidArgumentError, match=text):
+        jta.throw()
 
 
 def test_paddings_fed_at_run_time_are_refused():

@@ -48,6 +48,13 @@ CASES = {
                               [1, 3, 2, 0]),
     "reverse_sequence_negative": (lambda x, i: tf.reverse_sequence(x, i, seq_axis=1, batch_axis=0), [1, 2, -2, 5],
                                   [0, 0, 0, 0]),
+    "slice_size": (lambda x, i: tf.slice(x, [i[0], 0], [2, 3]), [3, 0], [2, 0]),
+    "slice_begin": (lambda x, i: tf.slice(x, [i[0], i[1]], [1, 1]), [1, 4], [1, 2]),
+    "index_of_one_element": (lambda x, i: x[i[0]], [4, 0], [3, 0]),
+    "negative_index_of_one_element": (lambda x, i: x[i[0], ..., i[1]], [-1, -4], [-4, -3]),
+    "labels": (lambda x, i: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=i, logits=x[:2]), [1, 3], [1, 2]),
+    "negative_labels": (lambda x, i: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=i, logits=x[:2]), [-1, 0],
+                        [0, 0]),
 }
 
 
@@ -97,3 +104,32 @@ def test_a_tf1_gather_of_a_fed_index() -> None:
         with pytest.raises(jta.errors.InvalidArgumentError) as got:
             run(np.array([3, 4], np.int32))
         assert str(got.value).split("): ", 1)[1] in text
+
+
+def test_more_labels_than_a_record_holds() -> None:
+    """Eagerly every label value is written, as TensorFlow does; from compiled code the first two and
+    ``...`` (an error record holds three integers)."""
+    f = tf.function(lambda x, i: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=i, logits=x),
+                    input_signature=[tf.TensorSpec([4, 3], tf.float32), tf.TensorSpec([4], tf.int32)])
+    bad = np.array([0, 2, 5, 1], np.int32)
+    want = _outcome(f, X, bad)
+    jax_fn, params = jta.import_function(f, X, bad % 3)
+    _agree(_outcome(jax_fn, params, X, bad), want)
+    got = _outcome(jta.checked(jax.jit(jax_fn)), params, X, bad)
+    assert got[2].endswith("Received a label value of 5 which is outside the valid range of [0, 3).  Label values: "
+                           "0 2 ..."), got
+
+
+def test_run_time_bounds_run_eagerly() -> None:
+    """A slice ``x[i:i + 2]`` of an argument ``i``, ``tf.slice`` to the end (size -1) of a run-time begin
+    and ``band_part`` of run-time counts run in an eager call (their results' shapes are known there) and
+    are refused under jit; a count TensorFlow rejects fails with its text."""
+    f = tf.function(lambda x, i: (x[i[0]:i[0] + 2] + tf.linalg.band_part(x, i[1], -1)[:2], tf.slice(x, [i[0], 0], [-1, 1])),
+                    input_signature=[tf.TensorSpec([4, 3], tf.float32), tf.TensorSpec([2], tf.int32)])
+    jax_fn, params = jta.import_function(f, X, np.array([1, 0], np.int32))
+    for i in ([1, 0], [2, 2], [0, 5]):
+        for k in range(2):
+            _agree(_outcome(lambda *a, k=k: jax_fn(*a)[k], params, X, np.array(i, np.int32)),
+                   _outcome(lambda *a, k=k: f(*a)[k], X, np.array(i, np.int32)))
+    with pytest.raises(jta.errors.UnimplementedError, match="must be static"):
+        jax.jit(jax_fn)(params, X, np.array([1, 0], np.int32))

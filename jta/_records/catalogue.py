@@ -76,6 +76,9 @@ class Message(enum.Enum):
         if "depth" in extra:  # an index vector: its first two entries (a record holds three integers)
             depth = int(extra["depth"])
             written["vector"] = ", ".join(str(fields[k]) for k in ("first", "second")[:depth]) + ", ..." * (depth > 2)
+        if "labels" in extra:  # a list of labels: its first two (a record holds three integers)
+            count = int(extra["labels"])
+            written["values"] = " ".join(str(fields[k]) for k in ("first", "second")[:count]) + " ..." * (count > 2)
         return self.exception(name=name, **written, **extra)
 
     @classmethod

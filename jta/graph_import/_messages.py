@@ -145,5 +145,14 @@ class GraphError(Message):
     SEQUENCE_LONG = (460, InvalidArgumentError, "Node {name} ({op}): seq_lens({index}) > input.dims({dim})", ("index",))
     GATHER_SCALAR_RANGE = (461, InvalidArgumentError, "Node {name} ({op}): indices = {value} is not in [0, {count})",
                                 ("value", "count"))
+    SLICE_BEGIN = (462, InvalidArgumentError, "Node {name} ({op}): Expected begin[{index}] in [0, {count}], but got "
+                        "{value}", ("index", "count", "value"))
+    SLICE_SIZE = (463, InvalidArgumentError, "Node {name} ({op}): Expected size[{index}] in [0, {count}], but got "
+                       "{value}", ("index", "count", "value"))
+    SHRUNK_INDEX = (464, InvalidArgumentError, "Node {name} ({op}): slice index {value} of dimension {index} out of "
+                         "bounds.", ("value", "index"))
+    INVALID_ARGUMENT = (466, InvalidArgumentError, "Node {node} ({op}): {error}")  # (a check of static arguments)
+    LABEL_RANGE = (465, InvalidArgumentError, "Node {name} ({op}): Received a label value of {value} which is outside "
+                        "the valid range of [0, {count}).  Label values: {values}", ("value", "first", "second"))
     LIST_FULL = (446, InvalidArgumentError, "Node {name} ({op}): Tried to push item into a full list list size: "
                       "{size} max_num_elements: {max}", ("size", "max"))  # (TensorFlow's "list list")

@@ -339,17 +339,20 @@ def _slice(node: Node, args: list[Any]) -> list[Any]:
     x, begin, size = args
     size = [int(s) for s in static_value(node, size, "the size")]
     shape = np.shape(x)
+    if -1 in size:  # (to the end: the result's shape depends on the begin)
+        begin = concrete_value(node, begin, "the begin (with a size of -1, the result's shape depends on it)")
+    _ops_indices.slice_bounds(node, begin, size, shape)
     if is_static(begin):
         b = [int(v) for v in begin]
         return [as_numpy(x[tuple(slice(v, shape[k] if s < 0 else v + s) for k, (v, s) in enumerate(zip(b, size, strict=False)))])]
-    size = [shape[k] - 0 if s < 0 else s for k, s in enumerate(size)]  # a -1 size needs a static begin
     return [jax.lax.dynamic_slice(jnp.asarray(x), tuple(jnp.asarray(begin)[k] for k in range(len(size))), size)]
 
 
-def _strided_index(node: Node, begin: Any, end: Any, strides: Any) -> tuple[Any, ...]:
+def _strided_index(node: Node, begin: Any, end: Any, strides: Any, shape: Any = None) -> tuple[Any, ...]:
     strides = static_value(node, strides, "the strides")
     masks = {k: int(node.attr(k + "_mask", 0)) for k in ("begin", "end", "ellipsis", "new_axis", "shrink_axis")}
     index: list[Any] = []
+    shrunk: list[int] = []  # (the entries that index one element)
     for k in range(len(strides)):
         bit = 1 << k
         if masks["ellipsis"] & bit:
@@ -359,17 +362,32 @@ def _strided_index(node: Node, begin: Any, end: Any, strides: Any) -> tuple[Any,
         elif masks["shrink_axis"] & bit:
             b = begin[k]
             index.append(int(b) if is_static(b) else b)
+            shrunk.append(len(index) - 1)
         else:
-            b = None if masks["begin"] & bit else int(static_value(node, begin[k], "slice bounds"))
-            e = None if masks["end"] & bit else int(static_value(node, end[k], "slice bounds"))
+            b = None if masks["begin"] & bit else int(concrete_value(node, begin[k], "slice bounds"))
+            e = None if masks["end"] & bit else int(concrete_value(node, end[k], "slice bounds"))
             index.append(slice(b, e, int(strides[k])))
+    if shape is not None:  # TensorFlow's check of each index of one element (JAX would clamp it)
+        for k in shrunk:
+            axis = _axis_of(index, k, len(shape))
+            _ops_indices.shrunk_index(node, index[k], shape[axis], axis)
     return tuple(index)
+
+
+def _axis_of(index: list[Any], k: int, rank: int) -> int:
+    """The dimension that entry ``k`` of a NumPy-style ``index`` indexes (``None`` adds one, an
+    ``Ellipsis`` stands for those no entry names)."""
+    before = [e for e in index[:k] if e is not None]
+    if Ellipsis not in before:
+        return len(before)
+    after = [e for e in index[k:] if e is not None]
+    return rank - len(after)
 
 
 @_reg("StridedSlice")
 def _strided_slice(node: Node, args: list[Any]) -> list[Any]:
     x, begin, end, strides = args
-    index = _strided_index(node, begin, end, strides)
+    index = _strided_index(node, begin, end, strides, np.shape(x))
     if all(is_static(a) for a in args):
         return [np.asarray(x[index])]
     return [jnp.asarray(x)[index]]
@@ -578,11 +596,12 @@ def _softmax_cross_entropy(node: Node, args: list[Any]) -> list[Any]:
 
 @_reg("SparseSoftmaxCrossEntropyWithLogits")
 def _sparse_softmax_cross_entropy(node: Node, args: list[Any]) -> list[Any]:
-    """(loss, backprop) for integer labels. A label outside ``[0, classes)`` gives NaN in its row
-    (TensorFlow's GPU kernel does the same; its CPU kernel raises, which a traced function cannot)."""
+    """(loss, backprop) for integer labels. A label outside ``[0, classes)`` fails with TensorFlow's CPU
+    kernel's text (from compiled code too; its row is NaN there, as TensorFlow's GPU kernel gives)."""
     logits, labels = args
     xp = xp_of(logits, labels)
     classes = np.shape(logits)[-1]
+    _ops_indices.labels(node, labels, classes)
     log_p = _log_softmax(xp, logits)
     onehot = (xp.arange(classes) == labels[..., None]).astype(log_p.dtype)
     valid = (labels >= 0) & (labels < classes)

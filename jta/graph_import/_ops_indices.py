@@ -84,3 +84,44 @@ def sequence_lengths(node: Node, lengths: Any, dim: int, size: int) -> None:
     extra = {"op": node.op, "dim": str(dim)}
     value_ops.report(node.name, negative[first], GraphError.SEQUENCE_NEGATIVE, first, extra=extra)
     value_ops.report(node.name, long[first] & ~negative[first], GraphError.SEQUENCE_LONG, first, extra=extra)
+
+
+def slice_bounds(node: Node, begin: Any, size: list[int], shape: tuple[int, ...]) -> None:
+    """``Slice`` of a run-time ``begin`` (a static ``size``, -1 for the rest): per dimension in order, the
+    begin in ``[0, dim]`` (code 462), then the size in ``[0, dim - begin]`` (463)."""
+    known, xp = _known(begin)
+    for k, (s, dim) in enumerate(zip(size, shape, strict=False)):
+        b = known[k]
+        extra = {"op": node.op}
+        value_ops.report(node.name, (b < 0) | (b > dim), GraphError.SLICE_BEGIN, k, dim, b, extra=extra)
+        if s >= 0:
+            value_ops.report(node.name, (b >= 0) & (b <= dim) & (b + s > dim), GraphError.SLICE_SIZE, k, dim - b, s,
+                             extra=extra)
+
+
+def shrunk_index(node: Node, index: Any, dim: int, axis: int) -> None:
+    """A ``StridedSlice`` index of a shrunk dimension in ``[-dim, dim)`` (``x[i]``: ``slice index i of
+    dimension axis out of bounds.``, a negative one counted from the end as TensorFlow reports it; code 464)."""
+    known, xp = _known(index)
+    value_ops.report(node.name, (known < -dim) | (known >= dim), GraphError.SHRUNK_INDEX,
+                     xp.where(known < 0, known + dim, known), axis, extra={"op": node.op})
+
+
+def labels(node: Node, labels: Any, classes: int) -> None:
+    """Every label in ``[0, classes)`` (``SparseSoftmaxCrossEntropyWithLogits``: ``Received a label value
+    of v which is outside the valid range of [0, classes).  Label values: ...``, code 465; from compiled
+    code the label values are written whole up to two, their first two and ``...`` beyond)."""
+    known, xp = _known(labels)
+    flat = xp.reshape(known, -1)
+    if not flat.size:
+        return
+    bad = (flat < 0) | (flat >= classes)
+    first = xp.argmax(bad)
+    if xp is np:  # (known now: every label)
+        if bad[first]:
+            GraphError.LABEL_RANGE.raise_(name=node.name, op=node.op, value=int(flat[first]), count=classes,
+                                          values=" ".join(str(int(v)) for v in flat))
+        return
+    shown = [flat[k] if k < flat.size else 0 for k in range(2)]
+    value_ops.report(node.name, bad[first], GraphError.LABEL_RANGE, flat[first], *shown,
+                     extra={"op": node.op, "count": str(classes), "labels": str(flat.size)})
