@@ -766,7 +766,7 @@ def test_list_op_misuse_has_tensorflow_texts(name: str) -> None:
     with pytest.raises(jta.errors.InvalidArgumentError) as caught:
         jax_fn, params = jta.import_function(f, x)
         jax_fn(params, x)
-    assert GraphError.LIST_MISUSE.matches(caught.value)
+    assert GraphError.INVALID_ARGUMENT.matches(caught.value)
     assert str(caught.value).endswith(want), (str(caught.value), want)
 
 

@@ -91,13 +91,13 @@ class Opt:
     def read(self, node: Node) -> list[Any]:
         """``OptionalGetValue`` of it (``node``'s ``output_types``/``output_shapes`` choose the part)."""
         if self.value is None:
-            GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error="The optional variant has no value.")
+            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error="The optional variant has no value.")
         if self.kinds is None:
             return list(self.value)
         types, shapes = node.attr("output_types", []), node.attr("output_shapes", [])
         fits = [part for kind, part in zip(self.kinds, self.value, strict=True) if _fits(kind, types, shapes)]
         if len(fits) != 1:
-            GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=(
+            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
                 f"the optional holds one of {len(self.kinds)} types, and {len(fits)} of them are {types} {shapes}"))
         return list(fits[0])
 

@@ -86,7 +86,7 @@ class TList:
 VARIANT = "variant"  # the element dtype of a list of lists
 
 def misuse(node: Node, error: str) -> NoReturn:
-    GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=error)
+    GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=error)
 
 
 

@@ -74,7 +74,7 @@ class GraphError(Message):
     TF2_ARGUMENTS = (432, TypeError, "The imported function takes {expected} arguments ({names}), got {given}.")
     TF2_PARAMS = (433, KeyError, "The imported function reads variable {name!r}, which params lacks (params holds: "
                        "{known}).")
-    LIST_MISUSE = (434, InvalidArgumentError, "Node {node} ({op}): {error}")
+    INVALID_ARGUMENT = (434, InvalidArgumentError, "Node {node} ({op}): {error}")  # (TF's text of a check)
     LIST_CAPACITY = (435, UnimplementedError, "Node {node} ({op}): {what} The ways out: call the imported function "
                           "through jta.checked (jta.checked(jax.jit(fn))), which learns the buffer's rows at run time "
                           "and compiles again when they run out; give the loop a static bound (maximum_iterations= of "
@@ -151,7 +151,6 @@ class GraphError(Message):
                        "{value}", ("index", "count", "value"))
     SHRUNK_INDEX = (464, InvalidArgumentError, "Node {name} ({op}): slice index {value} of dimension {index} out of "
                          "bounds.", ("value", "index"))
-    INVALID_ARGUMENT = (466, InvalidArgumentError, "Node {node} ({op}): {error}")  # (a check of static arguments)
     LABEL_RANGE = (465, InvalidArgumentError, "Node {name} ({op}): Received a label value of {value} which is outside "
                         "the valid range of [0, {count}).  Label values: {values}", ("value", "first", "second"))
     LIST_FULL = (446, InvalidArgumentError, "Node {name} ({op}): Tried to push item into a full list list size: "

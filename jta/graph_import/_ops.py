@@ -463,7 +463,7 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
     if not batch:
         return [as_numpy(xp.take(params, indices, axis=axis))]
     if not 0 < batch <= min(axis, np.ndim(indices)) or np.shape(params)[:batch] != np.shape(indices)[:batch]:
-        GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=(
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
             f"batch_dims={node.attr('batch_dims')} must be in [0, rank(indices)={np.ndim(indices)}] and at most axis="
             f"{axis}, and params and indices must agree on those dimensions (shapes {np.shape(params)} and "
             f"{np.shape(indices)})"))

@@ -255,7 +255,7 @@ def _range(node: Node, args: list[Any]) -> list[Any]:
         raise AssertionError  # unreachable: static_value raised (the value is traced)
     step = step.item()
     if step == 0:
-        GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=f"Requires delta != 0: {_number(step)}")
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"Requires delta != 0: {_number(step)}")
     check = GraphError.RANGE_UP if step > 0 else GraphError.RANGE_DOWN
     if first is not None and last is not None:
         if (first > last) if step > 0 else (first < last):

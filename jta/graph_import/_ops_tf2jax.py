@@ -159,7 +159,7 @@ def _gather_nd(node: Node, args: list[Any]) -> list[Any]:
     params, indices = args
     batch = int(node.attr("batch_dims", 0) or 0)
     if not 0 <= batch < np.ndim(indices) or np.shape(params)[:batch] != np.shape(indices)[:batch]:
-        GraphError.LIST_MISUSE.raise_(node=node.name, op=node.op, error=(
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
             f"batch_dims={batch} must be in [0, rank(indices)) and params and indices must agree on those "
             f"dimensions (shapes {np.shape(params)} and {np.shape(indices)})"))
     _ops_indices.nd(node, indices, np.shape(params)[batch:], GraphError.GATHER_ND_RANGE)
