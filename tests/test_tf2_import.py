@@ -886,6 +886,31 @@ def test_custom_gradients_are_tensorflows(monkeypatch: Any) -> None:
         jax.grad(lambda p: jnp.sum(jax_fn(p, x)))(params)
 
 
+def test_a_custom_gradient_in_a_loop_reading_a_tensor_from_outside_it() -> None:
+    """A ``tf.custom_gradient`` called in a loop body whose gradient closes over a tensor of the function
+    around the loop (a variable read before it): the capture is that function's tensor, found in its
+    body, where ``jax.grad`` refused (code 423). (Generator seed 193.)"""
+    w = tf.Variable(np.random.default_rng(0).normal(size=(3, 3)).astype(np.float32) * 0.5, name="w")
+
+    @tf.custom_gradient
+    def product(v: Any, wt: Any) -> Any:
+        def grad(dy: Any) -> Any:
+            return tf.linalg.matvec(wt, dy, transpose_a=True), 0.5 * dy[:, None] * v[None, :]
+        return tf.linalg.matvec(wt, v), grad
+
+    @tf.function(input_signature=[tf.TensorSpec([4, 3], tf.float32)])
+    def f(x: Any) -> Any:
+        wt, h = tf.convert_to_tensor(w), tf.zeros([3])
+        for i in tf.range(tf.shape(x)[0]):
+            h = 0.8 * tf.tanh(product(x[i] + 0.5 * h, wt))
+        return tf.reduce_sum(h ** 2)
+
+    x = np.random.default_rng(1).normal(size=(4, 3)).astype(np.float32)
+    jax_fn, params = jta.import_function(f, x)
+    (want,) = _tape_grads(f, [w], x)
+    np.testing.assert_allclose(jax.jit(jax.grad(jax_fn))(params, x)["w"], want, rtol=1e-5, atol=1e-7)
+
+
 def _train_matches(train: Any, *args: Any) -> None:
     step, params = jta.import_function(train, *args)
     want = train(*args)

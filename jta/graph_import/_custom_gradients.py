@@ -75,20 +75,21 @@ def registered_gradient(kind: str, args: list[Any]) -> Optional[Gradient]:
 _ARRAYS = (np.ndarray, np.generic, jax.Array, Tracer)
 
 
-def _capture(value: Any, env: Callable[[Tensor], Any], variables: dict[int, Any]) -> Any:
+def _capture(value: Any, env: Callable[[Tensor, Optional[str]], Any], variables: dict[int, Any]) -> Any:
     """A capture's value: an eager constant's, a captured variable's handle (``variables``: by the
-    id of its eager handle), or the forward tensor's (``env``: its value, an array or a handle, or
-    ``None``); ``None``: none."""
+    id of its eager handle), or the forward tensor's (``env``: its value in the function whose graph
+    is named so, an array or a handle, or ``None``); ``None``: none. (A gradient called in a loop
+    body may read a tensor of the function around the loop: a closure over it.)"""
     if hasattr(value, "numpy") and not hasattr(value, "graph"):  # an eager tensor
         return value.numpy() if value.dtype.is_numpy_compatible else variables.get(id(value))
     try:
         key = (value.op.name, value.value_index)
     except AttributeError:
         return None
-    return env(key)
+    return env(key, getattr(value.graph, "name", None))
 
 
-def identity_with_gradient(node: Node, kind: str, args: list[Any], env: Callable[[Tensor], Any],
+def identity_with_gradient(node: Node, kind: str, args: list[Any], env: Callable[[Tensor, Optional[str]], Any],
                            run: Callable[[Gradient, list[Any], dict[Any, Any]], list[Any]],
                            handles: tuple[type, Callable[[Any], Any], dict[int, Any]]) -> list[Any]:
     """``args`` unchanged, with the derivative TensorFlow registered as ``kind``: ``run(gradient,

@@ -21,6 +21,7 @@ computed): the loops use it to find trip counts and bounds without running anyth
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -308,10 +309,18 @@ class Evaluator:
             self.bodies.pop()
         return [UNKNOWN if t[0] in unknown else env[t] for t in body.outputs]
 
-    def _forward_value(self, tensor: Tensor) -> Any:
-        """A tensor of the body running (innermost), computed now if its outputs did not need it (a
-        custom gradient reads values the forward does not); ``None`` where it cannot be."""
-        env, body = self.envs[-1], self.bodies[-1]
+    def _forward_value(self, tensor: Tensor, graph: Optional[str] = None) -> Any:
+        """A tensor of a body running, computed now if its outputs did not need it (a custom gradient
+        reads values the forward does not); ``None`` where it cannot be. ``graph``: the name of the
+        TensorFlow graph it is in, which names the body (a loop body's ``while_body_27``, a called
+        function's ``__inference_f_12`` for ``f``); else the innermost body that has it, or the
+        function imported."""
+        named = [] if graph is None else [k for k, b in enumerate(self.bodies) if re.fullmatch(
+            rf"{re.escape(graph)}|__inference_{re.escape(graph)}_\d+", b.name)]
+        at = named[-1] if named else len(self.bodies) - 1
+        if not named and tensor not in self.envs[at] and tensor[0] not in self.bodies[at].nodes:
+            at = 0
+        env, body = self.envs[at], self.bodies[at]
         if tensor in env or tensor[0] not in body.nodes:
             return env.get(tensor)
         for n in _topological(body.nodes, [tensor]):
