@@ -32,7 +32,7 @@ from jax.core import Tracer
 
 from .._core import capacities
 from .._records.catalogue import Error
-from . import _list_vectors, _lists, _ops_indices
+from . import _list_vectors, _lists, _ops_checks
 from ._branches import lists_agree
 from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
@@ -135,7 +135,7 @@ CASE_OPS = ("Case", "StatelessCase")
 WHILE_OPS = ("While", "StatelessWhile")
 VAR_OPS = ("ReadVariableOp", "VariableShape", "ResourceGather")
 PASS_OPS = ("Identity", "IdentityN", "NoOp", "Placeholder", "StopGradient", "PreventGradient",
-            "EnsureShape", "CheckNumerics")
+            "EnsureShape")
 CONTROL_OPS = (*CALL_OPS, *IF_OPS, *CASE_OPS, *WHILE_OPS, *VAR_OPS, *PASS_OPS, *OPTIONAL_OPS)
 
 
@@ -350,7 +350,7 @@ class Evaluator:
         op = node.op
         if op == "StopGradient" and not self.probe:  # (TF2 writes back_prop=False and stop_recording so too)
             return [jax.tree_util.tree_map(_stopped, args[0])]
-        if op in ("Identity", "StopGradient", "PreventGradient", "EnsureShape", "CheckNumerics", "Snapshot"):
+        if op in ("Identity", "StopGradient", "PreventGradient", "EnsureShape", "Snapshot"):
             return [args[0]]
         if op == "IdentityN":
             kind = node.attr("_gradient_op_type") if not self.probe else None
@@ -440,7 +440,7 @@ class Evaluator:
         value = jnp.asarray(value, jax.dtypes.canonicalize_dtype(node.attr("dtype")))
         if node.op == "ReadVariableOp":
             return [value]
-        _ops_indices.gather(node, args[1], np.shape(value)[0])
+        _ops_checks.gather(node, args[1], np.shape(value)[0])
         return [jnp.take(value, jnp.asarray(args[1]), axis=0)]
 
     def _branch(self, node: Node, args: list[Any]) -> Optional[list[Any]]:

@@ -151,6 +151,10 @@ class GraphError(Message):
                        "{value}", ("index", "count", "value"))
     SHRUNK_INDEX = (464, InvalidArgumentError, "Node {name} ({op}): slice index {value} of dimension {index} out of "
                          "bounds.", ("value", "index"))
+    NUMERICS_NAN = (467, InvalidArgumentError, "Node {name} ({op}): {message} : Tensor had NaN values", ())
+    NUMERICS_INF = (468, InvalidArgumentError, "Node {name} ({op}): {message} : Tensor had Inf values", ())
+    NUMERICS_BOTH = (469, InvalidArgumentError, "Node {name} ({op}): {message} : Tensor had Inf and NaN values", ())
+    ASSERTION = (470, InvalidArgumentError, "Node {name} ({op}): assertion failed: {data}", ())
     LABEL_RANGE = (465, InvalidArgumentError, "Node {name} ({op}): Received a label value of {value} which is outside "
                         "the valid range of [0, {count}).  Label values: {values}", ("value", "first", "second"))
     LIST_FULL = (446, InvalidArgumentError, "Node {name} ({op}): Tried to push item into a full list list size: "

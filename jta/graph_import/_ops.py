@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _ops_indices
+from . import _ops_checks
 from ._messages import GraphError
 from ._nodes import Node
 
@@ -131,9 +131,24 @@ for _name, _fn in _UNARY.items():
 simple(("AddN",), lambda xp, *xs: sum(xs[1:], xs[0]))
 
 
-@_reg("Identity", "Snapshot", "PreventGradient", "EnsureShape", "CheckNumerics", "PlaceholderWithDefault")
+@_reg("Identity", "Snapshot", "PreventGradient", "EnsureShape", "PlaceholderWithDefault")
 def _identity(node: Node, args: list[Any]) -> list[Any]:
     return [args[0]]
+
+
+@_reg("CheckNumerics")
+def _check_numerics(node: Node, args: list[Any]) -> list[Any]:
+    """``args[0]``, after TensorFlow's check that it holds no NaN and no infinity."""
+    _ops_checks.numerics(node, args[0], node.attr("message", b"").decode() if isinstance(
+        node.attr("message", b""), bytes) else str(node.attr("message", "")))
+    return [args[0]]
+
+
+@_reg("Assert")
+def _assert(node: Node, args: list[Any]) -> list[Any]:
+    """TensorFlow's ``Assert``: an error when the condition (``args[0]``) is false."""
+    _ops_checks.assertion(node, args[0], args[1:], int(node.attr("summarize", 3)))
+    return []
 
 
 @_reg("IdentityN")
@@ -146,7 +161,7 @@ def _stop_gradient(node: Node, args: list[Any]) -> list[Any]:
     return [args[0] if is_static(args[0]) else jax.lax.stop_gradient(args[0])]
 
 
-@_reg("NoOp", "ControlTrigger", "Assert")
+@_reg("NoOp", "ControlTrigger")
 def _nothing(node: Node, args: list[Any]) -> list[Any]:
     return []
 
@@ -341,7 +356,7 @@ def _slice(node: Node, args: list[Any]) -> list[Any]:
     shape = np.shape(x)
     if -1 in size:  # (to the end: the result's shape depends on the begin)
         begin = concrete_value(node, begin, "the begin (with a size of -1, the result's shape depends on it)")
-    _ops_indices.slice_bounds(node, begin, size, shape)
+    _ops_checks.slice_bounds(node, begin, size, shape)
     if is_static(begin):
         b = [int(v) for v in begin]
         return [as_numpy(x[tuple(slice(v, shape[k] if s < 0 else v + s) for k, (v, s) in enumerate(zip(b, size, strict=False)))])]
@@ -370,7 +385,7 @@ def _strided_index(node: Node, begin: Any, end: Any, strides: Any, shape: Any = 
     if shape is not None:  # TensorFlow's check of each index of one element (JAX would clamp it)
         for k in shrunk:
             axis = _axis_of(index, k, len(shape))
-            _ops_indices.shrunk_index(node, index[k], shape[axis], axis)
+            _ops_checks.shrunk_index(node, index[k], shape[axis], axis)
     return tuple(index)
 
 
@@ -458,7 +473,7 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
     axis = axis + rank if axis < 0 else axis
     batch = int(node.attr("batch_dims", 0) or 0)
     batch = batch + np.ndim(indices) if batch < 0 else batch
-    _ops_indices.gather(node, indices, np.shape(params)[axis])
+    _ops_checks.gather(node, indices, np.shape(params)[axis])
     xp = xp_of(params, indices)
     if not batch:
         return [as_numpy(xp.take(params, indices, axis=axis))]
@@ -496,7 +511,7 @@ def _list_diff(node: Node, args: list[Any]) -> list[Any]:
 def _reverse_sequence(node: Node, args: list[Any]) -> list[Any]:
     x, lengths = args
     seq, batch = int(node.attr("seq_dim")), int(node.attr("batch_dim", 0))
-    _ops_indices.sequence_lengths(node, lengths, seq, np.shape(x)[seq])
+    _ops_checks.sequence_lengths(node, lengths, seq, np.shape(x)[seq])
     xp = xp_of(x, lengths)
     t = xp.arange(np.shape(x)[seq])
     lengths = xp.asarray(lengths).astype(t.dtype)
@@ -601,7 +616,7 @@ def _sparse_softmax_cross_entropy(node: Node, args: list[Any]) -> list[Any]:
     logits, labels = args
     xp = xp_of(logits, labels)
     classes = np.shape(logits)[-1]
-    _ops_indices.labels(node, labels, classes)
+    _ops_checks.labels(node, labels, classes)
     log_p = _log_softmax(xp, logits)
     onehot = (xp.arange(classes) == labels[..., None]).astype(log_p.dtype)
     valid = (labels >= 0) & (labels < classes)

@@ -21,7 +21,7 @@ from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, Op, is_static, registrar, static_value
-from ._ops_indices import dims
+from ._ops_checks import dims
 from ._ops_sizes import known_now, learned_size
 
 _reg = registrar(OPS)

@@ -22,7 +22,7 @@ from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, is_static, registrar, static_value, xp_of
-from ._ops_indices import dims
+from ._ops_checks import dims
 
 _reg = registrar(OPS)
 

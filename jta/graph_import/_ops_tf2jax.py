@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _ops_indices
+from . import _ops_checks
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, concrete_value, is_static, registrar, result_dtype, simple, static_value, xp_of
@@ -162,7 +162,7 @@ def _gather_nd(node: Node, args: list[Any]) -> list[Any]:
         GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
             f"batch_dims={batch} must be in [0, rank(indices)) and params and indices must agree on those "
             f"dimensions (shapes {np.shape(params)} and {np.shape(indices)})"))
-    _ops_indices.nd(node, indices, np.shape(params)[batch:], GraphError.GATHER_ND_RANGE)
+    _ops_checks.nd(node, indices, np.shape(params)[batch:], GraphError.GATHER_ND_RANGE)
     static = is_static(params) and is_static(indices)
     xp = np if static else jnp
     indices = indices if static else jnp.asarray(indices)
@@ -176,7 +176,7 @@ def _scatter_nd(node: Node, args: list[Any]) -> list[Any]:
     """The updates summed into zeros of the given shape at the indices."""
     indices, updates, shape = args
     shape = tuple(int(d) for d in static_value(node, shape, "the shape"))
-    _ops_indices.nd(node, indices, shape, GraphError.SCATTER_ND_RANGE)
+    _ops_checks.nd(node, indices, shape, GraphError.SCATTER_ND_RANGE)
     if is_static(indices) and is_static(updates):
         out = np.zeros(shape, np.asarray(updates).dtype)
         np.add.at(out, _nd_index(indices), updates)
@@ -187,7 +187,7 @@ def _scatter_nd(node: Node, args: list[Any]) -> list[Any]:
 @_reg("TensorScatterUpdate", "TensorScatterAdd")
 def _tensor_scatter(node: Node, args: list[Any]) -> list[Any]:
     tensor, indices, updates = args
-    _ops_indices.nd(node, indices, np.shape(tensor), GraphError.SCATTER_ND_RANGE)
+    _ops_checks.nd(node, indices, np.shape(tensor), GraphError.SCATTER_ND_RANGE)
     index = _nd_index(jnp.asarray(indices))
     at = jnp.asarray(tensor).at[index]
     return [at.set(updates) if node.op == "TensorScatterUpdate" else at.add(updates)]

@@ -1,9 +1,10 @@
-"""TensorFlow's checks of the indices of gathers, scatters and ``ReverseSequence``.
+"""TensorFlow's checks of op inputs' values: indices, slices, labels, numerics, assertions.
 
-JAX clamps, wraps, fills or drops an index out of range; TensorFlow's CPU kernels reject it. Each op
-that takes indices calls one of these before it computes: a bad index fails with TensorFlow's text
-(class and text, its place written as TensorFlow writes it), eagerly and, for traced indices, from
-compiled code (``jta._delivery.value_ops.report``; a check known to pass stages nothing).
+JAX clamps, wraps, fills or drops an index out of range and computes on NaN; TensorFlow's CPU kernels
+reject them, and its ``Assert`` and ``CheckNumerics`` raise. Each op that TensorFlow checks calls one of
+these before it computes: a bad value fails with TensorFlow's class and text (an index's place written
+as TensorFlow writes it), eagerly and, for traced values, from compiled code
+(``jta._delivery.value_ops.report``; a check known to pass stages nothing).
 """
 
 from __future__ import annotations
@@ -125,3 +126,38 @@ def labels(node: Node, labels: Any, classes: int) -> None:
     shown = [flat[k] if k < flat.size else 0 for k in range(2)]
     value_ops.report(node.name, bad[first], GraphError.LABEL_RANGE, flat[first], *shown,
                      extra={"op": node.op, "count": str(classes), "labels": str(flat.size)})
+
+
+def numerics(node: Node, x: Any, message: str) -> None:
+    """``CheckNumerics``: no NaN and no infinity in ``x`` (``{message} : Tensor had NaN values``, ``Inf``,
+    ``Inf and NaN``; codes 467-469)."""
+    known, xp = _known(x)
+    nan, inf = xp.any(xp.isnan(known)), xp.any(xp.isinf(known))
+    extra = {"op": node.op, "message": message}
+    value_ops.report(node.name, nan & ~inf, GraphError.NUMERICS_NAN, extra=extra)
+    value_ops.report(node.name, inf & ~nan, GraphError.NUMERICS_INF, extra=extra)
+    value_ops.report(node.name, inf & nan, GraphError.NUMERICS_BOTH, extra=extra)
+
+
+def _summary(value: Any, summarize: int) -> str:
+    """A tensor as TensorFlow's ``Assert`` writes it: its first ``summarize`` entries, space-separated
+    (``...`` after them), bytes as text, numbers as C++ streams them (``%g``)."""
+    flat = np.reshape(value, -1)
+    shown = [v.decode() if isinstance(v, bytes) else f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
+             for v in flat[:summarize].tolist()]
+    return " ".join(shown) + ("..." if flat.size > summarize else "")
+
+
+def assertion(node: Node, condition: Any, data: list[Any], summarize: int) -> None:
+    """``Assert``: ``condition`` holds, else ``assertion failed: [...] [...]`` with each of ``data``
+    summarized (code 470). From compiled code only the data known while tracing (the messages) is
+    written; a traced tensor stands as ``[...]`` (a record holds three integers)."""
+    known, _ = _known(condition)
+    parts = []
+    for value in data:
+        try:
+            parts.append(f"[{_summary(np.asarray(value), summarize)}]")
+        except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+            parts.append("[...]")
+    value_ops.report(node.name, ~known.astype(bool).all() if known is not None else ~condition,
+                     GraphError.ASSERTION, extra={"op": node.op, "data": " ".join(parts)})

@@ -1,4 +1,5 @@
-"""Indices out of range in gathers, scatters and ``ReverseSequence`` fail as in TensorFlow.
+"""Values TensorFlow's kernels check fail as in TensorFlow: indices out of range (gathers, scatters,
+slices, ``ReverseSequence``, labels), NaN and infinities (``CheckNumerics``), false assertions.
 
 JAX clamps, wraps, fills or drops such an index; TensorFlow's CPU kernels raise. Each case is a
 ``tf.function`` whose index argument is out of range (and the same with valid indices, which must
@@ -133,3 +134,41 @@ def test_run_time_bounds_run_eagerly() -> None:
                    _outcome(lambda *a, k=k: f(*a)[k], X, np.array(i, np.int32)))
     with pytest.raises(jta.errors.UnimplementedError, match="must be static"):
         jax.jit(jax_fn)(params, X, np.array([1, 0], np.int32))
+
+
+@pytest.mark.parametrize("values", [[1.0, np.nan, 2.0], [np.inf, 0.0, -np.inf], [-np.inf, np.nan, 1.0]],
+                         ids=["nan", "inf", "both"])
+def test_check_numerics_fails_as_in_tensorflow(values: list[float]) -> None:
+    """``tf.debugging.check_numerics`` was imported as an identity: NaN and infinities now fail with
+    TensorFlow's text, eagerly and from compiled code; finite values pass through."""
+    f = tf.function(lambda x: tf.debugging.check_numerics(x * 2.0, "doubled"),
+                    input_signature=[tf.TensorSpec([3], tf.float32)])
+    bad, good = np.array(values, np.float32), np.array([1.0, 2.0, 3.0], np.float32)
+    jax_fn, params = jta.import_function(f, good)
+    for run in (jax_fn, jta.checked(jax.jit(jax_fn))):
+        _agree(_outcome(run, params, good), _outcome(f, good))
+        _agree(_outcome(run, params, bad), _outcome(f, bad))
+
+
+def test_assertions_fail_as_in_tensorflow() -> None:
+    """``tf.debugging.assert_*`` and ``tf.Assert`` (an ``Assert`` in the false branch of an ``If``) were
+    imported as no-ops: a false condition now fails with TensorFlow's text, eagerly; from compiled code
+    a traced tensor of the data is written ``[...]``."""
+    def body(x: Any) -> Any:
+        tf.debugging.assert_positive(x, message="x must be positive")
+        tf.Assert(tf.reduce_all(x < 10.0), ["too large", x, tf.shape(x)], summarize=2)
+        return x * 2.0
+
+    f = tf.function(body, input_signature=[tf.TensorSpec([3], tf.float32)])
+    jax_fn, params = jta.import_function(f, np.ones(3, np.float32))
+    checked = jta.checked(jax.jit(jax_fn))
+    for x in ([1.0, 2.0, 3.0], [1.0, -2.0, 3.0], [1.0, 20.0, 3.0]):
+        x_ = np.array(x, np.float32)
+        want = _outcome(f, x_)
+        _agree(_outcome(jax_fn, params, x_), want)
+        got = _outcome(checked, params, x_)
+        if want[0] == "ok":
+            _agree(got, want)
+        else:
+            assert got[:2] == want[:2], (got, want)
+            assert got[2].endswith(("[x (x:0) = ] [...]", "[too large] [...] [3]")), got
