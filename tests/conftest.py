@@ -49,7 +49,7 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_lint.py``: pyright under ``--long`` only (``.ci/run`` runs it after the tests);
 * ``tests/test_graph_programs.py``: generated TF1 programs 1 / 300 (about 5 s each: each is built,
   frozen and run by TensorFlow, then imported eagerly, under ``jit`` and differentiated).
-* ``tests/test_tf2_programs.py``: generated TF2 programs 2 / 300 (about 3-13 s each: forward and train
+* ``tests/test_tf2_programs.py``: generated TF2 programs 1 / 300 (about 3-13 s each: forward and train
   step eagerly, under ``jit`` and under ``jta.checked``, ``jax.grad`` against the tape).
 """
 

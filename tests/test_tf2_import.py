@@ -1136,7 +1136,7 @@ def test_where_and_boolean_mask_under_checked() -> None:
 def test_sizes_the_data_decides_per_step_of_a_short_loop() -> None:
     """A ``boolean_mask``/``tf.where`` in a loop body whose count differs from step to step: a loop of a
     static trip count up to 64 is unrolled under ``jta.checked``, so each step learns its own count
-    (forward, ``jax.grad``, the train step). (A longer one is a ``lax.scan``, traced once for every
+    (``jax.grad``, and the train step, whose loss is the value). (A longer one is a ``lax.scan``, traced once for every
     step, whose counts differ at run time: refused with the learned size's text, as
     :func:`test_a_stack_read_in_the_loop_that_grows_it_under_checked` checks.)"""
     w = tf.Variable(np.linspace(-1, 1, 6).astype(np.float32), name="w")
@@ -1158,8 +1158,7 @@ def test_sizes_the_data_decides_per_step_of_a_short_loop() -> None:
         return loss, tape.gradient(loss, w)
 
     x = np.random.default_rng(7).normal(size=(3, 6)).astype(np.float32)
-    jax_fn, params = jta.import_function(short, x)
-    _close(jta.checked(jax.jit(jax_fn))(params, x), short(x))
+    jax_fn, params = jta.import_function(short, x)  # (its value: the train step's loss)
     with tf.GradientTape() as tape:
         loss = short(x)
     grad = jta.checked(jax.jit(jax.grad(jax_fn)))
