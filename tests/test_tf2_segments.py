@@ -24,30 +24,13 @@ import jax.numpy as jnp  # noqa: E402
 import jta  # noqa: E402
 from jta.graph_import._messages import GraphError  # noqa: E402
 from tests.helpers import budget  # noqa: E402
+from tests.helpers.compare import assert_same_outcome, outcome  # noqa: E402
 
 SORTED = ("segment_sum", "segment_max", "segment_min", "segment_mean", "segment_prod")
 UNSORTED = ("unsorted_segment_sum", "unsorted_segment_max", "unsorted_segment_prod")
 IDS = [[0, 0, 1, 1], [2, 2, 3, 3], [0, 1, 2, 3], [3, 3, 3, 3], [0, 2, 1, 1], [1, 0, 0, 0], [5, 6, 0, 0],
        [-1, 0, 0, 1], [0, 0, 0, -1], [-1, -1, -1, -1], [0, 0, -2, -2], [-2, -1, 0, 1]]
 X = np.arange(8, dtype=np.float32).reshape(4, 2) - 3.0
-
-
-def _outcome(fn: Any, *args: Any) -> tuple[Any, ...]:
-    """``("ok", fn(*args))`` or ``("error", class name, message)``."""
-    try:
-        return "ok", np.asarray(fn(*args))
-    except Exception as e:  # noqa: BLE001 - compared with TensorFlow's
-        return "error", type(e).__name__, str(e)
-
-
-def _agree(got: tuple[Any, ...], want: tuple[Any, ...]) -> None:
-    assert got[0] == want[0], (got, want)
-    if want[0] == "ok":
-        assert got[1].shape == want[1].shape, (got, want)
-        np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
-    else:  # jta's text is TensorFlow's after the node's name (TF adds its function's and node's)
-        assert got[1] == want[1], (got, want)
-        assert got[2].split("): ", 1)[1] in want[2], (got, want)
 
 
 def _function(op: str, ids_shape: tuple[int, ...], rows: tuple[int, ...]) -> Any:
@@ -65,11 +48,11 @@ def test_sorted_segments_match_tensorflow(k: int) -> None:
     checked = SORTED if budget.long_run() else (SORTED[k % 5], SORTED[(k + 2) % 5])
     for op in SORTED:
         f = _function(op, (4,), (4, 2))
-        want = _outcome(f, X, ids)
+        want = outcome(f, X, ids)
         jax_fn, params = jta.import_function(f, X, ids)
-        _agree(_outcome(jax_fn, params, X, ids), want)
+        assert_same_outcome(outcome(jax_fn, params, X, ids), want)
         if op in checked:
-            _agree(_outcome(jta.checked(jax.jit(jax_fn)), params, X, ids), want)
+            assert_same_outcome(outcome(jta.checked(jax.jit(jax_fn)), params, X, ids), want)
 
 
 @pytest.mark.parametrize("ids", [[[0, 2], [1, 1]], [[3, 0], [0, 1]], [[0, 5], [1, 1]], [[-1, 0], [0, 2]]])
@@ -80,10 +63,10 @@ def test_unsorted_segments_match_tensorflow(ids: list[list[int]]) -> None:
     x = np.arange(4, dtype=np.float32).reshape(2, 2) + 1.0
     for op in UNSORTED:
         f = _function(op, (2, 2), (2, 2))
-        want = _outcome(f, x, ids_)
+        want = outcome(f, x, ids_)
         jax_fn, params = jta.import_function(f, x, ids_)
-        _agree(_outcome(jax_fn, params, x, ids_), want)
-        _agree(_outcome(jta.checked(jax.jit(jax_fn)), params, x, ids_), want)
+        assert_same_outcome(outcome(jax_fn, params, x, ids_), want)
+        assert_same_outcome(outcome(jta.checked(jax.jit(jax_fn)), params, x, ids_), want)
 
 
 def test_run_time_ids_in_a_loop_with_gradients() -> None:

@@ -20,6 +20,7 @@ tf = pytest.importorskip("tensorflow")
 import jax  # noqa: E402
 
 import jta  # noqa: E402
+from tests.helpers.compare import assert_same_outcome, outcome  # noqa: E402
 
 X = np.arange(12, dtype=np.float32).reshape(4, 3)
 TABLE = tf.Variable(np.arange(8, dtype=np.float32).reshape(4, 2), name="table")
@@ -59,22 +60,6 @@ CASES = {
 }
 
 
-def _outcome(fn: Any, *args: Any) -> tuple[Any, ...]:
-    try:
-        return "ok", np.asarray(fn(*args))
-    except Exception as e:  # noqa: BLE001 - compared with TensorFlow's
-        return "error", type(e).__name__, str(e)
-
-
-def _agree(got: tuple[Any, ...], want: tuple[Any, ...]) -> None:
-    assert got[0] == want[0], (got, want)
-    if want[0] == "ok":
-        np.testing.assert_allclose(got[1], want[1])
-    else:  # jta's text is TensorFlow's after the node's name (TF adds its function's and node's)
-        assert got[1] == want[1], (got, want)
-        assert got[2].split("): ", 1)[1] in want[2], (got, want)
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_indices_out_of_range_fail_as_in_tensorflow(name: str) -> None:
     build, bad, good = CASES[name]
@@ -83,10 +68,10 @@ def test_indices_out_of_range_fail_as_in_tensorflow(name: str) -> None:
     jax_fn, params = jta.import_function(f, X, good_)
     checked = jta.checked(jax.jit(jax_fn))
     for indices in (good_, bad_):
-        want = _outcome(f, X, indices)
+        want = outcome(f, X, indices)
         assert want[0] == ("ok" if indices is good_ else "error"), want
-        _agree(_outcome(jax_fn, params, X, indices), want)
-        _agree(_outcome(checked, params, X, indices), want)
+        assert_same_outcome(outcome(jax_fn, params, X, indices), want)
+        assert_same_outcome(outcome(checked, params, X, indices), want)
 
 
 def test_a_tf1_gather_of_a_fed_index() -> None:
@@ -113,10 +98,10 @@ def test_more_labels_than_a_record_holds() -> None:
     f = tf.function(lambda x, i: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=i, logits=x),
                     input_signature=[tf.TensorSpec([4, 3], tf.float32), tf.TensorSpec([4], tf.int32)])
     bad = np.array([0, 2, 5, 1], np.int32)
-    want = _outcome(f, X, bad)
+    want = outcome(f, X, bad)
     jax_fn, params = jta.import_function(f, X, bad % 3)
-    _agree(_outcome(jax_fn, params, X, bad), want)
-    got = _outcome(jta.checked(jax.jit(jax_fn)), params, X, bad)
+    assert_same_outcome(outcome(jax_fn, params, X, bad), want)
+    got = outcome(jta.checked(jax.jit(jax_fn)), params, X, bad)
     assert got[2].endswith("Received a label value of 5 which is outside the valid range of [0, 3).  Label values: "
                            "0 2 ..."), got
 
@@ -130,8 +115,8 @@ def test_run_time_bounds_run_eagerly() -> None:
     jax_fn, params = jta.import_function(f, X, np.array([1, 0], np.int32))
     for i in ([1, 0], [2, 2], [0, 5]):
         for k in range(2):
-            _agree(_outcome(lambda *a, k=k: jax_fn(*a)[k], params, X, np.array(i, np.int32)),
-                   _outcome(lambda *a, k=k: f(*a)[k], X, np.array(i, np.int32)))
+            assert_same_outcome(outcome(lambda *a, k=k: jax_fn(*a)[k], params, X, np.array(i, np.int32)),
+                   outcome(lambda *a, k=k: f(*a)[k], X, np.array(i, np.int32)))
     with pytest.raises(jta.errors.UnimplementedError, match="must be static"):
         jax.jit(jax_fn)(params, X, np.array([1, 0], np.int32))
 
@@ -146,8 +131,8 @@ def test_check_numerics_fails_as_in_tensorflow(values: list[float]) -> None:
     bad, good = np.array(values, np.float32), np.array([1.0, 2.0, 3.0], np.float32)
     jax_fn, params = jta.import_function(f, good)
     for run in (jax_fn, jta.checked(jax.jit(jax_fn))):
-        _agree(_outcome(run, params, good), _outcome(f, good))
-        _agree(_outcome(run, params, bad), _outcome(f, bad))
+        assert_same_outcome(outcome(run, params, good), outcome(f, good))
+        assert_same_outcome(outcome(run, params, bad), outcome(f, bad))
 
 
 def test_assertions_fail_as_in_tensorflow() -> None:
@@ -164,11 +149,11 @@ def test_assertions_fail_as_in_tensorflow() -> None:
     checked = jta.checked(jax.jit(jax_fn))
     for x in ([1.0, 2.0, 3.0], [1.0, -2.0, 3.0], [1.0, 20.0, 3.0]):
         x_ = np.array(x, np.float32)
-        want = _outcome(f, x_)
-        _agree(_outcome(jax_fn, params, x_), want)
-        got = _outcome(checked, params, x_)
+        want = outcome(f, x_)
+        assert_same_outcome(outcome(jax_fn, params, x_), want)
+        got = outcome(checked, params, x_)
         if want[0] == "ok":
-            _agree(got, want)
+            assert_same_outcome(got, want)
         else:
             assert got[:2] == want[:2], (got, want)
             assert got[2].endswith(("[x (x:0) = ] [...]", "[too large] [...] [3]")), got

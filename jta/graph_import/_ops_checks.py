@@ -9,7 +9,7 @@ as TensorFlow writes it), eagerly and, for traced values, from compiled code
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -35,15 +35,24 @@ def dims(shape: Any) -> str:
     return ",".join(str(int(d)) for d in shape)
 
 
+def _first_outside(values: Any, limit: int) -> Optional[tuple[Any, Any, Any]]:
+    """``values`` flat, whether each is outside ``[0, limit)``, and the first that is (or 0); ``None``
+    for no values."""
+    known, xp = _known(values)
+    flat = xp.reshape(known, -1)
+    if not flat.size:
+        return None
+    bad = (flat < 0) | (flat >= limit)
+    return flat, bad, xp.argmax(bad)
+
+
 def gather(node: Node, indices: Any, limit: int) -> None:
     """Every index in ``[0, limit)`` (``GatherV2``, ``ResourceGather``: ``indices[i,j] = v is not in
     [0, limit)``, code 456; of a scalar index ``indices = v ...``, code 461)."""
-    known, xp = _known(indices)
-    flat = xp.reshape(known, -1)
-    if not flat.size:
+    found = _first_outside(indices, limit)
+    if found is None:
         return
-    bad = (flat < 0) | (flat >= limit)
-    first = xp.argmax(bad)
+    flat, bad, first = found
     extra = {"op": node.op, "index_shape": dims(np.shape(indices))}
     if np.ndim(indices):
         value_ops.report(node.name, bad[first], GraphError.GATHER_RANGE, first, flat[first], limit, extra=extra)
@@ -112,13 +121,11 @@ def labels(node: Node, labels: Any, classes: int) -> None:
     """Every label in ``[0, classes)`` (``SparseSoftmaxCrossEntropyWithLogits``: ``Received a label value
     of v which is outside the valid range of [0, classes).  Label values: ...``, code 465; from compiled
     code the label values are written whole up to two, their first two and ``...`` beyond)."""
-    known, xp = _known(labels)
-    flat = xp.reshape(known, -1)
-    if not flat.size:
+    found = _first_outside(labels, classes)
+    if found is None:
         return
-    bad = (flat < 0) | (flat >= classes)
-    first = xp.argmax(bad)
-    if xp is np:  # (known now: every label)
+    flat, bad, first = found
+    if isinstance(flat, np.ndarray):  # (known now: every label)
         if bad[first]:
             GraphError.LABEL_RANGE.raise_(name=node.name, op=node.op, value=int(flat[first]), count=classes,
                                           values=" ".join(str(int(v)) for v in flat))

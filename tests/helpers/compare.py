@@ -57,3 +57,24 @@ def assert_session_outputs(got: list[Any], expected: list[np.ndarray], tolerance
             np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance, err_msg=f"output {k}")
         else:
             np.testing.assert_array_equal(g, e, err_msg=f"output {k}")
+
+
+def outcome(fn: Any, *args: Any) -> tuple[Any, ...]:
+    """``("ok", fn(*args))`` as an array, or ``("error", class name, message)``: a call of TensorFlow or
+    of jta, to compare with :func:`assert_same_outcome`."""
+    try:
+        return "ok", np.asarray(fn(*args))
+    except Exception as e:  # noqa: BLE001 - compared with the other side's
+        return "error", type(e).__name__, str(e)
+
+
+def assert_same_outcome(got: tuple[Any, ...], want: tuple[Any, ...], rtol: float = 1e-6) -> None:
+    """jta's :func:`outcome` is TensorFlow's: the same value (and shape), or the same exception class
+    with TensorFlow's text after jta's ``Node name (Op): `` (TensorFlow adds its function's and node's)."""
+    assert got[0] == want[0], (got, want)
+    if want[0] == "ok":
+        assert got[1].shape == want[1].shape, (got, want)
+        np.testing.assert_allclose(got[1], want[1], rtol=rtol)
+    else:
+        assert got[1] == want[1], (got, want)
+        assert got[2].split("): ", 1)[1] in want[2], (got, want)
