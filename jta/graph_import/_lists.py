@@ -145,6 +145,17 @@ def materialize(lst: TList, node: Node, capacity: int, shape: Any = None) -> TLi
     return TList(jnp.concatenate([lst.items, pad]), lst.length, lst.dtype, lst.shape, limit=lst.limit)
 
 
+def sized_by_plan(node: Node, lst: TList, shape: Any, plan: tuple[int, int], per_step: int) -> TList:
+    """A list that grows where nothing bounds it (a loop without a bound, a write at a run-time index
+    outside loops), under ``jta.checked``: room for ``per_step`` elements in each of the steps the plan
+    gives (:mod:`jta._core.capacities`); a write past them reports the steps it needs, and
+    ``jta.checked`` grows them (for all of a loop's lists at once) and runs again."""
+    steps, number = plan
+    have = lst.length if lst.static else rows(lst.items)
+    lst = materialize(lst, node, have + steps * per_step, shape).traced()
+    return TList(lst.items, lst.length, lst.dtype, lst.shape, limit=lst.limit, plan=(number, have, per_step))
+
+
 def _check_shape(node: Node, shape: Optional[tuple[Optional[int], ...]], item: Any) -> None:
     """TensorFlow's check of a write against the list's element shape."""
     if not admits(shape, np.shape(item)):
@@ -174,15 +185,11 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
     if lst.items is None or (lst.static and not resize and lst.items.shape[0] < lst.length):
         lst = materialize(lst, node, lst.length if lst.static else 0, item.shape)
     if lst.static and resize:  # a write at a run-time index grows the list outside a loop that sized it
-        planned = capacities.planned_rows()
-        if planned is None:
+        plans = capacities.planned_rows()
+        if plans is None:
             GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
                 "a write at an index only known at run time may grow the list outside a loop that sized it."))
-        # under jta.checked: room for the rows its plan gives past the length; a write past them reports
-        # the rows it needs, and jta.checked grows them and runs again
-        more, number = planned
-        lst = materialize(lst, node, lst.length + more, item.shape).traced()
-        lst = TList(lst.items, lst.length, lst.dtype, lst.shape, limit=lst.limit, plan=(number, lst.items.shape[0] - more, 1))
+        lst = sized_by_plan(node, lst, item.shape, plans, 1)  # (under jta.checked: rows from its plan)
     at = _index(index)
     if resize:  # grows the list, within the buffer its loop sized
         _check(node, at < 0, GraphError.LIST_MODIFY, at, lst.length, 0)

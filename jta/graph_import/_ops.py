@@ -53,10 +53,8 @@ def concrete_value(node: Node, v: Any, what: str) -> np.ndarray:
     """``v`` as numpy when it is known when the op runs: a constant (static while tracing) or a concrete
     argument of an eager call; a traced value (under ``jit``/``grad``) raises ``GraphError.NOT_STATIC``.
     For ops whose output's shape depends on an input's values."""
-    try:
-        return np.asarray(v)
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        return static_value(node, v, what)
+    known = _ops_checks.known_now(v)
+    return known if known is not None else static_value(node, v, what)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -21,12 +21,19 @@ from ._messages import GraphError
 from ._nodes import Node
 
 
-def _known(x: Any) -> tuple[Any, Any]:
-    """``x`` as numpy when it is known now (static, or an eager call's concrete array), and the module."""
+def known_now(v: Any) -> Optional[np.ndarray]:
+    """``v`` as numpy when it is known when the op runs (a constant, a concrete argument of an eager
+    call), else ``None`` (traced under ``jit``/``grad``)."""
     try:
-        return np.asarray(x), np
+        return np.asarray(v)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        return jnp.asarray(x), jnp
+        return None
+
+
+def known_or_traced(x: Any) -> tuple[Any, Any]:
+    """``x`` as numpy when it is known now, else as a JAX array, and the array module to compute with."""
+    known = known_now(x)
+    return (known, np) if known is not None else (jnp.asarray(x), jnp)
 
 
 def dims(shape: Any) -> str:
@@ -38,7 +45,7 @@ def dims(shape: Any) -> str:
 def _first_outside(values: Any, limit: int) -> Optional[tuple[Any, Any, Any]]:
     """``values`` flat, whether each is outside ``[0, limit)``, and the first that is (or 0); ``None``
     for no values."""
-    known, xp = _known(values)
+    known, xp = known_or_traced(values)
     flat = xp.reshape(known, -1)
     if not flat.size:
         return None
@@ -64,7 +71,7 @@ def nd(node: Node, indices: Any, shape: tuple[int, ...], message: GraphError) ->
     """Every index vector (``indices``' last axis) inside ``shape`` (``GatherNd``: code 457; ``ScatterNd``,
     ``TensorScatter*``: code 458): ``indices[i] = [a, b] does not index into ...``. (From compiled code
     the vector is written whole up to two entries, its first two and ``...`` beyond.)"""
-    known, xp = _known(indices)
+    known, xp = known_or_traced(indices)
     depth = np.shape(indices)[-1]
     rows = xp.reshape(known, (-1, depth))
     if not rows.shape[0] or not depth:
@@ -85,7 +92,7 @@ def nd(node: Node, indices: Any, shape: tuple[int, ...], message: GraphError) ->
 def sequence_lengths(node: Node, lengths: Any, dim: int, size: int) -> None:
     """Every length in ``[0, size]`` (``ReverseSequence``, per batch entry in order: ``seq_lens(d) < 0``,
     code 459, or ``seq_lens(d) > input.dims(dim)``, code 460)."""
-    known, xp = _known(lengths)
+    known, xp = known_or_traced(lengths)
     lengths = xp.reshape(known, -1)
     if not lengths.size:
         return
@@ -99,7 +106,7 @@ def sequence_lengths(node: Node, lengths: Any, dim: int, size: int) -> None:
 def slice_bounds(node: Node, begin: Any, size: list[int], shape: tuple[int, ...]) -> None:
     """``Slice`` of a run-time ``begin`` (a static ``size``, -1 for the rest): per dimension in order, the
     begin in ``[0, dim]`` (code 462), then the size in ``[0, dim - begin]`` (463)."""
-    known, xp = _known(begin)
+    known, xp = known_or_traced(begin)
     for k, (s, dim) in enumerate(zip(size, shape, strict=False)):
         b = known[k]
         extra = {"op": node.op}
@@ -112,7 +119,7 @@ def slice_bounds(node: Node, begin: Any, size: list[int], shape: tuple[int, ...]
 def shrunk_index(node: Node, index: Any, dim: int, axis: int) -> None:
     """A ``StridedSlice`` index of a shrunk dimension in ``[-dim, dim)`` (``x[i]``: ``slice index i of
     dimension axis out of bounds.``, a negative one counted from the end as TensorFlow reports it; code 464)."""
-    known, xp = _known(index)
+    known, xp = known_or_traced(index)
     value_ops.report(node.name, (known < -dim) | (known >= dim), GraphError.SHRUNK_INDEX,
                      xp.where(known < 0, known + dim, known), axis, extra={"op": node.op})
 
@@ -138,7 +145,7 @@ def labels(node: Node, labels: Any, classes: int) -> None:
 def numerics(node: Node, x: Any, message: str) -> None:
     """``CheckNumerics``: no NaN and no infinity in ``x`` (``{message} : Tensor had NaN values``, ``Inf``,
     ``Inf and NaN``; codes 467-469)."""
-    known, xp = _known(x)
+    known, xp = known_or_traced(x)
     nan, inf = xp.any(xp.isnan(known)), xp.any(xp.isinf(known))
     extra = {"op": node.op, "message": message}
     value_ops.report(node.name, nan & ~inf, GraphError.NUMERICS_NAN, extra=extra)
@@ -159,12 +166,8 @@ def assertion(node: Node, condition: Any, data: list[Any], summarize: int) -> No
     """``Assert``: ``condition`` holds, else ``assertion failed: [...] [...]`` with each of ``data``
     summarized (code 470). From compiled code only the data known while tracing (the messages) is
     written; a traced tensor stands as ``[...]`` (a record holds three integers)."""
-    known, _ = _known(condition)
-    parts = []
-    for value in data:
-        try:
-            parts.append(f"[{_summary(np.asarray(value), summarize)}]")
-        except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-            parts.append("[...]")
-    value_ops.report(node.name, ~known.astype(bool).all() if known is not None else ~condition,
-                     GraphError.ASSERTION, extra={"op": node.op, "data": " ".join(parts)})
+    holds, xp = known_or_traced(condition)
+    shown = (known_now(value) for value in data)
+    parts = ["[...]" if v is None else f"[{_summary(v, summarize)}]" for v in shown]
+    value_ops.report(node.name, ~xp.all(holds.astype(bool)), GraphError.ASSERTION,
+                     extra={"op": node.op, "data": " ".join(parts)})

@@ -21,16 +21,16 @@ from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, Op, is_static, registrar, static_value
-from ._ops_checks import dims
-from ._ops_sizes import known_now, learned_size
+from ._ops_checks import dims, known_or_traced
+from ._ops_sizes import learned_size
 
 _reg = registrar(OPS)
 
 
 def _flat(ids: Any) -> tuple[Any, Any]:
     """The ids flat, as numpy when they are known when the op runs, and the array module to use."""
-    known = known_now(ids)
-    return (np.reshape(known, -1), np) if known is not None else (jnp.reshape(jnp.asarray(ids), -1), jnp)
+    known, xp = known_or_traced(ids)
+    return xp.reshape(known, -1), xp
 
 
 def _sorted_rows(node: Node, ids: Any) -> tuple[Any, int]:

@@ -22,7 +22,7 @@ from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, is_static, registrar, static_value, xp_of
-from ._ops_checks import dims
+from ._ops_checks import dims, known_now
 
 _reg = registrar(OPS)
 
@@ -35,15 +35,6 @@ def learned_size(node: Node, size: Any, what: str, first: int) -> int:
     if rows is None:
         GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=what)
     return rows
-
-
-def known_now(v: Any) -> Any:
-    """``v`` as numpy when it is known when the op runs (a constant, a concrete argument of an eager
-    call), else ``None`` (traced under ``jit``/``grad``)."""
-    try:
-        return np.asarray(v)
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        return None
 
 
 # The row counts learned for traced partitions, by the partitions' id (checked against a weak reference):
@@ -113,7 +104,7 @@ def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
     # a negative index is TensorFlow's error, naming its place in its own indices tensor (code 451)
     place = np.concatenate([np.arange(np.size(i)) for i in indices]).astype(np.int32)
     if all(k is not None for k in known):
-        flat = np.concatenate([np.reshape(k, -1) for k in known]).astype(np.int64)
+        flat = np.concatenate([np.reshape(k, -1) for k in known if k is not None]).astype(np.int64)
         bad = np.flatnonzero(flat < 0)
         if bad.size:
             GraphError.STITCH_RANGE.raise_(name=node.name, op=node.op, index=int(place[bad[0]]))

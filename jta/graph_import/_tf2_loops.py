@@ -38,7 +38,7 @@ from .._core import capacities
 from ..loops import while_loop
 from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete
 from ._list_value import value_key
-from ._lists import VARIANT, AtMost, TList, materialize, rows
+from ._lists import VARIANT, AtMost, TList, materialize, rows, sized_by_plan
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static
@@ -365,7 +365,7 @@ def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: i
         return TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts, limit=lst.limit)  # the loop does not touch it
     if unbounded and growth != 0:
         if plan is not None and not nested:
-            return _planned(node, lst, shape, plan, room if growth is None else growth)
+            return sized_by_plan(node, lst, shape, plan, room if growth is None else growth)
         # (inside an enclosing loop too: its abstract step, where its counter was static, did not see this
         # loop's trip count, so the enclosing loop's buffer may be too small; it is unrolled instead)
         GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
@@ -379,16 +379,6 @@ def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: i
     capacity = max(have + steps * (room if growth is None else max(growth, 0)), least)
     lst = materialize(lst, node, capacity, shape)
     return lst if growth == 0 else lst.traced()
-
-
-def _planned(node: Node, lst: TList, shape: Any, plan: tuple[int, int], per_step: int) -> TList:
-    """A list that a loop without a bound grows, under ``jta.checked``: room for ``per_step`` elements
-    in each of the steps the plan gives (:mod:`jta._core.capacities`); a write past them reports the
-    steps it needs, and ``jta.checked`` grows them (for all the loop's lists at once) and runs again."""
-    steps, number = plan
-    have = lst.length if lst.static else rows(lst.items)
-    lst = materialize(lst, node, have + steps * per_step, shape).traced()
-    return TList(lst.items, lst.length, lst.dtype, lst.shape, limit=lst.limit, plan=(number, have, per_step))
 
 
 def _like(node: Node, new: Any, old: Any) -> Any:
