@@ -1,5 +1,6 @@
 """Values TensorFlow's kernels check fail as in TensorFlow: indices out of range (gathers, scatters,
-slices, ``ReverseSequence``, labels), NaN and infinities (``CheckNumerics``), false assertions.
+slices, ``ReverseSequence``, labels), NaN and infinities (``CheckNumerics``), false assertions,
+shapes ``EnsureShape`` rejects.
 
 JAX clamps, wraps, fills or drops such an index; TensorFlow's CPU kernels raise. Each case is a
 ``tf.function`` whose index argument is out of range (and the same with valid indices, which must
@@ -157,3 +158,30 @@ def test_assertions_fail_as_in_tensorflow() -> None:
         else:
             assert got[:2] == want[:2], (got, want)
             assert got[2].endswith(("[x (x:0) = ] [...]", "[too large] [...] [3]")), got
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 4), (3,)], ids=["compatible", "a dimension", "the rank"])
+def test_ensure_shape_fails_as_in_tensorflow(shape: tuple[int, ...]) -> None:
+    """``tf.ensure_shape`` was imported as an identity: a shape it rejects now fails with TensorFlow's
+    text, decided while tracing (a function is traced per shape), also inside a loop body (where
+    TensorFlow names the tensor by its inlined body, ``while/body/_1/while/...``, and jta by the node)."""
+    def rows(x: Any) -> Any:
+        acc = tf.zeros([3])
+        for i in tf.range(tf.shape(x)[0]):
+            acc += tf.ensure_shape(x[i], [3])
+        return acc
+
+    top = tf.function(lambda x: tf.ensure_shape(x * 2.0, [None, 3]), input_signature=[tf.TensorSpec(None, tf.float32)])
+    loop = tf.function(rows, input_signature=[tf.TensorSpec(None, tf.float32)])
+    x = np.ones(shape, np.float32)
+    for f in (top, loop):
+        jax_fn, params = jta.import_function(f, np.ones((2, 3), np.float32))
+        want = outcome(f, x)
+        assert want[0] == ("ok" if shape == (2, 3) else "error"), want
+        for run in (jax_fn, jta.checked(jax.jit(jax_fn))):
+            got = outcome(run, params, x)
+            if f is top or want[0] == "ok":
+                assert_same_outcome(got, want)
+            else:
+                assert got[:2] == want[:2], (got, want)
+                assert got[2].split("Shape of tensor while/")[1] in want[2], (got, want)

@@ -351,6 +351,8 @@ class Evaluator:
         if op == "StopGradient" and not self.probe:  # (TF2 writes back_prop=False and stop_recording so too)
             return [jax.tree_util.tree_map(_stopped, args[0])]
         if op in ("Identity", "StopGradient", "PreventGradient", "EnsureShape", "Snapshot"):
+            if op == "EnsureShape" and not self.probe:
+                _ops_checks.ensure_shape(node, args[0])
             return [args[0]]
         if op == "IdentityN":
             kind = node.attr("_gradient_op_type") if not self.probe else None

@@ -155,6 +155,8 @@ class GraphError(Message):
     NUMERICS_INF = (468, InvalidArgumentError, "Node {name} ({op}): {message} : Tensor had Inf values", ())
     NUMERICS_BOTH = (469, InvalidArgumentError, "Node {name} ({op}): {message} : Tensor had Inf and NaN values", ())
     ASSERTION = (470, InvalidArgumentError, "Node {name} ({op}): assertion failed: {data}", ())
+    SHAPE_MISMATCH = (471, InvalidArgumentError, "Node {name} ({op}): Shape of tensor {tensor} [{shape}] is not "
+                          "compatible with expected shape [{expected}].", ())
     LABEL_RANGE = (465, InvalidArgumentError, "Node {name} ({op}): Received a label value of {value} which is outside "
                         "the valid range of [0, {count}).  Label values: {values}", ("value", "first", "second"))
     LIST_FULL = (446, InvalidArgumentError, "Node {name} ({op}): Tried to push item into a full list list size: "

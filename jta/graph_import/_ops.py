@@ -129,8 +129,15 @@ for _name, _fn in _UNARY.items():
 simple(("AddN",), lambda xp, *xs: sum(xs[1:], xs[0]))
 
 
-@_reg("Identity", "Snapshot", "PreventGradient", "EnsureShape", "PlaceholderWithDefault")
+@_reg("Identity", "Snapshot", "PreventGradient", "PlaceholderWithDefault")
 def _identity(node: Node, args: list[Any]) -> list[Any]:
+    return [args[0]]
+
+
+@_reg("EnsureShape")
+def _ensure_shape(node: Node, args: list[Any]) -> list[Any]:
+    """``args[0]``, after TensorFlow's check that its shape is the node's."""
+    _ops_checks.ensure_shape(node, args[0])
     return [args[0]]
 
 

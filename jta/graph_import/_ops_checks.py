@@ -1,7 +1,7 @@
 """TensorFlow's checks of op inputs' values: indices, slices, labels, numerics, assertions.
 
 JAX clamps, wraps, fills or drops an index out of range and computes on NaN; TensorFlow's CPU kernels
-reject them, and its ``Assert`` and ``CheckNumerics`` raise. Each op that TensorFlow checks calls one of
+reject them, and its ``Assert``, ``CheckNumerics`` and ``EnsureShape`` raise. Each op that TensorFlow checks calls one of
 these before it computes: a bad value fails with TensorFlow's class and text (an index's place written
 as TensorFlow writes it), eagerly and, for traced values, from compiled code
 (``jta._delivery.value_ops.report``; a check known to pass stages nothing).
@@ -160,6 +160,24 @@ def _summary(value: Any, summarize: int) -> str:
     shown = [v.decode() if isinstance(v, bytes) else f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
              for v in flat[:summarize].tolist()]
     return " ".join(shown) + ("..." if flat.size > summarize else "")
+
+
+def _debug_shape(shape: Any) -> str:
+    """A shape as TensorFlow's ``TensorShape::DebugString`` writes it, brackets aside (``?`` unknown)."""
+    return ",".join("?" if d is None else str(d) for d in shape)
+
+
+def ensure_shape(node: Node, x: Any) -> None:
+    """``EnsureShape``: ``x``'s shape is compatible with the node's ``shape`` (code 471). Shapes are
+    static in JAX (a function is traced per shape), so this is decided while tracing."""
+    expected, shape = node.attr("shape"), np.shape(x)
+    if expected is None:  # (an unknown rank: any shape)
+        return
+    compatible = len(shape) == len(expected) and all(e is None or e == d for d, e in zip(shape, expected, strict=True))
+    source, index = node.inputs[0]
+    value_ops.report(node.name, not compatible, GraphError.SHAPE_MISMATCH, extra={
+        "op": node.op, "tensor": source if index == 0 else f"{source}:{index}",
+        "shape": _debug_shape(shape), "expected": _debug_shape(expected)})
 
 
 def assertion(node: Node, condition: Any, data: list[Any], summarize: int) -> None:
