@@ -30,7 +30,10 @@ mode of every combination. The counts, default / ``--long``:
   third of 174 / all;
 * ``tests/test_tf2_import.py``: four of the eight TF2 programs / all (and the Keras layers eagerly), one
   random-program regression (``inner_bounded_growth``) under ``--long`` only, sizes learned by
-  ``jta.checked`` in one of forward, train step and ``jax.grad``, in rotation / all three;
+  ``jta.checked`` in one of forward, train step and ``jax.grad``, in rotation / all three; a list
+  written at the steps a counter picks without a bound / with and without;
+* ``tests/test_capacity_learning.py``: one run learning three arrays' sizes written forwards / also
+  backwards;
 * ``tests/test_graph_control_flow.py``: its three heaviest tests under ``--long`` only;
 * ``tests/test_graph_import.py``: half of the graph corpus matched against ``Session.run`` / all of it;
 * ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 1 / 60 per family (7 families; 3 of

@@ -251,7 +251,7 @@ def _growing(n, k=3, backwards=False):
     return [ta.stack() for ta in tas]
 
 
-@pytest.mark.parametrize("backwards", [False, True])
+@pytest.mark.parametrize("backwards", [False, pytest.param(True, marks=pytest.mark.long_only)])
 def test_one_run_learns_all_an_array_needs(backwards):
     """A write past a planned buffer is an error to learn from: the loop runs on and the record
     keeps the largest index (not the first: one doubling per run), which is also stack()'s size.

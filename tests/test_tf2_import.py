@@ -431,7 +431,7 @@ def test_nested_unbounded_growth_under_checked() -> None:
     np.testing.assert_allclose(grads["u"], program.train(*program.args)[1][0], rtol=2e-4, atol=2e-5)
 
 
-@pytest.mark.parametrize("bounded", [False, True])
+@pytest.mark.parametrize("bounded", [False, pytest.param(True, marks=pytest.mark.long_only)])
 def test_a_list_written_at_steps_a_counter_picks(bounded: bool) -> None:
     """A dynamic_size TensorArray written only when ``i % 2 == 0`` of a counter starting at 0: the
     loop's first abstract step, where the counter is static, does not write it; a later step does.
