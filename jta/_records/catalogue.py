@@ -14,6 +14,7 @@ TensorFlow aborts the process.
 from __future__ import annotations
 
 import enum
+import itertools
 import re
 from typing import Any, NoReturn
 
@@ -73,12 +74,10 @@ class Message(enum.Enum):
         written: dict[str, Any] = dict(fields)
         if "index_shape" in extra and "index" in fields:  # a flat index, written as TF writes its place
             written["index"] = unravelled(fields["index"], extra["index_shape"])
-        if "depth" in extra:  # an index vector: its first two entries (a record holds three integers)
-            depth = int(extra["depth"])
-            written["vector"] = ", ".join(str(fields[k]) for k in ("first", "second")[:depth]) + ", ..." * (depth > 2)
-        if "labels" in extra:  # a list of labels: its first two (a record holds three integers)
-            count = int(extra["labels"])
-            written["values"] = " ".join(str(fields[k]) for k in ("first", "second")[:count]) + " ..." * (count > 2)
+        for length, (field, separator) in _LISTED.items():
+            if length in extra:
+                count, shown = int(extra[length]), (str(fields[k]) for k in ("first", "second"))
+                written[field] = separator.join(itertools.islice(shown, count)) + (separator + "...") * (count > 2)
         return self.exception(name=name, **written, **extra)
 
     @classmethod
@@ -157,6 +156,10 @@ class Unsigned:
 
 
 _BY_CODE: dict[int, Message] = {}
+
+# Lists a record holds in part (its fields ``first`` and ``second``: a record holds three integers): the
+# key in ``extra`` that gives the list's length, the template field written and TensorFlow's separator.
+_LISTED = {"depth": ("vector", ", "), "labels": ("values", " ")}
 
 
 class Error(Message):
