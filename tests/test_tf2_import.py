@@ -1167,6 +1167,27 @@ def test_sizes_the_data_decides_per_step_of_a_short_loop() -> None:
     _close(jta.checked(jax.jit(step))(params, x), train(x))
 
 
+def test_sizes_the_data_decides_per_step_of_a_long_loop_run_eagerly() -> None:
+    """The same body in a loop of 70 steps (more than are unrolled): an eager call runs it step by step,
+    as TensorFlow does, where it was traced as a scan and refused as under jit; ``jta.checked``, which
+    compiles it once for all steps, refuses it with a text that names the eager call (code 506)."""
+    w = tf.Variable(np.linspace(-1, 1, 6).astype(np.float32), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([3, 6], tf.float32)])
+    def f(x: Any) -> Any:
+        acc = tf.constant(0.0)
+        for i in tf.range(70):
+            y = x[i % 3] * w + tf.cast(i, tf.float32) * 0.01
+            acc += tf.reduce_sum(tf.boolean_mask(y, y > 0) ** 2)
+        return acc
+
+    x = np.random.default_rng(7).normal(size=(3, 6)).astype(np.float32)
+    jax_fn, params = jta.import_function(f, x)
+    _close(jax_fn(params, x), f(x))
+    with pytest.raises(jta.errors.UnimplementedError, match="an eager call runs any loop step by step"):
+        jta.checked(jax.jit(jax_fn))(params, x)
+
+
 def test_a_write_at_a_run_time_index_outside_loops_grows_under_checked() -> None:
     """``ta.write(n, x)`` of a ``dynamic_size`` TensorArray at an argument ``n``, outside any loop: a bare
     jit refuses it (code 435), naming jta.checked, which sizes the buffer from its plan, grows it when a

@@ -355,7 +355,8 @@ class Error(Message):
                            "compilation); here it cannot (the function was called through jta.checkify or with "
                            "donated arguments, or the rows differ between the runs of this op in one call, as "
                            "inside a loop body: an imported loop of a static trip count is unrolled up to 64 steps "
-                           "(import_graph_def: max_unroll), so that each step learns its own).", ("size", "guess", "plan"))  # jta
+                           "(import_graph_def: max_unroll), so that each step learns its own; an eager call runs any loop step "
+                           "by step).", ("size", "guess", "plan"))  # jta
 
 
 def _wide(fields: dict[str, int]) -> dict[str, int]:

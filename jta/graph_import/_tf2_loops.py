@@ -153,8 +153,15 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
             # length), or a size jta.checked learns (a Where's count), which may differ between steps: a
             # short loop is unrolled instead, so it stays static, and each step learns its own sizes.
             return _python_loop(ev, cond, body, args)
-    with capacities.learning_refused(False):
-        return _scan(ev, node, cond, body, args, steps, exact, final)
+    try:
+        with capacities.learning_refused(False):
+            return _scan(ev, node, cond, body, args, steps, exact, final)
+    except (errors.UnimplementedError, errors.InvalidArgumentError):
+        if not _concrete(args):
+            raise
+        # An eager call: a body that needs static what its step's data decides (a Where's count, a
+        # list's length) runs step by step, as TensorFlow runs it, however long the loop.
+        return _python_loop(ev, cond, body, args)
 
 
 def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], steps: Optional[int], exact: bool,
