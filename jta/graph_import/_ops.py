@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _ops_checks
+from . import _derivatives, _ops_checks
 from ._messages import GraphError
 from ._nodes import Node
 
@@ -97,8 +97,8 @@ def _cast(v: Any, dtype: Any) -> Any:
 _BINARY: dict[str, Callable[..., Any]] = {
     "Add": lambda xp, a, b: xp.add(a, b), "AddV2": lambda xp, a, b: xp.add(a, b),
     "Sub": lambda xp, a, b: xp.subtract(a, b), "Mul": lambda xp, a, b: xp.multiply(a, b),
-    "RealDiv": lambda xp, a, b: xp.true_divide(a, b), "Maximum": lambda xp, a, b: xp.maximum(a, b),
-    "Minimum": lambda xp, a, b: xp.minimum(a, b), "Pow": lambda xp, a, b: xp.power(a, b),
+    "RealDiv": lambda xp, a, b: xp.true_divide(a, b), "Maximum": _derivatives.maximum,
+    "Minimum": _derivatives.minimum, "Pow": lambda xp, a, b: xp.power(a, b),
     "FloorMod": lambda xp, a, b: xp.mod(a, b), "FloorDiv": lambda xp, a, b: xp.floor_divide(a, b),
     "SquaredDifference": lambda xp, a, b: xp.square(xp.subtract(a, b)),
     "Equal": lambda xp, a, b: xp.equal(a, b), "NotEqual": lambda xp, a, b: xp.not_equal(a, b),
@@ -107,15 +107,15 @@ _BINARY: dict[str, Callable[..., Any]] = {
     "LogicalAnd": lambda xp, a, b: xp.logical_and(a, b), "LogicalOr": lambda xp, a, b: xp.logical_or(a, b),
     "SigmoidGrad": lambda xp, y, dy: dy * y * (1 - y), "TanhGrad": lambda xp, y, dy: dy * (1 - y * y),
     "ReluGrad": lambda xp, dy, x: xp.where(x > 0, dy, xp.zeros_like(dy)),
-    "SqrtGrad": lambda xp, y, dy: dy * 0.5 / y, "RsqrtGrad": lambda xp, y, dy: dy * -0.5 * y * y * y,
-    "ReciprocalGrad": lambda xp, y, dy: -dy * y * y,
+    "SqrtGrad": _derivatives.sqrt_grad, "RsqrtGrad": _derivatives.rsqrt_grad,
+    "ReciprocalGrad": _derivatives.reciprocal_grad, "InvGrad": _derivatives.reciprocal_grad,
 }
 _UNARY: dict[str, Callable[..., Any]] = {
-    "Neg": lambda xp, x: xp.negative(x), "Reciprocal": lambda xp, x: xp.reciprocal(x) if xp is jnp else 1 / x,
-    "Inv": lambda xp, x: 1 / x, "Square": lambda xp, x: xp.square(x), "Sqrt": lambda xp, x: xp.sqrt(x),
-    "Rsqrt": lambda xp, x: 1 / xp.sqrt(x), "Exp": lambda xp, x: xp.exp(x), "Log": lambda xp, x: xp.log(x),
-    "Abs": lambda xp, x: xp.abs(x), "Sign": lambda xp, x: xp.sign(x), "LogicalNot": lambda xp, x: xp.logical_not(x),
-    "Tanh": lambda xp, x: xp.tanh(x), "Relu": lambda xp, x: xp.maximum(x, xp.zeros_like(x)),
+    "Neg": lambda xp, x: xp.negative(x), "Reciprocal": _derivatives.reciprocal,
+    "Inv": _derivatives.reciprocal, "Square": lambda xp, x: xp.square(x), "Sqrt": _derivatives.sqrt,
+    "Rsqrt": _derivatives.rsqrt, "Exp": lambda xp, x: xp.exp(x), "Log": lambda xp, x: xp.log(x),
+    "Abs": _derivatives.absolute, "Sign": lambda xp, x: xp.sign(x), "LogicalNot": lambda xp, x: xp.logical_not(x),
+    "Tanh": lambda xp, x: xp.tanh(x), "Relu": _derivatives.relu,
     "Sigmoid": lambda xp, x: jax.nn.sigmoid(x) if xp is jnp else (1 / (1 + np.exp(-x))).astype(x.dtype),
     "Softplus": lambda xp, x: jax.nn.softplus(x) if xp is jnp else np.logaddexp(0, x).astype(x.dtype),
     "Floor": lambda xp, x: xp.floor(x), "Ceil": lambda xp, x: xp.ceil(x),

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _derivatives
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, registrar, simple, static_value, xp_of
@@ -488,13 +489,6 @@ def _space_depth(node: Node, args: list[Any]) -> list[Any]:
 
 
 # -- activations and the small ops of tf.compat.v1.nn and tf.compat.v1.losses -----------------
-_SELU_SCALE, _SELU_ALPHA = 1.0507009873554804934193349852946, 1.6732632423543772848170429916717
-
-
-def _selu(xp: Any, x: Any) -> Any:
-    return xp.where(x > 0, _SELU_SCALE * x, (_SELU_SCALE * _SELU_ALPHA) * xp.expm1(xp.minimum(x, 0))).astype(x.dtype)
-
-
 def _div_no_nan(xp: Any, a: Any, b: Any) -> Any:
     """``a / b``, and 0 where ``b`` is 0 (the division is masked too, so its gradient has no NaN)."""
     zero = b == 0
@@ -503,13 +497,12 @@ def _div_no_nan(xp: Any, a: Any, b: Any) -> Any:
 
 
 for _name, _fn in {
-    "Selu": _selu,
-    "SeluGrad": lambda xp, dy, y: xp.where(y > 0, dy * _SELU_SCALE, dy * (y + _SELU_SCALE * _SELU_ALPHA)).astype(
-        dy.dtype),
+    "Selu": _derivatives.selu, "SeluGrad": _derivatives.selu_grad,
     "Softsign": lambda xp, x: x / (1 + xp.abs(x)),
     "SoftsignGrad": lambda xp, dy, x: dy / xp.square(1 + xp.abs(x)),
     "SoftplusGrad": lambda xp, dy, x: dy * (jax.nn.sigmoid(x) if xp is jnp else (1 / (1 + np.exp(-x))).astype(x.dtype)),
     "DivNoNan": _div_no_nan,
+    "MulNoNan": lambda xp, x, y: np.where(y == 0, np.zeros_like(x * y), x * y) if xp is np else _derivatives.mul_no_nan(x, y),
 }.items():
     simple((_name,), _fn)
 

@@ -1,0 +1,101 @@
+"""``jax.grad`` of an imported forward, and the imported train step, are TensorFlow's tape gradient for
+every elementwise op of the table, at the points where conventions differ: kinks (0, 6), ties of
+``maximum``/``minimum``, ``-0.0``, a zero upstream gradient at a pole (``sqrt`` of 0: TensorFlow's
+kernels give 0, not ``0 * inf``), arguments outside the domain.
+
+All ops run in one program (a variable per op), so a mismatch names its op. The op lists are checked
+against the op table: an elementwise op added to it must be listed here (or named as not elementwise).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+import jax  # noqa: E402
+from tensorflow.python.framework import op_def_registry  # noqa: E402
+
+import jta  # noqa: E402
+from jta.graph_import import supported_ops  # noqa: E402
+
+UNARY = ("Abs Acosh Asinh Atanh Ceil Cos Cosh Digamma Elu Erf Erfc Erfinv Exp Expm1 Floor Inv L2Loss LeakyRelu "
+         "Lgamma Log Log1p LogSoftmax Neg Reciprocal Relu Relu6 Round Rsqrt Selu Sigmoid Sign Sin Sinh Softmax "
+         "Softplus Softsign Sqrt Square Tan Tanh").split()
+BINARY = ("Add AddV2 Atan2 Div DivNoNan FloorDiv FloorMod Maximum Minimum Mul MulNoNan Pow RealDiv SquaredDifference "
+          "Sub").split()
+# Ops of the table with one or two inputs of the float type ``T`` that are not elementwise in ``x`` (or take
+# no gradient, or are control flow), and why an elementwise one is left out.
+NOT_HERE = {
+    **dict.fromkeys("AvgPool AvgPool3D CheckNumerics Cholesky DepthToSpace EnsureShape Enter Exit Identity LRN "
+                    "MatrixDeterminant MatrixDiag MatrixDiagPart MatrixInverse MaxPool MaxPool3D NextIteration "
+                    "OnesLike PreventGradient RefEnter RefExit RefNextIteration Snapshot SpaceToDepth Squeeze "
+                    "StopGradient Unpack ZerosLike BatchMatMul BatchMatMulV2 BiasAdd BiasAddV1 Conv2D Conv3D "
+                    "DepthwiseConv2dNative MatMul MatrixSetDiag MatrixSolve MatrixTriangularSolve".split(),
+                    "not elementwise, or not differentiated"),
+    "Polygamma": "its first operand is the order",
+    "Igamma": "TensorFlow's IgammaGradA is not imported (the train step is refused)",
+    "Igammac": "TensorFlow's IgammaGradA is not imported (the train step is refused)",
+}
+
+X = np.array([0.0, -0.0, 1.0, -1.0, 6.0, 0.5, 2.0, -2.5, 3.0], np.float32)
+Y = np.array([0.0, 0.0, 1.0, -2.0, 6.0, 0.5, 1.0, -2.5, 2.0], np.float32)  # ties with X at 0, 1, 6, 0.5, -2.5
+UPSTREAM = np.array([1.0, 0.0, 2.0, 3.0, 0.0, 1.5, 0.0, 2.0, 1.0], np.float32)  # zeros at the poles too
+
+
+def _elementwise(name: str) -> bool:
+    """An op whose inputs (one or two) and output are all of type ``T``, which may be a float."""
+    op = op_def_registry.get(name)
+    if op is None or len(op.output_arg) != 1 or op.output_arg[0].type_attr != "T":
+        return False
+    inputs = list(op.input_arg)
+    if not 1 <= len(inputs) <= 2 or any(a.type_attr != "T" or a.number_attr or a.type_list_attr for a in inputs):
+        return False
+    t = next(a for a in op.attr if a.name == "T")
+    return not t.HasField("allowed_values") or "DT_FLOAT" in str(t.allowed_values)
+
+
+def test_every_elementwise_op_of_the_table_is_listed() -> None:
+    found = {n for n in supported_ops() if not n.endswith("Grad") and _elementwise(n)}
+    assert found == set(UNARY) | set(BINARY) | set(NOT_HERE), (found - set(UNARY) - set(BINARY) - set(NOT_HERE))
+
+
+def _call(name: str, *args: Any) -> Any:
+    names = [a.name for a in op_def_registry.get(name).input_arg]
+    return getattr(tf.raw_ops, name)(**dict(zip(names, args, strict=True)))
+
+
+def test_gradients_are_tensorflows_at_kinks_ties_and_poles() -> None:
+    ops = UNARY + BINARY
+    # the points are the variables (the derivative at them is the gradient's factor), the argument is ones
+    weights = {name: tf.Variable(X, name=name) for name in ops}
+    ones = np.ones(9, np.float32)
+    spec = [tf.TensorSpec([9], tf.float32)]
+
+    def loss(x: Any) -> Any:
+        terms = [tf.reduce_sum(UPSTREAM * _call(n, x * weights[n], *([Y] if n in BINARY else []))) for n in ops]
+        return tf.add_n(terms)
+
+    forward = tf.function(loss, input_signature=spec)
+
+    @tf.function(input_signature=spec)
+    def train(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            value = loss(x)
+        return tape.gradient(value, [weights[n] for n in ops], unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+    want = [g.numpy() for g in train(ones)]
+    jax_fn, params = jta.import_function(forward, ones)
+    grads = jax.jit(jax.grad(jax_fn))(params, ones)
+    step, step_params = jta.import_function(train, ones)
+    steps = jax.jit(step)(step_params, ones)
+    wrong = []
+    for name, w, s in zip(ops, want, steps, strict=True):
+        for how, got in (("jax.grad", grads[name]), ("train step", s)):
+            if not np.allclose(got, w, rtol=1e-5, atol=1e-6, equal_nan=True):
+                at = ~np.isclose(got, w, rtol=1e-5, atol=1e-6, equal_nan=True)
+                wrong.append(f"{name} ({how}) at x = {X[at].tolist()}: TF {w[at].tolist()}, jta {np.asarray(got)[at].tolist()}")
+    assert not wrong, "\n".join(wrong)
