@@ -130,6 +130,17 @@ def test_list_diff_runs_on_concrete_values_and_is_refused_on_traced_ones():
 
 
 # -- Roll -----------------------------------------------------------------------------------------
+def test_sort_and_argsort_tie_negative_and_positive_zero():
+    """TensorFlow compares -0.0 equal to 0.0 (a stable sort keeps them in index order); XLA's sort
+    orders -0.0 first, which swapped them in ascending sorts (``top_k`` of the negated values)."""
+    x = np.array([-1.5, 0.2, 0.2, 1.1, -0.4, -0.2], np.float32)  # rounded: -2, 0, 0, 1, -0, -0
+
+    def build(x: Any) -> Any:
+        q = tf.round(x)
+        return tf.argsort(q), tf.argsort(q, direction="DESCENDING"), 1.0 / tf.sort(q), tf.math.top_k(-q, 4).indices
+    _check(build, x, grad=False)
+
+
 def test_roll_static_shift():
     _check(lambda x: tf.roll(x, shift=2, axis=1) * x, _normal(2, 5))
 

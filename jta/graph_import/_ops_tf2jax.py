@@ -207,10 +207,15 @@ def _empty(node: Node, args: list[Any]) -> list[Any]:
 @_reg("TopKV2")
 def _top_k(node: Node, args: list[Any]) -> list[Any]:
     """The ``k`` largest values along the last axis, largest first, and their indices (int32); ties
-    keep the lower index first."""
-    x, k = args
-    values, indices = jax.lax.top_k(jnp.asarray(x), int(static_value(node, k, "k")))
-    return [values, indices.astype(np.int32)]
+    keep the lower index first. ``-0.0`` ties with ``0.0``, as TensorFlow compares them (XLA's sort
+    orders them: ascending ``tf.sort``/``tf.argsort``, ``top_k`` of the negated values, would swap
+    them), so the indices are sorted by keys with zeros made positive and the values gathered."""
+    x, k = jnp.asarray(args[0]), int(static_value(node, args[1], "k"))
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        values, indices = jax.lax.top_k(x, k)
+        return [values, indices.astype(np.int32)]
+    _, indices = jax.lax.top_k(jnp.where(x == 0, jnp.zeros_like(x), x), k)
+    return [jnp.take_along_axis(x, indices, axis=-1), indices.astype(np.int32)]
 
 
 @_reg("Roll")
