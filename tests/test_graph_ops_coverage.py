@@ -186,7 +186,7 @@ def test_sparse_cross_entropy_of_a_label_out_of_range_fails_as_in_tensorflow():
         jta.throw()
 
 
-def test_paddings_fed_at_run_time_are_refused():
+def test_paddings_fed_at_run_time_run_eagerly_and_are_refused_under_jit():
     tf = pytest.importorskip("tensorflow")
     from tests.helpers.tfgraph import k_graph
 
@@ -195,8 +195,9 @@ def test_paddings_fed_at_run_time_are_refused():
         paddings = tf.compat.v1.placeholder(tf.int32, [1, 2], name="paddings")
         y = tf.pad(x, paddings)
     f = jta.import_graph_def(g.as_graph_def(), inputs=["x:0", "paddings:0"], outputs=[y.name])
+    np.testing.assert_array_equal(f(np.ones(2, np.float32), np.array([[1, 1]], np.int32))[0], [0, 1, 1, 0])
     with pytest.raises(errors.UnimplementedError, match="the paddings must be static"):
-        f(np.ones(2, np.float32), np.array([[1, 1]], np.int32))
+        jax.jit(f)(np.ones(2, np.float32), np.array([[1, 1]], np.int32))
 
 
 if __name__ == "__main__":

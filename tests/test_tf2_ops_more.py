@@ -141,6 +141,43 @@ def test_sort_and_argsort_tie_negative_and_positive_zero():
     _check(build, x, grad=False)
 
 
+VALUE_SHAPES = {
+    "tile": lambda x, n: tf.tile(x, [n]) * 2.0,
+    "repeat": lambda x, n: tf.repeat(x, tf.stack([n, 1, 2])),
+    "fill": lambda x, n: tf.fill([n], 1.0) * tf.reduce_sum(x),
+    "zeros": lambda x, n: tf.zeros([n, 2]) + x[0],
+    "broadcast_to": lambda x, n: tf.broadcast_to(x, [n, 3]),
+    "reshape": lambda x, n: tf.reshape(tf.tile(x, [2]), [n, -1]),
+    "ragged_sum": lambda x, n: tf.reduce_sum(tf.RaggedTensor.from_row_lengths(x, tf.stack([n, 3 - n])), 1),
+}
+
+
+@pytest.mark.parametrize("name", VALUE_SHAPES)
+def test_shapes_an_argument_decides(name):
+    """Ops whose output's shape is an argument's value (``tf.tile(x, [n])``, ``tf.fill``, ``tf.zeros``,
+    ``tf.broadcast_to``, ``tf.reshape``, ``tf.repeat`` and a ragged reduction, built on them) were
+    refused even eagerly: an eager call runs them, ``jta.checked`` learns the value (and recompiles
+    for another), a bare ``jit`` refuses them naming it, and ``jax.grad`` under ``jta.checked`` is the
+    tape's (for three of them)."""
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    f = tf.function(VALUE_SHAPES[name], input_signature=[_spec(x), tf.TensorSpec([], tf.int32)])
+    fn, params = jta.import_function(f, x, np.int32(1))
+    checked = jta.checked(jax.jit(fn))
+    for n in (np.int32(2), np.int32(1)):
+        _close(fn(params, x, n), f(x, n))
+        _close(checked(params, x, n), f(x, n))
+    with pytest.raises(jta.errors.UnimplementedError, match="jta.checked learns it at run time"):
+        jax.jit(fn)(params, x, np.int32(2))
+    if name not in ("tile", "reshape", "broadcast_to"):
+        return
+    x0 = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x0)
+        loss = tf.reduce_sum(f(x0, 2) ** 2)
+    grad = jta.checked(jax.jit(jax.grad(lambda v: jnp.sum(fn(params, v, np.int32(2)) ** 2))))
+    _close(grad(x), tape.gradient(loss, x0))
+
+
 def test_roll_static_shift():
     _check(lambda x: tf.roll(x, shift=2, axis=1) * x, _normal(2, 5))
 

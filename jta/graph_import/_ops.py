@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._core import capacities
 from . import _derivatives, _ops_checks
 from ._messages import GraphError
 from ._nodes import Node
@@ -44,17 +45,26 @@ def as_numpy(v: Any) -> Any:
 
 
 def static_value(node: Node, v: Any, what: str) -> np.ndarray:
-    if not is_static(v):
-        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=what)
-    return np.asarray(v)
-
-
-def concrete_value(node: Node, v: Any, what: str) -> np.ndarray:
-    """``v`` as numpy when it is known when the op runs: a constant (static while tracing) or a concrete
-    argument of an eager call; a traced value (under ``jit``/``grad``) raises ``GraphError.NOT_STATIC``.
-    For ops whose output's shape depends on an input's values."""
+    """``v`` as numpy where the op needs it known (an axis, a shape, a count: its output's shape depends
+    on it): a constant, shape arithmetic, or a concrete argument of an eager call, which runs each op
+    as TensorFlow does; a traced value (under ``jit``/``grad``) raises ``GraphError.NOT_STATIC``."""
     known = _ops_checks.known_now(v)
-    return known if known is not None else static_value(node, v, what)
+    if known is None:
+        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=what)
+    return known
+
+
+def learned_value(node: Node, v: Any, what: str) -> np.ndarray:
+    """:func:`static_value`, and under ``jta.checked`` a traced ``v`` learned at run time: each entry a
+    size it compiles for (one compilation per value, as for a ``Where``'s count; its first guess 1)."""
+    known = _ops_checks.known_now(v)
+    if known is not None:
+        return known
+    flat = jnp.reshape(v, -1)
+    learned = [capacities.learned_rows(flat[k], node.name, stack=False, first=1) for k in range(flat.shape[0])]
+    if any(n is None for n in learned):
+        static_value(node, v, f"{what} (jta.checked learns it at run time)")
+    return np.reshape(np.asarray(learned, np.asarray(0, v.dtype).dtype), np.shape(v))
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -264,13 +274,13 @@ def _rank(node: Node, args: list[Any]) -> list[Any]:
 @_reg("Reshape")
 def _reshape(node: Node, args: list[Any]) -> list[Any]:
     x, shape = args
-    return [as_numpy(xp_of(x).reshape(x, tuple(int(d) for d in static_value(node, shape, "the shape"))))]
+    return [as_numpy(xp_of(x).reshape(x, tuple(int(d) for d in learned_value(node, shape, "the shape"))))]
 
 
 @_reg("Fill")
 def _fill(node: Node, args: list[Any]) -> list[Any]:
     dims, value = args
-    dims = tuple(int(d) for d in static_value(node, dims, "the dims"))
+    dims = tuple(int(d) for d in learned_value(node, dims, "the dims"))
     return [as_numpy(xp_of(value).full(dims, value, dtype=np.asarray(value).dtype if is_static(value) else value.dtype))]
 
 
@@ -302,7 +312,7 @@ def _invert_permutation(node: Node, args: list[Any]) -> list[Any]:
 @_reg("Tile")
 def _tile(node: Node, args: list[Any]) -> list[Any]:
     x, reps = args
-    return [as_numpy(xp_of(x).tile(x, tuple(int(r) for r in static_value(node, reps, "multiples"))))]
+    return [as_numpy(xp_of(x).tile(x, tuple(int(r) for r in learned_value(node, reps, "multiples"))))]
 
 
 @_reg("Pack")
@@ -360,7 +370,7 @@ def _slice(node: Node, args: list[Any]) -> list[Any]:
     size = [int(s) for s in static_value(node, size, "the size")]
     shape = np.shape(x)
     if -1 in size:  # (to the end: the result's shape depends on the begin)
-        begin = concrete_value(node, begin, "the begin (with a size of -1, the result's shape depends on it)")
+        begin = static_value(node, begin, "the begin (with a size of -1, the result's shape depends on it)")
     _ops_checks.slice_bounds(node, begin, size, shape)
     if is_static(begin):
         b = [int(v) for v in begin]
@@ -384,8 +394,8 @@ def _strided_index(node: Node, begin: Any, end: Any, strides: Any, shape: Any = 
             index.append(int(b) if is_static(b) else b)
             shrunk.append(len(index) - 1)
         else:
-            b = None if masks["begin"] & bit else int(concrete_value(node, begin[k], "slice bounds"))
-            e = None if masks["end"] & bit else int(concrete_value(node, end[k], "slice bounds"))
+            b = None if masks["begin"] & bit else int(static_value(node, begin[k], "slice bounds"))
+            e = None if masks["end"] & bit else int(static_value(node, end[k], "slice bounds"))
             index.append(slice(b, e, int(strides[k])))
     if shape is not None:  # TensorFlow's check of each index of one element (JAX would clamp it)
         for k in shrunk:
@@ -506,7 +516,7 @@ def _list_diff(node: Node, args: list[Any]) -> list[Any]:
     positions in ``x``. Its outputs' length depends on the values, so both inputs must be known while
     tracing (as they are in the gradient of ``tf.reduce_prod``: the axes not reduced) or be the
     concrete arguments of an eager call; under ``jit`` traced ones raise ``GraphError.NOT_STATIC``."""
-    x, y = (concrete_value(node, a, "x and y (the number of entries of x not in y is the output's shape)")
+    x, y = (static_value(node, a, "x and y (the number of entries of x not in y is the output's shape)")
             for a in args)
     keep = np.flatnonzero(~np.isin(x, y))
     return [x[keep], keep.astype(node.attr("out_idx", np.dtype("int32")))]
@@ -573,7 +583,7 @@ def _mirror_pad_grad(node: Node, args: list[Any]) -> list[Any]:
 @_reg("BroadcastTo")
 def _broadcast_to(node: Node, args: list[Any]) -> list[Any]:
     x, shape = args
-    return [as_numpy(xp_of(x).broadcast_to(x, tuple(int(d) for d in static_value(node, shape, "the shape"))))]
+    return [as_numpy(xp_of(x).broadcast_to(x, tuple(int(d) for d in learned_value(node, shape, "the shape"))))]
 
 
 @_reg("ReverseV2")

@@ -41,7 +41,7 @@ import numpy as np
 
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import OPS, concrete_value, is_static, registrar
+from ._ops import OPS, is_static, registrar, static_value
 
 _reg = registrar(OPS)
 
@@ -176,7 +176,7 @@ def _key_counter_v2(node: Node, args: list[Any]) -> tuple[Words, Words]:
     """The key and counter inputs (1 and 2) of a V2 op, after checking its algorithm (input 3):
     Philox, or auto_select (Philox on CPU, ``GetKeyCounterAlgFromInputs``); ThreeFry is refused, as
     TensorFlow's CPU kernel refuses it ("Unsupported algorithm id")."""
-    alg = int(concrete_value(node, args[3], "the algorithm (alg)"))
+    alg = int(static_value(node, args[3], "the algorithm (alg)"))
     if alg == _THREEFRY:
         GraphError.TF2_UNSUPPORTED.raise_(
             items=f"  - node {node.name} ({node.op}): the ThreeFry algorithm (alg=2), which TensorFlow runs "
@@ -453,7 +453,7 @@ def _check_bounds(node: Node, lo: Any, hi: Any) -> None:
 
 
 def _shape(node: Node, v: Any) -> tuple[int, ...]:
-    return tuple(int(d) for d in np.reshape(concrete_value(node, v, "the output's shape"), -1))
+    return tuple(int(d) for d in np.reshape(static_value(node, v, "the output's shape"), -1))
 
 
 def _quietly(fn: Callable[[], Any]) -> Any:
@@ -538,7 +538,7 @@ def _multinomial(node: Node, args: list[Any]) -> list[Any]:
     rows from ``s`` restarts the stream at block ``s * (n + 3) // 4``: TensorFlow's own results then
     differ between machines, and jta's (one block) match only its first block of rows."""
     logits, count, seed = args
-    n = int(concrete_value(node, count, "num_samples"))
+    n = int(static_value(node, count, "num_samples"))
 
     def run() -> Any:
         key, counter = _seed_key_counter(node, seed)

@@ -17,7 +17,7 @@ import numpy as np
 from . import _derivatives, _ops_checks
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import OPS, as_numpy, concrete_value, is_static, registrar, result_dtype, simple, static_value, xp_of
+from ._ops import OPS, as_numpy, is_static, registrar, result_dtype, simple, static_value, xp_of
 
 _reg = registrar(OPS)
 
@@ -124,8 +124,8 @@ def _matrix_band_part(node: Node, args: list[Any]) -> list[Any]:
     """Zeroes the entries more than ``num_lower`` below or ``num_upper`` above the diagonal (a
     negative count keeps that whole triangle)."""
     x, lower, upper = args
-    lower = int(concrete_value(node, lower, "num_lower"))
-    upper = int(concrete_value(node, upper, "num_upper"))
+    lower = int(static_value(node, lower, "num_lower"))
+    upper = int(static_value(node, upper, "num_upper"))
     rows, cols = np.shape(x)[-2:]
     for what, count, dim, of in (("num_lower", lower, rows, "rows"), ("num_upper", upper, cols, "columns")):
         if count > dim:  # (TensorFlow's check, in its order)
