@@ -1,6 +1,6 @@
 """Values TensorFlow's kernels check fail as in TensorFlow: indices out of range (gathers, scatters,
-slices, ``ReverseSequence``, labels), NaN and infinities (``CheckNumerics``), false assertions,
-shapes ``EnsureShape`` rejects.
+slices, ``ReverseSequence``, labels), integer division by zero and negative integer powers, NaN and
+infinities (``CheckNumerics``), false assertions, shapes ``EnsureShape`` rejects, a scan's axis.
 
 JAX clamps, wraps, fills or drops such an index; TensorFlow's CPU kernels raise. Each case is a
 ``tf.function`` whose index argument is out of range (and the same with valid indices, which must
@@ -55,6 +55,9 @@ CASES = {
     "slice_begin": (lambda x, i: tf.slice(x, [i[0], i[1]], [1, 1]), [1, 4], [1, 2]),
     "index_of_one_element": (lambda x, i: x[i[0]], [4, 0], [3, 0]),
     "negative_index_of_one_element": (lambda x, i: x[i[0], ..., i[1]], [-1, -4], [-4, -3]),
+    "floordiv_by_zero": (lambda x, i: tf.cast(tf.math.floordiv(tf.constant([7, -7]), i), tf.float32), [2, 0], [2, 3]),
+    "floormod_by_zero": (lambda x, i: tf.cast(tf.math.floormod(tf.constant([7, -7]), i), tf.float32), [0, 1], [5, 1]),
+    "integer_power": (lambda x, i: tf.cast(tf.pow(tf.constant([2, 3]), i), tf.float32), [-1, 2], [1, 2]),
     "labels": (lambda x, i: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=i, logits=x[:2]), [1, 3], [1, 2]),
     "negative_labels": (lambda x, i: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=i, logits=x[:2]), [-1, 0],
                         [0, 0]),
@@ -185,3 +188,13 @@ def test_ensure_shape_fails_as_in_tensorflow(shape: tuple[int, ...]) -> None:
             else:
                 assert got[:2] == want[:2], (got, want)
                 assert got[2].split("Shape of tensor while/")[1] in want[2], (got, want)
+
+
+def test_a_scan_axis_out_of_range_fails_as_in_tensorflow() -> None:
+    """``tf.cumsum`` (``cumprod``, ``cumulative_logsumexp``) wrapped an axis out of range modulo the rank."""
+    for axis in (2, -3):
+        f = tf.function(lambda x, axis=axis: tf.math.cumsum(x, axis=axis), input_signature=[tf.TensorSpec([4, 3], tf.float32)])
+        want = outcome(f, X)
+        assert want[0] == "error", want
+        got = outcome(lambda x, f=f: jta.import_function(f, X)[0]({}, x), X)
+        assert_same_outcome(got, want)

@@ -155,6 +155,11 @@ class GraphError(Message):
     NUMERICS_INF = (468, InvalidArgumentError, "Node {name} ({op}): {message} : Tensor had Inf values", ())
     NUMERICS_BOTH = (469, InvalidArgumentError, "Node {name} ({op}): {message} : Tensor had Inf and NaN values", ())
     ASSERTION = (470, InvalidArgumentError, "Node {name} ({op}): assertion failed: {data}", ())
+    DIVISION_BY_ZERO = (472, InvalidArgumentError, "Node {name} ({op}): Integer division by zero", ())
+    NEGATIVE_POWER = (473, InvalidArgumentError, "Node {name} ({op}): Integers to negative integer powers are not "
+                           "allowed", ())
+    SCAN_AXIS = (474, InvalidArgumentError, "Node {name} ({op}): ScanOp: Expected scan axis in the range [{low}, "
+                      "{high}), but got {axis}", ())
     SHAPE_MISMATCH = (471, InvalidArgumentError, "Node {name} ({op}): Shape of tensor {tensor} [{shape}] is not "
                           "compatible with expected shape [{expected}].", ())
     LABEL_RANGE = (465, InvalidArgumentError, "Node {name} ({op}): Received a label value of {value} which is outside "

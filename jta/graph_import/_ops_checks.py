@@ -162,6 +162,33 @@ def _summary(value: Any, summarize: int) -> str:
     return " ".join(shown) + ("..." if flat.size > summarize else "")
 
 
+def _integers(x: Any) -> bool:
+    return bool(jnp.issubdtype(jnp.result_type(x), jnp.integer))
+
+
+def divisor(node: Node, y: Any) -> None:
+    """An integer ``Div``/``FloorDiv``/``FloorMod`` by zero (code 472: XLA gives a value)."""
+    if _integers(y):
+        known, xp = known_or_traced(y)
+        value_ops.report(node.name, xp.any(known == 0), GraphError.DIVISION_BY_ZERO, extra={"op": node.op})
+
+
+def exponent(node: Node, x: Any, y: Any) -> None:
+    """An integer ``Pow`` to a negative power (code 473: XLA gives 0 or 1)."""
+    if _integers(x) and _integers(y) and jnp.issubdtype(jnp.result_type(y), jnp.signedinteger):
+        known, xp = known_or_traced(y)
+        value_ops.report(node.name, xp.any(known < 0), GraphError.NEGATIVE_POWER, extra={"op": node.op})
+
+
+def scan_axis(node: Node, axis: int, rank: int) -> int:
+    """A cumulative op's axis in ``[-rank, rank)`` (code 474), as a non-negative axis. (TensorFlow writes
+    a negative axis out of range plus ``rank``.)"""
+    if not -rank <= axis < rank:
+        value_ops.report(node.name, True, GraphError.SCAN_AXIS, extra={
+            "op": node.op, "low": str(-rank), "high": str(rank), "axis": str(axis + rank if axis < 0 else axis)})
+    return axis % rank
+
+
 def _debug_shape(shape: Any) -> str:
     """A shape as TensorFlow's ``TensorShape::DebugString`` writes it, brackets aside (``?`` unknown)."""
     return ",".join("?" if d is None else str(d) for d in shape)

@@ -73,6 +73,21 @@ for _name, _fn in _UNARY_MORE.items():
     simple((_name,), _fn)
 
 
+def _checked_first(name: str, check: Callable[..., None]) -> None:
+    """``OPS[name]`` after ``check(node, *args)``: TensorFlow's kernel rejects values XLA computes on."""
+    plain = OPS[name]
+
+    def op(node: Node, args: list[Any]) -> list[Any]:
+        check(node, *args)
+        return plain(node, args)
+    OPS[name] = op
+
+
+for _name in ("Div", "FloorDiv", "FloorMod"):
+    _checked_first(_name, lambda node, x, y: _ops_checks.divisor(node, y))
+_checked_first("Pow", _ops_checks.exponent)
+
+
 # -- more shapes, scans, scatters and gathers -------------------------------------------------
 @_reg("BroadcastArgs")
 def _broadcast_args(node: Node, args: list[Any]) -> list[Any]:
@@ -92,7 +107,7 @@ def _cumulative(node: Node, args: list[Any]) -> list[Any]:
     """The running sum (product) along an axis; ``exclusive`` shifts in the identity, ``reverse`` runs
     from the end."""
     x, axis = args
-    axis = int(static_value(node, axis, "the axis")) % np.ndim(x)
+    axis = _ops_checks.scan_axis(node, int(static_value(node, axis, "the axis")), np.ndim(x))
     xp = xp_of(x)
     if node.attr("reverse", False):
         x = xp.flip(x, axis)
@@ -236,7 +251,7 @@ def _cumulative_logsumexp(node: Node, args: list[Any]) -> list[Any]:
     """``log(cumsum(exp(x)))`` along an axis, computed stably; ``exclusive`` shifts in ``-inf`` (the
     log of an empty sum), ``reverse`` runs from the end."""
     x, axis = args
-    axis = int(static_value(node, axis, "the axis")) % np.ndim(x)
+    axis = _ops_checks.scan_axis(node, int(static_value(node, axis, "the axis")), np.ndim(x))
     reverse, exclusive = bool(node.attr("reverse", False)), bool(node.attr("exclusive", False))
     if is_static(x):
         x = np.asarray(x)
