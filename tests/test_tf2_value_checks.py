@@ -198,3 +198,26 @@ def test_a_scan_axis_out_of_range_fails_as_in_tensorflow() -> None:
         assert want[0] == "error", want
         got = outcome(lambda x, f=f: jta.import_function(f, X)[0]({}, x), X)
         assert_same_outcome(got, want)
+
+
+STATIC_ARGUMENTS = {
+    "reduction_axes": lambda x: tf.raw_ops.Sum(input=x, axis=tf.constant([0, -2]), keep_dims=False),
+    "transpose": lambda x: tf.raw_ops.Transpose(x=x, perm=tf.constant([1, 1])),
+    "roll_axis": lambda x: tf.raw_ops.Roll(input=x, shift=tf.constant([1]), axis=tf.constant([2])),
+    "tile": lambda x: tf.raw_ops.Tile(input=x, multiples=tf.constant([1, -1])),
+    "broadcast_to": lambda x: tf.raw_ops.BroadcastTo(input=x, shape=tf.constant([-1, 4, 3])),
+}
+
+
+@pytest.mark.parametrize("name", STATIC_ARGUMENTS)
+def test_static_arguments_are_checked_as_in_tensorflow(name: str) -> None:
+    """A constant axis, permutation, multiples or shape that TensorFlow's kernel rejects (its shape
+    inference lets them through) raised JAX's ValueError or TypeError, or MLIR's error: now TensorFlow's
+    class and text while tracing. (Any other input an op's JAX code rejects is an InvalidArgumentError
+    naming the node.)"""
+    f = tf.function(STATIC_ARGUMENTS[name], input_signature=[tf.TensorSpec([4, 3], tf.float32)])
+    want = outcome(f, X)
+    assert want[0] == "error", want
+    jax_fn, params = jta.import_function(f, X)
+    assert_same_outcome(outcome(jax_fn, params, X), want)
+    assert_same_outcome(outcome(jta.checked(jax.jit(jax_fn)), params, X), want)

@@ -28,7 +28,7 @@ from . import _resources
 from ._loops import DEAD, Dyn, Loops, select
 from ._messages import GraphError
 from ._nodes import Node, Tensor
-from ._ops import OPS, is_static
+from ._ops import is_static, run_op
 from ._resources import Resources
 
 # TensorArray ops whose checks may fail: under a run-time condition they run in a lax.cond.
@@ -97,7 +97,7 @@ class Runner(Loops):
         if node.op in _resources.RESOURCE_OPS:
             return self._resource(node, args, env, res)
         try:
-            outs = OPS[node.op](node, args)
+            outs = run_op(node, args)
         except errors.UnimplementedError as error:
             raise self._not_static(node, args, error) from error
         for k, v in enumerate(outs):

@@ -37,7 +37,7 @@ from ._branches import lists_agree
 from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
-from ._ops import OPS, is_static
+from ._ops import is_static, run_op
 
 __all__ = ["Body", "Evaluator", "Library", "UNKNOWN", "Var", "CONTROL_OPS"]
 
@@ -425,7 +425,7 @@ class Evaluator:
                 return [_lists.zeros_like(args[0])]
             if op == "AddN":
                 return [_lists.add_n(node, args)]
-        out = OPS[op](node, args)
+        out = run_op(node, args)
         if op == "Minimum":  # min(n, c) with n only known at run time: at most c (a loop's bound, a list's size)
             bound = _static_bound([self.bounds[id(a)][1] if id(a) in self.bounds else a for a in args])
             if bound is not None and isinstance(out[0], Tracer):

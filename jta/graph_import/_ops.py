@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import errors
 from .._core import capacities
 from . import _derivatives, _ops_checks
 from ._messages import GraphError
@@ -42,6 +43,19 @@ def xp_of(*args: Any) -> Any:
 
 def as_numpy(v: Any) -> Any:
     return np.asarray(v) if isinstance(v, (np.generic, bool, int, float)) else v
+
+
+def run_op(node: Node, args: list[Any]) -> list[Any]:
+    """``OPS[node.op](node, args)``. An input the op's NumPy or JAX code rejects (a negative dimension, an
+    axis or a permutation that does not fit: ``ValueError``, ``TypeError``, ``IndexError``) is bad input
+    to TensorFlow's kernel too: it fails with TensorFlow's class, ``InvalidArgumentError``, naming the
+    node. (An op that checks an input itself gives TensorFlow's text; tracer errors pass through.)"""
+    try:
+        return OPS[node.op](node, args)
+    except (ValueError, TypeError, IndexError) as error:
+        if isinstance(error, jax.errors.JAXTypeError):
+            raise
+        raise errors.InvalidArgumentError(f"Node {node.name} ({node.op}): {error}") from error
 
 
 def static_value(node: Node, v: Any, what: str) -> np.ndarray:
@@ -280,7 +294,7 @@ def _reshape(node: Node, args: list[Any]) -> list[Any]:
 @_reg("Fill")
 def _fill(node: Node, args: list[Any]) -> list[Any]:
     dims, value = args
-    dims = tuple(int(d) for d in learned_value(node, dims, "the dims"))
+    dims = _ops_checks.dimensions(node, learned_value(node, dims, "the dims"))
     return [as_numpy(xp_of(value).full(dims, value, dtype=np.asarray(value).dtype if is_static(value) else value.dtype))]
 
 
@@ -300,7 +314,7 @@ def _squeeze(node: Node, args: list[Any]) -> list[Any]:
 @_reg("Transpose")
 def _transpose(node: Node, args: list[Any]) -> list[Any]:
     x, perm = args
-    return [as_numpy(xp_of(x).transpose(x, tuple(int(p) for p in static_value(node, perm, "perm"))))]
+    return [as_numpy(xp_of(x).transpose(x, _ops_checks.permutation(node, static_value(node, perm, "perm"), np.ndim(x))))]
 
 
 @_reg("InvertPermutation")
@@ -312,7 +326,7 @@ def _invert_permutation(node: Node, args: list[Any]) -> list[Any]:
 @_reg("Tile")
 def _tile(node: Node, args: list[Any]) -> list[Any]:
     x, reps = args
-    return [as_numpy(xp_of(x).tile(x, tuple(int(r) for r in learned_value(node, reps, "multiples"))))]
+    return [as_numpy(xp_of(x).tile(x, _ops_checks.multiples(node, learned_value(node, reps, "multiples"))))]
 
 
 @_reg("Pack")
@@ -451,7 +465,7 @@ def _broadcast_gradient_args(node: Node, args: list[Any]) -> list[Any]:
 def _reduction(fn_name: str) -> Op:
     def op(node: Node, args: list[Any]) -> list[Any]:
         x, axes = args
-        axes = tuple(int(a) for a in np.reshape(static_value(node, axes, "the axes"), -1))
+        axes = _ops_checks.reduction_axes(node, static_value(node, axes, "the axes"), np.ndim(x))
         xp = xp_of(x)
         out = getattr(xp, fn_name)(x, axis=axes, keepdims=bool(node.attr("keep_dims", False)))
         return [as_numpy(out.astype(x.dtype) if fn_name in ("sum", "mean", "prod") else out)]
@@ -583,7 +597,7 @@ def _mirror_pad_grad(node: Node, args: list[Any]) -> list[Any]:
 @_reg("BroadcastTo")
 def _broadcast_to(node: Node, args: list[Any]) -> list[Any]:
     x, shape = args
-    return [as_numpy(xp_of(x).broadcast_to(x, tuple(int(d) for d in learned_value(node, shape, "the shape"))))]
+    return [as_numpy(xp_of(x).broadcast_to(x, _ops_checks.dimensions(node, learned_value(node, shape, "the shape"))))]
 
 
 @_reg("ReverseV2")

@@ -189,6 +189,64 @@ def scan_axis(node: Node, axis: int, rank: int) -> int:
     return axis % rank
 
 
+# -- static arguments: an axis, a permutation, a shape, multiples (decided while tracing) ---------------
+def _invalid(node: Node, text: str) -> None:
+    GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=text)
+
+
+def reduction_axes(node: Node, axes: Any, rank: int) -> tuple[int, ...]:
+    """A reduction's axes as non-negative axes, after TensorFlow's checks (range, duplicates)."""
+    out = []
+    for a in (int(v) for v in np.reshape(axes, -1)):
+        if not -rank <= a < rank:
+            _invalid(node, f"Invalid reduction dimension ({a} for input with {rank} dimension(s)")
+        if a % rank in out:
+            _invalid(node, f"Invalid reduction arguments: Axes contains duplicate dimension: {a % rank}")
+        out.append(a % max(rank, 1))
+    return tuple(out)
+
+
+def roll_axes(node: Node, axes: Any, shift: Any, rank: int) -> tuple[int, ...]:
+    """``Roll``'s axes as non-negative axes: as many as shifts, each in range."""
+    if np.shape(shift) != np.shape(axes):
+        _invalid(node, "shift and axis must have the same size")
+    axes = [int(v) for v in np.reshape(axes, -1)]
+    for a in axes:
+        if not -rank <= a < rank:
+            _invalid(node, f"axis {a + rank if a < 0 else a} is out of range")
+    return tuple(a % rank for a in axes)
+
+
+def permutation(node: Node, perm: Any, rank: int) -> tuple[int, ...]:
+    """A ``Transpose``'s permutation, negative entries counted from the end, after TensorFlow's checks."""
+    perm = [int(p) + rank if int(p) < 0 else int(p) for p in np.reshape(perm, -1)]
+    for d in perm:
+        if not 0 <= d < rank:
+            _invalid(node, f"{d} is out of range [0 .. {rank})")
+    for i in range(rank):
+        if i not in perm:
+            _invalid(node, f"{i} is missing from {{{','.join(str(p) for p in perm)}}}.")
+    return tuple(perm)
+
+
+def multiples(node: Node, reps: Any) -> tuple[int, ...]:
+    """``Tile``'s multiples, each non-negative."""
+    reps = tuple(int(r) for r in np.reshape(reps, -1))
+    for i, r in enumerate(reps):
+        if r < 0:
+            _invalid(node, f"Expected multiples[{i}] >= 0, but got {r}")
+    return reps
+
+
+def dimensions(node: Node, dims: Any) -> tuple[int, ...]:
+    """An output's shape, each dimension non-negative (``Dimension -1 must be >= 0``)."""
+    dims = tuple(int(d) for d in np.reshape(dims, -1))
+    for d in dims:
+        if d < 0:
+            _invalid(node, f"Dimension {d} must be >= 0")
+    return dims
+
+
 def _debug_shape(shape: Any) -> str:
     """A shape as TensorFlow's ``TensorShape::DebugString`` writes it, brackets aside (``?`` unknown)."""
     return ",".join("?" if d is None else str(d) for d in shape)

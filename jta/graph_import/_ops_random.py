@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _ops_checks
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, is_static, registrar, static_value
@@ -453,7 +454,7 @@ def _check_bounds(node: Node, lo: Any, hi: Any) -> None:
 
 
 def _shape(node: Node, v: Any) -> tuple[int, ...]:
-    return tuple(int(d) for d in np.reshape(static_value(node, v, "the output's shape"), -1))
+    return _ops_checks.dimensions(node, static_value(node, v, "the output's shape"))
 
 
 def _quietly(fn: Callable[[], Any]) -> Any:

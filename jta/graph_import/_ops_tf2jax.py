@@ -99,7 +99,7 @@ def _broadcast_args(node: Node, args: list[Any]) -> list[Any]:
 def _conjugate_transpose(node: Node, args: list[Any]) -> list[Any]:
     x, perm = args
     xp = xp_of(x)
-    return [as_numpy(xp.conj(xp.transpose(x, tuple(int(p) for p in static_value(node, perm, "perm")))))]
+    return [as_numpy(xp.conj(xp.transpose(x, _ops_checks.permutation(node, static_value(node, perm, "perm"), np.ndim(x)))))]
 
 
 @_reg("Cumsum", "Cumprod")
@@ -215,8 +215,7 @@ def _inplace(node: Node, args: list[Any]) -> list[Any]:
 @_reg("Empty")
 def _empty(node: Node, args: list[Any]) -> list[Any]:
     """A tensor of the shape; TensorFlow leaves it uninitialized unless ``init``, zeros are one such value."""
-    shape = tuple(int(d) for d in static_value(node, args[0], "the shape"))
-    return [np.zeros(shape, node.attr("dtype"))]
+    return [np.zeros(_ops_checks.dimensions(node, static_value(node, args[0], "the shape")), node.attr("dtype"))]
 
 
 @_reg("TopKV2")
@@ -238,7 +237,7 @@ def _roll(node: Node, args: list[Any]) -> list[Any]:
     """``input`` rolled by ``shift`` along ``axis`` (scalars or vectors of one length; shifts of a
     repeated axis add up). The shift may be a run-time value, the axes must be static."""
     x, shift, axis = args
-    axes = tuple(int(a) for a in np.reshape(static_value(node, axis, "the axis"), -1))
+    axes = _ops_checks.roll_axes(node, static_value(node, axis, "the axis"), shift, np.ndim(x))
     xp = xp_of(x, shift)
     if np.ndim(shift) == 0 and np.ndim(axis) == 0:
         return [as_numpy(xp.roll(x, shift, axis=axes[0]))]
