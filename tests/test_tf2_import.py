@@ -1188,6 +1188,28 @@ def test_sizes_the_data_decides_per_step_of_a_long_loop_run_eagerly() -> None:
         jta.checked(jax.jit(jax_fn))(params, x)
 
 
+def test_jax_grad_under_checked_of_an_index_into_a_stack_of_run_time_length() -> None:
+    """``jax.grad`` under ``jta.checked`` of a forward that indexes a stack whose length an argument
+    decides (``stack[:, 2]``): its first trace guesses 0 rows, so the index fails a static check; the
+    probe that learns the size must trace ``jax.grad`` as that trace did (not the forward it wraps,
+    whose sizes are numbered otherwise), or it never reaches the size and reports the false error."""
+    w = tf.Variable(np.float32(0.5), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([2, 4], tf.float32), tf.TensorSpec([], tf.int32)])
+    def f(x: Any, n: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=n)
+        for t in tf.range(n):
+            ta = ta.write(t, x[:, t] * w)
+        return tf.transpose(ta.stack())[:, 2]
+
+    x, n = np.arange(8, dtype=np.float32).reshape(2, 4), np.int32(3)
+    jax_fn, params = jta.import_function(f, x, n)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(f(x, n) ** 2)
+    grad = jta.checked(jax.jit(jax.grad(lambda p: jnp.sum(jax_fn(p, x, n) ** 2))))
+    np.testing.assert_allclose(grad(params)["w"], tape.gradient(loss, w).numpy(), rtol=1e-6)
+
+
 def test_a_write_at_a_run_time_index_outside_loops_grows_under_checked() -> None:
     """``ta.write(n, x)`` of a ``dynamic_size`` TensorArray at an argument ``n``, outside any loop: a bare
     jit refuses it (code 435), naming jta.checked, which sizes the buffer from its plan, grows it when a

@@ -178,6 +178,26 @@ def test_shapes_an_argument_decides(name):
     _close(grad(x), tape.gradient(loss, x0))
 
 
+def test_a_size_computed_from_another_is_learned_under_checked():
+    """A ragged mean's train step: the row ids come from a ``Where`` of a ``Range`` whose rows the data
+    decides, so a probe that guesses the ``Range`` computes the ``Where``'s count wrong (0). jta.checked
+    then probes the sizes one by one, each from right ones, where its trace failed with a false shape
+    error."""
+    w = tf.Variable(np.array([0.5, -1.0], np.float32), name="w")
+    values = np.arange(14, dtype=np.float32).reshape(7, 2) % 5
+
+    @tf.function(input_signature=[_spec(values), tf.TensorSpec([3], tf.int64)])
+    def train(v: Any, lengths: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.reduce_mean(tf.RaggedTensor.from_row_lengths(v * w, lengths), axis=1) ** 2)
+        return loss, tape.gradient(loss, w)
+
+    step, params = jta.import_function(train, values, np.array([3, 1, 3], np.int64))
+    checked = jta.checked(jax.jit(step))
+    for lengths in ([3, 1, 3], [2, 4, 1]):
+        _close(checked(params, values, np.array(lengths, np.int64)), train(values, np.array(lengths, np.int64)))
+
+
 def test_roll_static_shift():
     _check(lambda x: tf.roll(x, shift=2, axis=1) * x, _normal(2, 5))
 

@@ -183,6 +183,8 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool
         assert plan is not None  # (a plan numbered it)
         plan.guessed.append(number)
         if plan.probe is not None:  # (a probe: it returns the size, and records nothing about it)
+            while hasattr(size, "primal"):  # (under jax.grad: the size is the primal's, which leaves it)
+                size = size.primal
             plan.probed[number] = size
             if plan.probe == number:
                 raise SizeProbe(plan.probed)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import inspect
 import sys
 from collections.abc import Callable
 from typing import Any, Optional, TypeVar, cast
@@ -254,12 +253,18 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
 
     program: Optional[Callable[..., Any]] = None  # compiled_for(learned), while ``learned`` stays
 
-    def probed(number: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[dict[int, int]]:
+    def probed(number: int, args: tuple[Any, ...], kwargs: dict[str, Any], guesses_before: bool
+               ) -> Optional[dict[int, int]]:
         """The sizes guessed in the plan up to number ``number``, from ``f`` compiled up to where its
         trace asks for that one (a trace that failed with a guess, 0 rows added to a fixed shape, never
         ran); ``None`` where they cannot be had so (asked for inside a loop body, a branch or a nested
-        ``jit``, whose traced sizes cannot leave them)."""
-        target = inspect.unwrap(f)  # (f's own jax.jit would trace it apart: the sizes could not leave)
+        ``jit``, whose traced sizes cannot leave them). ``guesses_before``: sizes before ``number`` are
+        guessed too, so a check that fails in the probe may be the guess's doing: ``{}``, not the error."""
+        # f's own jax.jit would trace it apart (the sizes could not leave): the function it wraps, traced
+        # as the failed trace was (under jax.grad the sizes are numbered as there)
+        target = f
+        while hasattr(target, "lower") and hasattr(target, "__wrapped__"):
+            target = target.__wrapped__
 
         def stopped(*args: Any, **kwargs: Any) -> Any:
             with capacities.planned(learned, probe=number):
@@ -277,7 +282,9 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         except Exception:  # noqa: BLE001 - the trace's own failure is the one to report
             return None
         if _holds_error(record) and _learned(record, errors.sites, learned) is None:
-            errors.throw()  # a check failed before the sizes: the first error
+            if guesses_before:
+                return {}
+            errors.throw()  # a check failed before the size, on known sizes: the first error
         return {k: int(v) for k, v in sizes.items()}
 
     @functools.wraps(f)
@@ -315,6 +322,8 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         ``(errors, out, record)``); learning reruns the program (``None``: run it now)."""
         nonlocal learned, program
         relearned: set[capacities.Key] = set()
+        probed_now: set[int] = set()  # the sizes probes gave in this call
+        one_by_one = False  # a probe for each guessed size, in trace order (see below)
         while True:
             if outcome is None:
                 take_raised()  # forget an error that an earlier, unchecked call left behind
@@ -336,10 +345,24 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                     raise outcome
                 raise exc from None
             if isinstance(outcome, Exception):  # the trace failed: perhaps with a size it guessed
+                # One probe, up to the last guessed size, learns them all, unless one is computed from
+                # another's guess (a Where of a Range's rows): then the next trace fails too, or the
+                # probe's checks do. Then each size is probed apart, in trace order, the sizes before
+                # it known: slower (a compilation each), and right.
                 numbers = guessed.get(plan_key(learned), ())
-                sizes = probed(numbers[-1], args, kwargs) if numbers else None
+                if not one_by_one and probed_now and not numbers:
+                    learned = {k: v for k, v in learned.items() if k[0] != "size" or k[1] not in probed_now}
+                    one_by_one, program, outcome = True, None, None
+                    continue
+                sizes = probed(numbers[0] if one_by_one else numbers[-1], args, kwargs,
+                               guesses_before=not one_by_one and len(numbers) > 1) if numbers else None
+                if sizes == {}:
+                    learned = {k: v for k, v in learned.items() if k[0] != "size" or k[1] not in probed_now}
+                    one_by_one, program, outcome = True, None, None
+                    continue
                 if not sizes or any(("size", n) in learned for n in sizes):  # (nothing new: never for ever)
                     raise outcome
+                probed_now |= set(sizes)
                 for n, size in sizes.items():
                     learned = capacities.sized(learned, n, size)
                 program, outcome = None, None
