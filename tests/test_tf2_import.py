@@ -842,6 +842,34 @@ def test_stop_gradient_stops_jax_grad_too() -> None:
             np.testing.assert_allclose(run(loss)(params)["w"], want, rtol=1e-6)
 
 
+def test_a_custom_gradient_in_a_called_function() -> None:
+    """``tf.nn.silu`` (a ``tf.custom_gradient`` whose gradient reads forward tensors) in a model that is
+    a ``tf.function`` of its own. TF calls its ``__forward_`` variant, which outputs those tensors under
+    the nodes' names and renames the nodes ``<name>_0``: ``jax.grad`` refused the custom gradient, and
+    a train step whose loss reads the output's size recursed without end."""
+    w = tf.Variable(np.array([-1.0, 0.5, 2.0], np.float32), name="w")
+    spec = [tf.TensorSpec([3], tf.float32)]
+    model = tf.function(lambda x: tf.nn.silu(x * w), input_signature=spec)
+
+    @tf.function(input_signature=spec)
+    def forward(x: Any) -> Any:
+        o = model(x)
+        return tf.reduce_sum(o ** 2) / tf.cast(tf.size(o), tf.float32)
+
+    @tf.function(input_signature=spec)
+    def train(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = forward(x)
+        return loss, tape.gradient(loss, w)
+
+    x = np.ones(3, np.float32)
+    want = train(x)
+    step, params = jta.import_function(train, x)
+    _close(jax.jit(step)(params, x), want)
+    jax_fn, params = jta.import_function(forward, x)
+    np.testing.assert_allclose(jax.jit(jax.grad(jax_fn))(params, x)["w"], want[1].numpy(), rtol=1e-5)
+
+
 def test_custom_gradients_are_tensorflows(monkeypatch: Any) -> None:
     """A ``tf.custom_gradient``'s gradient (Python in TF's registry) is traced to a graph and run by
     ``jax.grad`` (a clipped gradient, ``tf.recompute_grad`` reading a variable), under jit and

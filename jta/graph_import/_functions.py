@@ -282,6 +282,7 @@ class Evaluator:
         self.bounds: dict[int, tuple[Any, int]] = {}  # id(traced count) -> (the count, its static bound)
         self.carry_depth = 0  # how many loop bodies on their prepared carry are running (see _tf2_loops)
         self.envs: list[dict[Tensor, Any]] = []  # the values of the bodies running, innermost last
+        self.computing: set[tuple[int, Tensor]] = set()  # tensors _forward_value is computing now
         self.bodies: list[Body] = []  # and those bodies
         self.handles = handles or {}  # the captured variables by the id of their eager handles
 
@@ -313,16 +314,29 @@ class Evaluator:
         """A tensor of a body running, computed now if its outputs did not need it (a custom gradient
         reads values the forward does not); ``None`` where it cannot be. ``graph``: the name of the
         TensorFlow graph it is in, which names the body (a loop body's ``while_body_27``, a called
-        function's ``__inference_f_12`` for ``f``); else the innermost body that has it, or the
-        function imported."""
+        function's ``__inference_f_12`` for ``f``, or its ``__forward_f_12`` that outputs what a gradient
+        needs); else the innermost body that has it, or the function imported."""
         named = [] if graph is None else [k for k, b in enumerate(self.bodies) if re.fullmatch(
-            rf"{re.escape(graph)}|__inference_{re.escape(graph)}_\d+", b.name)]
+            rf"{re.escape(graph)}|__(?:inference|forward)_{re.escape(graph)}_\d+", b.name)]
         at = named[-1] if named else len(self.bodies) - 1
+        if named and tensor[0] not in self.bodies[at].nodes and f"{tensor[0]}_0" in self.bodies[at].nodes:
+            # (a __forward_ function outputs the tensor under the node's name: the node is renamed "_0")
+            tensor = (f"{tensor[0]}_0", tensor[1])
         if not named and tensor not in self.envs[at] and tensor[0] not in self.bodies[at].nodes:
             at = 0
         env, body = self.envs[at], self.bodies[at]
         if tensor in env or tensor[0] not in body.nodes:
             return env.get(tensor)
+        if (id(env), tensor) in self.computing:  # (it needs itself: a custom gradient's node that reads
+            return None                          # a tensor computed after it, as the ops it wraps are)
+        self.computing.add((id(env), tensor))
+        try:
+            return self._computed(tensor, env, body)
+        finally:
+            self.computing.discard((id(env), tensor))
+
+    def _computed(self, tensor: Tensor, env: dict[Tensor, Any], body: Body) -> Any:
+        """``tensor`` of ``body``, computed in ``env`` from the values there (``None`` where it cannot)."""
         for n in _topological(body.nodes, [tensor]):
             if (n, 0) in env or n in body.inputs:
                 continue
