@@ -22,15 +22,15 @@ from tensorflow.python.framework import op_def_registry  # noqa: E402
 import jta  # noqa: E402
 from jta.graph_import import supported_ops  # noqa: E402
 
-UNARY = ("Abs Acosh Asinh Atanh Ceil Cos Cosh Digamma Elu Erf Erfc Erfinv Exp Expm1 Floor Inv L2Loss LeakyRelu "
+UNARY = ("Abs Acos Acosh Asin Asinh Atan Atanh Ceil Cos Cosh Digamma Elu Erf Erfc Erfinv Exp Expm1 Floor Inv L2Loss LeakyRelu "
          "Lgamma Log Log1p LogSoftmax Neg Reciprocal Relu Relu6 Round Rsqrt Selu Sigmoid Sign Sin Sinh Softmax "
          "Softplus Softsign Sqrt Square Tan Tanh").split()
 BINARY = ("Add AddV2 Atan2 Div DivNoNan FloorDiv FloorMod Maximum Minimum Mul MulNoNan Pow RealDiv SquaredDifference "
-          "Sub").split()
+          "Sub Xdivy Xlog1py Xlogy").split()
 # Ops of the table with one or two inputs of the float type ``T`` that are not elementwise in ``x`` (or take
 # no gradient, or are control flow), and why an elementwise one is left out.
 NOT_HERE = {
-    **dict.fromkeys("AvgPool AvgPool3D CheckNumerics Cholesky DepthToSpace EnsureShape Enter Exit Identity LRN "
+    **dict.fromkeys("AvgPool AvgPool3D CheckNumerics Cholesky DepthToSpace DiagPart EnsureShape Enter Exit Identity LRN "
                     "MatrixDeterminant MatrixDiag MatrixDiagPart MatrixInverse MaxPool MaxPool3D NextIteration "
                     "OnesLike PreventGradient RefEnter RefExit RefNextIteration Snapshot SpaceToDepth Squeeze "
                     "StopGradient Unpack ZerosLike BatchMatMul BatchMatMulV2 BiasAdd BiasAddV1 Conv2D Conv3D "

@@ -31,6 +31,7 @@ from . import (  # noqa: F401
     _ops_linalg,
     _ops_nn,
     _ops_random,
+    _ops_search,
     _ops_segments,
     _ops_sizes,
     _ops_tf2jax,

@@ -130,6 +130,24 @@ _MAXIMUM = _with_tangent(jnp.maximum, lambda out, x, y, tx, ty: jnp.where(x >= y
 _MINIMUM = _with_tangent(jnp.minimum, lambda out, x, y, tx, ty: jnp.where(x <= y, tx, ty))
 
 
+def _xdivy(x: Any, y: Any) -> Any:
+    return jnp.where(x == 0, jnp.zeros_like(x), x / jnp.where(x == 0, jnp.ones_like(y), y))
+
+
+def _xlogy(x: Any, y: Any) -> Any:
+    return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log(jnp.where(x == 0, jnp.ones_like(y), y)))
+
+
+def _xlog1py(x: Any, y: Any) -> Any:
+    return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log1p(jnp.where(x == 0, jnp.zeros_like(y), y)))
+
+
+# TensorFlow's _XLogyGrad/_XLog1pyGrad: d/dx is xlogy(x != 0, y), 0 where x is 0 (JAX: log(y), -inf at 0)
+_XLOGY = _with_tangent(_xlogy, lambda out, x, y, tx, ty: tx * _xlogy((x != 0).astype(x.dtype), y) + ty * _xdivy(x, y))
+_XLOG1PY = _with_tangent(_xlog1py, lambda out, x, y, tx, ty: tx * _xlog1py((x != 0).astype(x.dtype), y)
+                         + ty * _xdivy(x, y + 1))
+
+
 def _either(plain: Callable[..., Any], tf_derivative: Callable[..., Any]) -> Callable[..., Any]:
     """``op(xp, *args)``: ``plain`` on NumPy values and on integers and complex numbers (whose kernels
     differ: a complex gradient is conjugated), else ``tf_derivative``."""
@@ -150,5 +168,8 @@ selu = _either(lambda xp, x: xp.where(x > 0, SELU_SCALE * x, (SELU_SCALE * SELU_
     xp.minimum(x, 0))).astype(x.dtype), _SELU)
 acosh = _either(lambda xp, x: xp.arccosh(x), _ACOSH)
 absolute = _either(lambda xp, x: xp.abs(x), _ABS)
+xlogy = _either(lambda xp, x, y: np.where(x == 0, np.zeros_like(x * y), x * np.log(np.where(x == 0, 1, y))), _XLOGY)
+xlog1py = _either(lambda xp, x, y: np.where(x == 0, np.zeros_like(x * y), x * np.log1p(np.where(x == 0, 0, y))),
+                  _XLOG1PY)
 maximum = _either(lambda xp, a, b: xp.maximum(a, b), _MAXIMUM)
 minimum = _either(lambda xp, a, b: xp.minimum(a, b), _MINIMUM)

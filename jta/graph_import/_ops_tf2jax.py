@@ -43,7 +43,15 @@ def _truncate_div(xp: Any, a: Any, b: Any) -> Any:
     return xp.where((q < 0) & (q * b != a), q + 1, q)
 
 
+def _xdivy(xp: Any, x: Any, y: Any) -> Any:
+    """``x / y``, 0 where ``x`` is 0 (the division masked too: no NaN in its gradient)."""
+    zero = x == 0
+    quotient = x / xp.where(zero, xp.ones_like(y), y)
+    return xp.where(zero, xp.zeros_like(quotient), quotient)
+
+
 _BINARY_MORE: dict[str, Callable[..., Any]] = {
+    "Xlogy": _derivatives.xlogy, "Xlog1py": _derivatives.xlog1py, "Xdivy": _xdivy,
     "Atan2": lambda xp, a, b: xp.arctan2(a, b), "Div": _truncate_div,
     "BitwiseAnd": lambda xp, a, b: xp.bitwise_and(a, b), "BitwiseOr": lambda xp, a, b: xp.bitwise_or(a, b),
     "BitwiseXor": lambda xp, a, b: xp.bitwise_xor(a, b),
@@ -55,6 +63,9 @@ _BINARY_MORE: dict[str, Callable[..., Any]] = {
     "Relu6Grad": lambda xp, dy, x: xp.where((x > 0) & (x < 6), dy, xp.zeros_like(dy)),
 }
 _UNARY_MORE: dict[str, Callable[..., Any]] = {
+    "Atan": lambda xp, x: xp.arctan(x), "Asin": lambda xp, x: xp.arcsin(x), "Acos": lambda xp, x: xp.arccos(x),
+    "IsNan": lambda xp, x: xp.isnan(x), "IsInf": lambda xp, x: xp.isinf(x),
+    "Angle": lambda xp, x: xp.angle(x).astype(xp.real(x).dtype),
     "Tan": lambda xp, x: xp.tan(x), "Sinh": lambda xp, x: xp.sinh(x), "Cosh": lambda xp, x: xp.cosh(x),
     "Asinh": lambda xp, x: xp.arcsinh(x), "Acosh": _derivatives.acosh,
     "Atanh": lambda xp, x: xp.arctanh(x), "Expm1": lambda xp, x: xp.expm1(x), "Log1p": lambda xp, x: xp.log1p(x),

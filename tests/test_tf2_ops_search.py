@@ -1,0 +1,54 @@
+"""Searches, bins, spectra and the elementwise ops added with them, against TensorFlow: values eagerly
+and under ``jax.jit``, and ``jax.grad`` against the tape where TensorFlow differentiates the op."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import jta  # noqa: E402
+
+X = np.linspace(-1, 1, 16).astype(np.float32)
+
+# name -> (function of x (16,), whether TensorFlow differentiates it)
+CASES = {
+    "stft": (lambda x: tf.abs(tf.signal.stft(tf.exp(x), 8, 4)), True),  # (no bin near 0: |z| has no direction there)
+    "fft": (lambda x: tf.math.real(tf.signal.ifft(tf.signal.fft(tf.complex(x, x * 2.0)) * 2.0)), True),
+    "rfft2d": (lambda x: tf.math.imag(tf.signal.rfft2d(tf.reshape(x, [4, 4]), fft_length=[4, 6])), True),
+    "irfft": (lambda x: tf.signal.irfft(tf.signal.rfft(x * x)), True),
+    "complex_abs_at_zero": (lambda x: tf.abs(tf.complex(x - tf.stop_gradient(x[3]), x * 0.0)), True),
+    "angle": (lambda x: tf.math.angle(tf.complex(x, 1.0 - x)), True),
+    "histogram": (lambda x: tf.histogram_fixed_width(x * 1.5, [-1.0, 1.0], nbins=4), False),
+    "searchsorted": (lambda x: tf.searchsorted(tf.reshape(x, [2, 8]), tf.reshape(x[:6] * 0.9, [2, 3]), side="right")
+                     + tf.searchsorted(tf.reshape(x, [2, 8]), tf.reshape(x[3:9], [2, 3])), False),
+    "bucketize": (lambda x: tf.raw_ops.Bucketize(input=x, boundaries=[-0.5, 0.0, 0.5]), False),
+    "xlogy": (lambda x: tf.math.xlogy(tf.nn.relu(x), x + 2.0) + tf.math.xlog1py(x, x * x), True),
+    "is_nan_inf": (lambda x: tf.where(tf.math.is_nan(tf.math.log(x)) | tf.math.is_inf(1.0 / x), 0.0, x), True),
+    "inverse_trig": (lambda x: tf.atan(x) + tf.asin(x * 0.5) + tf.acos(x * 0.5), True),
+    "diag_part": (lambda x: tf.linalg.tensor_diag_part(tf.reshape(x, [4, 4])), True),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_op_matches_tensorflow(name: str) -> None:
+    build, differentiable = CASES[name]
+    f = tf.function(build, input_signature=[tf.TensorSpec(X.shape, tf.float32)])
+    want = f(X).numpy()
+    jax_fn, params = jta.import_function(f, X)
+    for got in (jax_fn(params, X), jax.jit(jax_fn)(params, X)):
+        assert np.shape(got) == want.shape and np.asarray(got).dtype == want.dtype, (got, want)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    if not differentiable:
+        return
+    weights = np.cos(np.arange(want.size, dtype=np.float32)).reshape(want.shape)
+    x = tf.constant(X)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(weights * build(x))
+    grad = jax.jit(jax.grad(lambda v: jnp.sum(weights * jax_fn(params, v))))(X)
+    np.testing.assert_allclose(grad, tape.gradient(loss, x).numpy(), rtol=2e-4, atol=2e-5)
