@@ -221,3 +221,59 @@ def test_static_arguments_are_checked_as_in_tensorflow(name: str) -> None:
     jax_fn, params = jta.import_function(f, X)
     assert_same_outcome(outcome(jax_fn, params, X), want)
     assert_same_outcome(outcome(jta.checked(jax.jit(jax_fn)), params, X), want)
+
+
+def _scattered(x: Any, i: Any) -> Any:
+    ta = tf.TensorArray(tf.float32, size=4, element_shape=[3])
+    return ta.scatter(i, x[:2]).stack()
+
+
+def _scattered_raw(x: Any, i: Any) -> Any:
+    handle = tf.raw_ops.TensorListScatterV2(tensor=x[:2], indices=i, element_shape=tf.constant([3]),
+                                            num_elements=tf.constant(3))
+    return tf.raw_ops.TensorListStack(input_handle=handle, element_shape=tf.constant([3]), element_dtype=tf.float32)
+
+
+def _resized(x: Any, i: Any) -> Any:
+    handle = tf.raw_ops.TensorListFromTensor(tensor=x, element_shape=tf.constant([3]))
+    handle = tf.raw_ops.TensorListResize(input_handle=handle, size=i[0])
+    return tf.raw_ops.TensorListStack(input_handle=handle, element_shape=tf.constant([3]), element_dtype=tf.float32)
+
+
+LISTS = {  # name -> (function of (x, indices), bad indices, good indices)
+    "scatter_past_a_tensor_arrays_size": (_scattered, [1, 5], [3, 0]),
+    "scatter_past_num_elements": (_scattered_raw, [0, 3], [2, 0]),
+    "scatter_at_a_negative_index": (_scattered_raw, [-1, 0], [1, 0]),
+    "resize_to_a_negative_size": (_resized, [-1, 0], [2, 0]),
+}
+
+
+@pytest.mark.parametrize("name", LISTS)
+def test_list_indices_and_sizes_fail_as_in_tensorflow(name: str) -> None:
+    """TensorList scatters and resizes, found by an op-table fuzzer: an index past a scatter's
+    ``num_elements`` or below 0, a negative size and a ``TensorArray``'s ``stack()`` of a list a scatter
+    grew past its size returned values where TensorFlow raises; a run-time ``num_elements`` was
+    ignored under jit. Eagerly and under ``jta.checked``, against TF."""
+    build, bad, good = LISTS[name]
+    bad_, good_ = np.array(bad, np.int32), np.array(good, np.int32)
+    f = tf.function(build, input_signature=[tf.TensorSpec(X.shape, tf.float32), tf.TensorSpec([2], tf.int32)])
+    jax_fn, params = jta.import_function(f, X, good_)
+    checked = jta.checked(jax.jit(jax_fn))
+    for indices in (good_, bad_):
+        want = outcome(f, X, indices)
+        assert want[0] == ("ok" if indices is good_ else "error"), want
+        assert_same_outcome(outcome(jax_fn, params, X, indices), want)
+        assert_same_outcome(outcome(checked, params, X, indices), want)
+
+
+@pytest.mark.parametrize("op", ["inverse", "solve"])
+def test_a_singular_matrix_fails_as_in_tensorflow(op: str) -> None:
+    """``tf.linalg.inv``/``solve`` of a singular matrix gave infinities and NaN where TensorFlow's kernel
+    finds a zero pivot and raises."""
+    build = {"inverse": lambda a: tf.linalg.inv(a), "solve": lambda a: tf.linalg.solve(a, tf.ones([2, 1]))}[op]
+    f = tf.function(build, input_signature=[tf.TensorSpec([2, 2], tf.float32)])
+    good, singular = np.array([[1, 2], [3, 4]], np.float32), np.array([[1, 2], [2, 4]], np.float32)
+    jax_fn, params = jta.import_function(f, good)
+    for run in (jax_fn, jta.checked(jax.jit(jax_fn))):
+        assert_same_outcome(outcome(run, params, good), outcome(f, good), rtol=1e-5)
+        assert_same_outcome(outcome(run, params, singular), outcome(f, singular))

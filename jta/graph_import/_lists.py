@@ -55,7 +55,8 @@ from ._list_value import (
 )
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import is_static, registrar, static_value
+from ._ops import is_static, learned_value, registrar, static_value
+from ._ops_checks import known_now
 
 __all__ = ["LIST_OPS", "AtMost", "TList"]
 
@@ -417,6 +418,8 @@ def _element_shape(node: Node, args: list[Any]) -> list[Any]:
 def _resize(node: Node, args: list[Any]) -> list[Any]:
     lst, size = args
     n = _static_int(size)
+    _check(node, (n if n is not None else jnp.asarray(size)) < 0, GraphError.LIST_RESIZE_NEGATIVE,
+           n if n is not None else size)
     if lst.parts is not None and n is not None and lst.static:  # one by one: the new elements unset
         parts = (*lst.parts[:n], *(None,) * (n - lst.length))
         return [TList(None, n, lst.dtype, lst.shape, parts, limit=lst.limit)]
@@ -446,6 +449,9 @@ def _stacked(node: Node, args: list[Any], rows_: Optional[int]) -> list[Any]:
     """``TensorListStack`` (``rows_``: for a run-time length, the rows to return, else the whole
     padded buffer)."""
     lst, shape = args
+    expected = int(node.attr("num_elements", -1))  # (a TensorArray's size; -1: any)
+    if expected != -1:
+        _check(node, lst.length != expected, GraphError.LIST_STACK_COUNT, expected, lst.length)
     parts = elements(lst)
     if parts is not None:
         lst = TList(None, lst.length, lst.dtype, lst.shape, parts, limit=lst.limit)
@@ -487,29 +493,67 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
     return [_rows_at(lst.items, indices)]
 
 
-def _scatter(node: Node, lst: TList, tensor: Any, indices: Any) -> TList:
+def _scatter(node: Node, lst: TList, tensor: Any, indices: Any, length: int) -> TList:
+    """``lst`` of ``length`` elements with ``tensor``'s rows at ``indices``, after TensorFlow's checks of
+    each index in order (non-negative, then below the length)."""
     tensor = jnp.asarray(tensor, lst.dtype)
     if lst.parts is not None:
         lst = unparts(lst, node)
-    if is_static(indices) and lst.static:
-        top = int(np.max(indices)) + 1 if np.size(indices) else 0
-        lst = materialize(lst, node, max(lst.length, top), tuple(tensor.shape[1:]))
-        return TList(lst.items.at[indices].set(tensor), max(lst.length, top), lst.dtype, lst.shape, limit=lst.limit)
-    lst = materialize(lst, node, lst.length if lst.static else 0, tuple(tensor.shape[1:]))
-    return TList(_set_rows(lst.items, indices, tensor), lst.length, lst.dtype, lst.shape, limit=lst.limit)
+    flat = indices.reshape(-1)
+    if flat.size:
+        bad = (flat < 0) | (flat >= length)
+        first = flat[bad.argmax()]
+        _check(node, bad.any() & (first < 0), GraphError.LIST_SCATTER_NEGATIVE)
+        _check(node, bad.any() & (first >= 0), GraphError.LIST_SCATTER_RANGE, first, length)
+    lst = materialize(lst, node, length, tuple(tensor.shape[1:]))
+    return TList(_set_rows(lst.items, indices, tensor), length, lst.dtype, lst.shape, limit=lst.limit)
+
+
+def _indices_and_top(node: Node, indices: Any) -> tuple[Any, int]:
+    """The indices (NumPy when known now) and the length they reach, ``max + 1`` (0 for none): known
+    now, or learned by ``jta.checked`` (else refused)."""
+    known = known_now(indices)
+    if known is not None:
+        return known, int(np.max(known)) + 1 if known.size else 0
+    indices = jnp.asarray(indices, jnp.int32)
+    top = jnp.max(indices, initial=-1) + 1
+    return indices, int(learned_value(node, top, "the largest index (the list's length)"))
 
 
 @_reg("TensorListScatterIntoExistingList")
 def _scatter_existing(node: Node, args: list[Any]) -> list[Any]:
-    return [_scatter(node, args[0], args[1], args[2])]
+    """The list grows to the largest index plus one, as TensorFlow's kernel grows it."""
+    lst, tensor, indices = args
+    if not lst.static:  # (a run-time length: within its buffer)
+        lst = materialize(lst, node, 0, tuple(np.shape(tensor)[1:]))
+        return [TList(_set_rows(lst.items, indices, tensor), lst.length, lst.dtype, lst.shape, limit=lst.limit)]
+    if known_now(indices) is None and not capacities.active():
+        # under a bare jit the list keeps its length: an index past it is refused from compiled code
+        indices = jnp.asarray(indices, jnp.int32).reshape(-1)
+        past = indices >= lst.length
+        _check(node, past.any(), GraphError.LIST_SCATTER_GROWS, indices[past.argmax()], lst.length)
+        return [_scatter(node, lst, tensor, indices, lst.length)]
+    indices, top = _indices_and_top(node, indices)
+    return [_scatter(node, lst, tensor, indices, max(lst.length, top))]
 
 
 @_reg("TensorListScatter", "TensorListScatterV2")
 def _scatter_new(node: Node, args: list[Any]) -> list[Any]:
+    """A new list of ``num_elements`` (``TensorListScatterV2``; -1, and ``TensorListScatter``: the
+    largest index plus one) with ``tensor``'s rows at ``indices``."""
     tensor, indices, shape = args[:3]
-    n = _static_int(args[3]) if len(args) > 3 else -1
-    lst = TList(None, max(n or 0, 0), element_dtype(node), _decl_shape(node, shape))
-    return [_scatter(node, lst, tensor, static_value(node, indices, "the indices"))]
+    n = int(learned_value(node, args[3], "num_elements")) if len(args) > 3 else -1
+    if n < -1:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op,
+                                           error=f"TensorListScatter expects num_elements >= -1, found: {n}")
+    indices, top = _indices_and_top(node, indices) if n == -1 else (_known_or_index(indices), n)
+    lst = TList(None, top, element_dtype(node), _decl_shape(node, shape))
+    return [_scatter(node, lst, tensor, indices, top)]
+
+
+def _known_or_index(indices: Any) -> Any:
+    known = known_now(indices)
+    return known if known is not None else jnp.asarray(indices, jnp.int32)
 
 
 @_reg("TensorListConcat", "TensorListConcatV2")

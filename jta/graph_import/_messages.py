@@ -160,6 +160,19 @@ class GraphError(Message):
                            "allowed", ())
     SCAN_AXIS = (474, InvalidArgumentError, "Node {name} ({op}): ScanOp: Expected scan axis in the range [{low}, "
                       "{high}), but got {axis}", ())
+    LIST_SCATTER_NEGATIVE = (475, InvalidArgumentError, "Node {name} ({op}): Indices in TensorListScatter must all "
+                                  "be non-negative.", ())
+    LIST_SCATTER_RANGE = (476, InvalidArgumentError, "Node {name} ({op}): TensorListScatter: Trying to scatter at "
+                               "index {index} in list with size {size}", ("index", "size"))
+    LIST_SCATTER_GROWS = (478, UnimplementedError, "Node {name} ({op}): index {index} is past the list's {size} "
+                               "elements, which TensorFlow grows to the largest index plus one: a length the data "
+                               "decides, which jta.checked learns at run time (jta.checked(jax.jit(fn))).",
+                          ("index", "size"))
+    LIST_STACK_COUNT = (479, InvalidArgumentError, "Node {name} ({op}): Operation expected a list with {expected} "
+                             "elements but got a list with {size} elements.", ("expected", "size"))
+    NOT_INVERTIBLE = (480, InvalidArgumentError, "Node {name} ({op}): {what} is not invertible.", ())
+    LIST_RESIZE_NEGATIVE = (477, InvalidArgumentError, "Node {name} ({op}): TensorListSlice expects size to be "
+                                 "non-negative. Got: {size}", ("size",))
     SHAPE_MISMATCH = (471, InvalidArgumentError, "Node {name} ({op}): Shape of tensor {tensor} [{shape}] is not "
                           "compatible with expected shape [{expected}].", ())
     LABEL_RANGE = (465, InvalidArgumentError, "Node {name} ({op}): Received a label value of {value} which is outside "

@@ -462,12 +462,26 @@ def _broadcast_gradient_args(node: Node, args: list[Any]) -> list[Any]:
 
 
 # -- reductions, selection, gathers -----------------------------------------------------------
+def _lowest_or_highest(dtype: Any, lowest: bool) -> Any:
+    """The identity of a max (the lowest value of ``dtype``: ``-inf`` for floats) or of a min."""
+    if np.issubdtype(dtype, np.floating):
+        return -np.inf if lowest else np.inf
+    if dtype == np.bool_:
+        return not lowest
+    info = np.iinfo(dtype)
+    return info.min if lowest else info.max
+
+
 def _reduction(fn_name: str) -> Op:
     def op(node: Node, args: list[Any]) -> list[Any]:
         x, axes = args
         axes = _ops_checks.reduction_axes(node, static_value(node, axes, "the axes"), np.ndim(x))
         xp = xp_of(x)
-        out = getattr(xp, fn_name)(x, axis=axes, keepdims=bool(node.attr("keep_dims", False)))
+        keep = bool(node.attr("keep_dims", False))
+        if fn_name in ("max", "min") and 0 in [np.shape(x)[a] for a in axes]:  # (TF: the identity, -inf or +inf)
+            return [as_numpy(getattr(xp, fn_name)(x, axis=axes, keepdims=keep, initial=_lowest_or_highest(
+                jnp.result_type(x), fn_name == "max")))]
+        out = getattr(xp, fn_name)(x, axis=axes, keepdims=keep)
         return [as_numpy(out.astype(x.dtype) if fn_name in ("sum", "mean", "prod") else out)]
     return op
 

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core import capacities
+from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, is_static, registrar, result_dtype, static_value, xp_of
@@ -84,15 +85,27 @@ def _triangular_solve(node: Node, args: list[Any]) -> list[Any]:
                                             transpose_a=adjoint, conjugate_a=adjoint)]
 
 
+def _invertible(node: Node, a: Any, what: str) -> None:
+    """TensorFlow's check before a solve or an inverse: no pivot of ``a``'s LU decomposition is 0
+    (``{what} is not invertible.``, code 480; JAX gives infinities and NaN). (XLA computes the LU
+    once for the check and the solve.)"""
+    if np.size(a):
+        lu = jax.lax.linalg.lu(jax.lax.stop_gradient(jnp.asarray(a)))[0]
+        pivots = jnp.abs(jnp.diagonal(lu, axis1=-2, axis2=-1))
+        value_ops.report(node.name, jnp.any(pivots == 0), GraphError.NOT_INVERTIBLE, extra={"op": node.op, "what": what})
+
+
 @_reg("MatrixSolve")
 def _solve(node: Node, args: list[Any]) -> list[Any]:
     a, b = _batch(*args)
+    _invertible(node, a, "Input matrix")
     return [jnp.linalg.solve(_adjoint(a) if node.attr("adjoint", False) else a, b)]
 
 
 @_reg("MatrixInverse")
 def _inverse(node: Node, args: list[Any]) -> list[Any]:
     x = jnp.asarray(args[0])
+    _invertible(node, x, "Input")
     return [jnp.linalg.inv(_adjoint(x) if node.attr("adjoint", False) else x)]
 
 
