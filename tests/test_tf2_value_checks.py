@@ -277,3 +277,18 @@ def test_a_singular_matrix_fails_as_in_tensorflow(op: str) -> None:
     for run in (jax_fn, jta.checked(jax.jit(jax_fn))):
         assert_same_outcome(outcome(run, params, good), outcome(f, good), rtol=1e-5)
         assert_same_outcome(outcome(run, params, singular), outcome(f, singular))
+
+
+def test_a_run_time_shape_is_checked_as_in_tensorflow() -> None:
+    """``tf.reshape(x, s)`` of an argument ``s``: TensorFlow's texts for a shape that does not fit, under
+    ``jta.checked`` (which learns ``s``) too, where the shape learned in an earlier call is not this
+    call's (it is learned afresh before a failure is reported)."""
+    f = tf.function(lambda x, s: tf.reshape(x, s), input_signature=[tf.TensorSpec([4, 3], tf.float32),
+                                                                      tf.TensorSpec([2], tf.int32)])
+    jax_fn, params = jta.import_function(f, X, np.array([2, 6], np.int32))
+    checked = jta.checked(jax.jit(jax_fn))
+    for shape in ([2, 6], [5, -1], [6, 2], [3, 5], [-1, -1], [2, -6], [0, -1]):
+        s = np.array(shape, np.int32)
+        want = outcome(f, X, s)
+        assert_same_outcome(outcome(jax_fn, params, X, s), want)
+        assert_same_outcome(outcome(checked, params, X, s), want)

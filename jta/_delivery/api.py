@@ -324,6 +324,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         relearned: set[capacities.Key] = set()
         probed_now: set[int] = set()  # the sizes probes gave in this call
         one_by_one = False  # a probe for each guessed size, in trace order (see below)
+        afresh = False  # the sizes of earlier calls were forgotten (see below)
         while True:
             if outcome is None:
                 take_raised()  # forget an error that an earlier, unchecked call left behind
@@ -350,6 +351,14 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                 # probe's checks do. Then each size is probed apart, in trace order, the sizes before
                 # it known: slower (a compilation each), and right.
                 numbers = guessed.get(plan_key(learned), ())
+                earlier = {k for k in learned if k[0] == "size" and k[1] not in probed_now and k not in relearned}
+                if not afresh and earlier:
+                    # sizes learned in an earlier call, which this call's values may not have (a shape
+                    # an argument gives, checked while tracing): learned afresh, once, before a failure
+                    # is reported
+                    learned = {k: v for k, v in learned.items() if k not in earlier}
+                    afresh, program, outcome = True, None, None
+                    continue
                 if not one_by_one and probed_now and not numbers:
                     learned = {k: v for k, v in learned.items() if k[0] != "size" or k[1] not in probed_now}
                     one_by_one, program, outcome = True, None, None

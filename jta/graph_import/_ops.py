@@ -47,12 +47,13 @@ def as_numpy(v: Any) -> Any:
 
 def run_op(node: Node, args: list[Any]) -> list[Any]:
     """``OPS[node.op](node, args)``. An input the op's NumPy or JAX code rejects (a negative dimension, an
-    axis or a permutation that does not fit: ``ValueError``, ``TypeError``, ``IndexError``) is bad input
+    axis or a permutation that does not fit: ``ValueError``, ``TypeError``, ``IndexError``, a division by a
+    zero dimension) is bad input
     to TensorFlow's kernel too: it fails with TensorFlow's class, ``InvalidArgumentError``, naming the
     node. (An op that checks an input itself gives TensorFlow's text; tracer errors pass through.)"""
     try:
         return OPS[node.op](node, args)
-    except (ValueError, TypeError, IndexError) as error:
+    except (ValueError, TypeError, IndexError, ArithmeticError) as error:
         if isinstance(error, jax.errors.JAXTypeError):
             raise
         raise errors.InvalidArgumentError(f"Node {node.name} ({node.op}): {error}") from error
@@ -288,7 +289,8 @@ def _rank(node: Node, args: list[Any]) -> list[Any]:
 @_reg("Reshape")
 def _reshape(node: Node, args: list[Any]) -> list[Any]:
     x, shape = args
-    return [as_numpy(xp_of(x).reshape(x, tuple(int(d) for d in learned_value(node, shape, "the shape"))))]
+    dims = _ops_checks.reshape(node, learned_value(node, shape, "the shape"), int(np.size(x)))
+    return [as_numpy(xp_of(x).reshape(x, dims))]
 
 
 @_reg("Fill")
@@ -513,6 +515,9 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
     params, indices = args[:2]
     rank = np.ndim(params)
     axis = int(static_value(node, args[2], "the axis")) if len(args) > 2 else 0
+    if not -rank <= axis < rank:  # (TensorFlow's shape function, run by the kernel for a run-time axis)
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+            f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} but is rank {rank}"))
     axis = axis + rank if axis < 0 else axis
     batch = int(node.attr("batch_dims", 0) or 0)
     batch = batch + np.ndim(indices) if batch < 0 else batch

@@ -229,6 +229,32 @@ def permutation(node: Node, perm: Any, rank: int) -> tuple[int, ...]:
     return tuple(perm)
 
 
+def reshape(node: Node, shape: Any, size: int) -> tuple[int, ...]:
+    """``Reshape``'s shape, after TensorFlow's checks in its kernel's order: at most one ``-1``, no
+    other negative size, and the element count (or, with a ``-1``, a multiple of the rest)."""
+    dims = tuple(int(d) for d in np.reshape(shape, -1))
+    unknown, product = None, 1
+    for k, d in enumerate(dims):
+        if d == -1:
+            if unknown is not None:
+                _invalid(node, f"Only one input size may be -1, not both {unknown} and {k}")
+            unknown = k
+        elif d < 0:
+            _invalid(node, f"Size {k} must be non-negative, not {d}")
+        else:
+            product *= d
+    if unknown is None and product != size:
+        _invalid(node, f"Input to reshape is a tensor with {size} values, but the requested shape has {product}")
+    if unknown is not None and product == 0:
+        _invalid(node, f"Input to reshape is a tensor with {size} values, but the requested shape has 0" if size else
+                 "Reshape cannot infer the missing input size for an empty tensor unless all specified input "
+                 "sizes are non-zero")
+    if unknown is not None and product and size % product:
+        _invalid(node, f"Input to reshape is a tensor with {size} values, but the requested shape requires a "
+                       f"multiple of {product}")
+    return dims
+
+
 def multiples(node: Node, reps: Any) -> tuple[int, ...]:
     """``Tile``'s multiples, each non-negative."""
     reps = tuple(int(r) for r in np.reshape(reps, -1))

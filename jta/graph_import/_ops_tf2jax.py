@@ -137,6 +137,8 @@ def _one_hot(node: Node, args: list[Any]) -> list[Any]:
     (a negative or too large index gives a row of ``off_value``)."""
     indices, depth, on, off = args
     depth = int(static_value(node, depth, "the depth"))
+    if depth < 0:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"depth must be non-negative, got: {depth}")
     xp = xp_of(indices, on, off)
     hot = xp.expand_dims(indices, -1) == xp.arange(depth).astype(result_dtype(indices))
     axis = int(node.attr("axis", -1))
