@@ -32,6 +32,8 @@ mode of every combination. The counts, default / ``--long``:
   random-program regression (``inner_bounded_growth``) under ``--long`` only, sizes learned by
   ``jta.checked`` in one of forward, train step and ``jax.grad``, in rotation / all three; a list
   written at the steps a counter picks without a bound / with and without;
+* ``tests/test_op_fuzz.py``: the op-table fuzzer's specs (ops with integer arguments, fed bad values)
+  every 16th / all 208;
 * ``tests/test_capacity_learning.py``: one run learning three arrays' sizes written forwards / also
   backwards;
 * ``tests/test_graph_control_flow.py``: its three heaviest tests under ``--long`` only;

@@ -290,7 +290,11 @@ def _bilinear_weights(in_size: int, out_size: int, node: Node) -> tuple[np.ndarr
 
 
 def _size(node: Node, size: Any) -> tuple[int, int]:
+    """A resize's ``[height, width]``, positive (TensorFlow's check; a gradient's text differs)."""
     height, width = (int(s) for s in static_value(node, size, "the size"))
+    if height <= 0 or width <= 0:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+            "shape_t's elements must be positive" if node.op.endswith("Grad") else "output dimensions must be positive"))
     return height, width
 
 
