@@ -378,8 +378,9 @@ def test_saved_model_signature(tmp_path: Any) -> None:
 
 
 # -- regressions of the random programs (tests/test_tf2_programs.py), one per class -------------
-@pytest.mark.parametrize("name", [  # (inner_bounded_growth: 7 s, under --long; nested_growth is its class's first)
-    pytest.param(n, marks=pytest.mark.long_only) if n == "inner_bounded_growth" else n for n in tf2_programs.REGRESSIONS])
+@pytest.mark.parametrize("name", [  # (inner_bounded_growth: 7 s, under --long; nested_growth is its class's first;
+    pytest.param(n, marks=pytest.mark.long_only)  # minimum_bound: 4 s, the bound of test_a_list_written_at_...)
+    if n in ("inner_bounded_growth", "minimum_bound") else n for n in tf2_programs.REGRESSIONS])
 def test_random_program_regressions(name: str) -> None:
     """Each class of mismatch the random TF2 programs found, eagerly and under jit, train step and jax.grad."""
     program = tf2_programs.REGRESSIONS[name]()

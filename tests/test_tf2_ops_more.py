@@ -152,7 +152,8 @@ VALUE_SHAPES = {
 }
 
 
-@pytest.mark.parametrize("name", VALUE_SHAPES)
+@pytest.mark.parametrize("name", [n if n in ("tile", "reshape", "ragged_sum") else pytest.param(
+    n, marks=pytest.mark.long_only) for n in VALUE_SHAPES])
 def test_shapes_an_argument_decides(name):
     """Ops whose output's shape is an argument's value (``tf.tile(x, [n])``, ``tf.fill``, ``tf.zeros``,
     ``tf.broadcast_to``, ``tf.reshape``, ``tf.repeat`` and a ragged reduction, built on them) were
@@ -371,6 +372,7 @@ def _partition_stitch(v: Any, x: Any, p: Any) -> Any:
 PARTITIONS = np.array([[0, 2, 2], [0, 0, 2]], np.int32)  # partition 1 empty
 
 
+@pytest.mark.long_only
 def test_dynamic_partition_and_stitch_of_an_argument():
     """Eagerly the partitions are concrete: TF's shapes and values; under a bare jit they are refused
     (code 405, naming jta.checked); under jta.checked the row counts are learned: the forward, jax.grad
@@ -509,6 +511,7 @@ def test_ragged_to_tensor_of_constant_row_lengths_runs_under_jit():
     _check(lambda v: tf.RaggedTensor.from_row_lengths(v, [1, 3, 0, 2]).to_tensor() * 2.0, _normal(6, 3))
 
 
+@pytest.mark.long_only
 def test_ragged_to_tensor_from_value_rowids_and_nested_row_lengths():
     rowids = np.array([0, 0, 2, 2, 2, 3, 3], np.int64)
     _ragged_check(lambda v, r: tf.RaggedTensor.from_value_rowids(v, r, nrows=5).to_tensor(default_value=0.5),

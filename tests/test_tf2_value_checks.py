@@ -209,7 +209,8 @@ STATIC_ARGUMENTS = {
 }
 
 
-@pytest.mark.parametrize("name", STATIC_ARGUMENTS)
+@pytest.mark.parametrize("name", [n if n in ("reduction_axes", "tile") else pytest.param(n, marks=pytest.mark.long_only)
+                                  for n in STATIC_ARGUMENTS])
 def test_static_arguments_are_checked_as_in_tensorflow(name: str) -> None:
     """A constant axis, permutation, multiples or shape that TensorFlow's kernel rejects (its shape
     inference lets them through) raised JAX's ValueError or TypeError, or MLIR's error: now TensorFlow's
