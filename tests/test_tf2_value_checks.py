@@ -64,9 +64,9 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_indices_out_of_range_fail_as_in_tensorflow(name: str) -> None:
-    build, bad, good = CASES[name]
+def _good_then_bad(build: Any, bad: list[Any], good: list[Any]) -> None:
+    """``build`` of ``(X, indices)`` with the ``good`` indices gives TensorFlow's value and with the ``bad``
+    ones its error (class and text), eagerly and under ``jta.checked``."""
     bad_, good_ = np.array(bad, np.int32), np.array(good, np.int32)
     f = tf.function(build, input_signature=[tf.TensorSpec(X.shape, tf.float32), tf.TensorSpec(bad_.shape, tf.int32)])
     jax_fn, params = jta.import_function(f, X, good_)
@@ -76,6 +76,11 @@ def test_indices_out_of_range_fail_as_in_tensorflow(name: str) -> None:
         assert want[0] == ("ok" if indices is good_ else "error"), want
         assert_same_outcome(outcome(jax_fn, params, X, indices), want)
         assert_same_outcome(outcome(checked, params, X, indices), want)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_indices_out_of_range_fail_as_in_tensorflow(name: str) -> None:
+    _good_then_bad(*CASES[name])
 
 
 def test_a_tf1_gather_of_a_fed_index() -> None:
@@ -255,16 +260,7 @@ def test_list_indices_and_sizes_fail_as_in_tensorflow(name: str) -> None:
     ``num_elements`` or below 0, a negative size and a ``TensorArray``'s ``stack()`` of a list a scatter
     grew past its size returned values where TensorFlow raises; a run-time ``num_elements`` was
     ignored under jit. Eagerly and under ``jta.checked``, against TF."""
-    build, bad, good = LISTS[name]
-    bad_, good_ = np.array(bad, np.int32), np.array(good, np.int32)
-    f = tf.function(build, input_signature=[tf.TensorSpec(X.shape, tf.float32), tf.TensorSpec([2], tf.int32)])
-    jax_fn, params = jta.import_function(f, X, good_)
-    checked = jta.checked(jax.jit(jax_fn))
-    for indices in (good_, bad_):
-        want = outcome(f, X, indices)
-        assert want[0] == ("ok" if indices is good_ else "error"), want
-        assert_same_outcome(outcome(jax_fn, params, X, indices), want)
-        assert_same_outcome(outcome(checked, params, X, indices), want)
+    _good_then_bad(*LISTS[name])
 
 
 @pytest.mark.parametrize("op", ["inverse", "solve"])
