@@ -112,40 +112,58 @@ def _guarded(xp: Any, dy: Any, factor: Any) -> Any:
     return mul_no_nan(factor, dy)
 
 
+# The forward formulas, on NumPy or JAX values (``xp``); each op is its formula and TensorFlow's tangent.
+def _relu(xp: Any, x: Any) -> Any:
+    return xp.maximum(x, xp.zeros_like(x))
+
+
+def _relu6(xp: Any, x: Any) -> Any:
+    return xp.clip(x, xp.zeros_like(x), xp.full_like(x, 6))
+
+
+def _elu(xp: Any, x: Any) -> Any:
+    return xp.where(x > 0, x, xp.expm1(xp.minimum(x, xp.zeros_like(x))))
+
+
+def _selu(xp: Any, x: Any) -> Any:
+    negative = (SELU_SCALE * SELU_ALPHA) * xp.expm1(xp.minimum(x, xp.zeros_like(x)))
+    return xp.where(x > 0, SELU_SCALE * x, negative).astype(x.dtype)
+
+
+def _xdivy(xp: Any, x: Any, y: Any) -> Any:
+    return xp.where(x == 0, xp.zeros_like(x * y), x / xp.where(x == 0, xp.ones_like(y), y))
+
+
+def _xlogy(xp: Any, x: Any, y: Any) -> Any:
+    return xp.where(x == 0, xp.zeros_like(x * y), x * xp.log(xp.where(x == 0, xp.ones_like(y), y)))
+
+
+def _xlog1py(xp: Any, x: Any, y: Any) -> Any:
+    return xp.where(x == 0, xp.zeros_like(x * y), x * xp.log1p(xp.where(x == 0, xp.zeros_like(y), y)))
+
+
+def _on_jax(formula: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda *args: formula(jnp, *args)
+
+
 _SQRT = _with_tangent(jnp.sqrt, lambda y, x, t: sqrt_grad(jnp, y, t))
 _RSQRT = _with_tangent(lambda x: 1 / jnp.sqrt(x), lambda y, x, t: rsqrt_grad(jnp, y, t))
 _RECIPROCAL = _with_tangent(jnp.reciprocal, lambda y, x, t: reciprocal_grad(jnp, y, t))
-_RELU = _with_tangent(lambda x: jnp.maximum(x, _zero(x)), lambda y, x, t: jnp.where(y > 0, t, _zero(t)))
-_RELU6 = _with_tangent(lambda x: jnp.clip(x, _zero(x), jnp.full_like(x, 6)),
-                       lambda y, x, t: jnp.where((x > 0) & (x < 6), t, _zero(t)))
-_ELU = _with_tangent(lambda x: jnp.where(x > 0, x, jnp.expm1(jnp.minimum(x, _zero(x)))),
-                     lambda y, x, t: elu_grad(jnp, t, y))
-_SELU = _with_tangent(lambda x: jnp.where(x > 0, SELU_SCALE * x, (SELU_SCALE * SELU_ALPHA) * jnp.expm1(
-    jnp.minimum(x, _zero(x)))).astype(x.dtype), lambda y, x, t: selu_grad(jnp, t, y))
+_RELU = _with_tangent(_on_jax(_relu), lambda y, x, t: jnp.where(y > 0, t, _zero(t)))
+_RELU6 = _with_tangent(_on_jax(_relu6), lambda y, x, t: jnp.where((x > 0) & (x < 6), t, _zero(t)))
+_ELU = _with_tangent(_on_jax(_elu), lambda y, x, t: elu_grad(jnp, t, y))
+_SELU = _with_tangent(_on_jax(_selu), lambda y, x, t: selu_grad(jnp, t, y))
 # TensorFlow's _AcoshGrad is dy / sinh(y): NaN outside the domain, where JAX's formula is finite
 _ACOSH = _with_tangent(jnp.arccosh, lambda y, x, t: t / jnp.sinh(y))
 _ABS = _with_tangent(jnp.abs, lambda y, x, t: t * jnp.sign(x))
 # TensorFlow's _MaximumGrad/_MinimumGrad: on a tie the whole gradient goes to x
 _MAXIMUM = _with_tangent(jnp.maximum, lambda out, x, y, tx, ty: jnp.where(x >= y, tx, ty))
 _MINIMUM = _with_tangent(jnp.minimum, lambda out, x, y, tx, ty: jnp.where(x <= y, tx, ty))
-
-
-def _xdivy(x: Any, y: Any) -> Any:
-    return jnp.where(x == 0, jnp.zeros_like(x), x / jnp.where(x == 0, jnp.ones_like(y), y))
-
-
-def _xlogy(x: Any, y: Any) -> Any:
-    return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log(jnp.where(x == 0, jnp.ones_like(y), y)))
-
-
-def _xlog1py(x: Any, y: Any) -> Any:
-    return jnp.where(x == 0, jnp.zeros_like(x), x * jnp.log1p(jnp.where(x == 0, jnp.zeros_like(y), y)))
-
-
 # TensorFlow's _XLogyGrad/_XLog1pyGrad: d/dx is xlogy(x != 0, y), 0 where x is 0 (JAX: log(y), -inf at 0)
-_XLOGY = _with_tangent(_xlogy, lambda out, x, y, tx, ty: tx * _xlogy((x != 0).astype(x.dtype), y) + ty * _xdivy(x, y))
-_XLOG1PY = _with_tangent(_xlog1py, lambda out, x, y, tx, ty: tx * _xlog1py((x != 0).astype(x.dtype), y)
-                         + ty * _xdivy(x, y + 1))
+_XLOGY = _with_tangent(_on_jax(_xlogy), lambda out, x, y, tx, ty: tx * _xlogy(jnp, (x != 0).astype(x.dtype), y)
+                       + ty * _xdivy(jnp, x, y))
+_XLOG1PY = _with_tangent(_on_jax(_xlog1py), lambda out, x, y, tx, ty: tx * _xlog1py(jnp, (x != 0).astype(x.dtype), y)
+                         + ty * _xdivy(jnp, x, y + 1))
 
 
 def _either(plain: Callable[..., Any], tf_derivative: Callable[..., Any]) -> Callable[..., Any]:
@@ -161,15 +179,14 @@ def _either(plain: Callable[..., Any], tf_derivative: Callable[..., Any]) -> Cal
 sqrt = _either(lambda xp, x: xp.sqrt(x), _SQRT)
 rsqrt = _either(lambda xp, x: 1 / xp.sqrt(x), _RSQRT)
 reciprocal = _either(lambda xp, x: 1 / x, _RECIPROCAL)
-relu = _either(lambda xp, x: xp.maximum(x, xp.zeros_like(x)), _RELU)
-relu6 = _either(lambda xp, x: xp.clip(x, xp.zeros_like(x), xp.full_like(x, 6)), _RELU6)
-elu = _either(lambda xp, x: xp.where(x > 0, x, xp.expm1(xp.minimum(x, xp.zeros_like(x)))), _ELU)
-selu = _either(lambda xp, x: xp.where(x > 0, SELU_SCALE * x, (SELU_SCALE * SELU_ALPHA) * xp.expm1(
-    xp.minimum(x, 0))).astype(x.dtype), _SELU)
+relu = _either(_relu, _RELU)
+relu6 = _either(_relu6, _RELU6)
+elu = _either(_elu, _ELU)
+selu = _either(_selu, _SELU)
 acosh = _either(lambda xp, x: xp.arccosh(x), _ACOSH)
 absolute = _either(lambda xp, x: xp.abs(x), _ABS)
-xlogy = _either(lambda xp, x, y: np.where(x == 0, np.zeros_like(x * y), x * np.log(np.where(x == 0, 1, y))), _XLOGY)
-xlog1py = _either(lambda xp, x, y: np.where(x == 0, np.zeros_like(x * y), x * np.log1p(np.where(x == 0, 0, y))),
-                  _XLOG1PY)
+xlogy = _either(_xlogy, _XLOGY)
+xlog1py = _either(_xlog1py, _XLOG1PY)
+xdivy = _xdivy
 maximum = _either(lambda xp, a, b: xp.maximum(a, b), _MAXIMUM)
 minimum = _either(lambda xp, a, b: xp.minimum(a, b), _MINIMUM)

@@ -43,15 +43,8 @@ def _truncate_div(xp: Any, a: Any, b: Any) -> Any:
     return xp.where((q < 0) & (q * b != a), q + 1, q)
 
 
-def _xdivy(xp: Any, x: Any, y: Any) -> Any:
-    """``x / y``, 0 where ``x`` is 0 (the division masked too: no NaN in its gradient)."""
-    zero = x == 0
-    quotient = x / xp.where(zero, xp.ones_like(y), y)
-    return xp.where(zero, xp.zeros_like(quotient), quotient)
-
-
 _BINARY_MORE: dict[str, Callable[..., Any]] = {
-    "Xlogy": _derivatives.xlogy, "Xlog1py": _derivatives.xlog1py, "Xdivy": _xdivy,
+    "Xlogy": _derivatives.xlogy, "Xlog1py": _derivatives.xlog1py, "Xdivy": _derivatives.xdivy,
     "Atan2": lambda xp, a, b: xp.arctan2(a, b), "Div": _truncate_div,
     "BitwiseAnd": lambda xp, a, b: xp.bitwise_and(a, b), "BitwiseOr": lambda xp, a, b: xp.bitwise_or(a, b),
     "BitwiseXor": lambda xp, a, b: xp.bitwise_xor(a, b),
