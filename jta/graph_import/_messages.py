@@ -171,6 +171,8 @@ class GraphError(Message):
     LIST_STACK_COUNT = (479, InvalidArgumentError, "Node {name} ({op}): Operation expected a list with {expected} "
                              "elements but got a list with {size} elements.", ("expected", "size"))
     NOT_INVERTIBLE = (480, InvalidArgumentError, "Node {name} ({op}): {what} is not invertible.", ())
+    POOL_BATCH = (481, UnimplementedError, "Node {name} ({op}): Pooling is not yet supported on the batch "
+                                            "dimension.", ())
     LIST_RESIZE_NEGATIVE = (477, InvalidArgumentError, "Node {name} ({op}): TensorListSlice expects size to be "
                                  "non-negative. Got: {size}", ("size",))
     SHAPE_MISMATCH = (471, InvalidArgumentError, "Node {name} ({op}): Shape of tensor {tensor} [{shape}] is not "

@@ -170,6 +170,12 @@ def _pool_params(node: Node, args: list[Any], shape: Sequence[int]) -> _Pool:
         strides = [int(v) for v in static_value(node, args[-1], "strides")]
     else:
         ksize, strides = _ints(node, "ksize", [1] * ndim), _ints(node, "strides", [1] * ndim)
+    if ksize[0] != 1 or strides[0] != 1:  # (TensorFlow's kernels' checks, in their order)
+        GraphError.POOL_BATCH.raise_(name=node.name, op=node.op)
+    if min(ksize) <= 0:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error="Sliding window ksize must be positive.")
+    if min(strides) <= 0:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"Stride must be > 0, but got {min(strides)}")
     pads = _pads(node, shape, ksize, strides, [1] * ndim, range(ndim))
     return _Pool(tuple(ksize), tuple(strides), tuple(pads))
 

@@ -128,13 +128,6 @@ KNOWN: dict[str, str] = {
     'InplaceAdd.i#4': 'another value',
     'InplaceAdd.i#c2': 'another value',
     'InplaceAdd.i#c4': 'another value',
-    # InvertPermutation.x
-    'InvertPermutation.x#2': 'a value where TF raises',
-    'InvertPermutation.x#3': 'a value where TF raises',
-    'InvertPermutation.x#4': 'a value where TF raises',
-    'InvertPermutation.x#c2': 'a value where TF raises',
-    'InvertPermutation.x#c3': 'a value where TF raises',
-    'InvertPermutation.x#c4': 'a value where TF raises',
     # LeftShift.amount
     'LeftShift.amount#2': 'another value',
     'LeftShift.amount#3': 'another value',
@@ -178,41 +171,14 @@ KNOWN: dict[str, str] = {
     # MaxPoolGradV2.ksize
     'MaxPoolGradV2.ksize#1': "TF's class, not its text",
     'MaxPoolGradV2.ksize#2': "TF's class, not its text",
-    'MaxPoolGradV2.ksize#3': 'a value where TF raises',
     'MaxPoolGradV2.ksize#c1': "TF's class, not its text",
     'MaxPoolGradV2.ksize#c2': "TF's class, not its text",
-    'MaxPoolGradV2.ksize#c3': 'a value where TF raises',
-    # MaxPoolV2.ksize
-    'MaxPoolV2.ksize#3': "TF's class, not its text",
-    'MaxPoolV2.ksize#4': 'a value where TF raises',
-    'MaxPoolV2.ksize#5': "TF's class, not its text",
-    'MaxPoolV2.ksize#c3': "TF's class, not its text",
-    'MaxPoolV2.ksize#c4': 'a value where TF raises',
-    'MaxPoolV2.ksize#c5': "TF's class, not its text",
-    # MaxPoolV2.strides
-    'MaxPoolV2.strides#2': "TF's class, not its text",
-    'MaxPoolV2.strides#3': 'a value where TF raises',
-    'MaxPoolV2.strides#4': "TF's class, not its text",
-    'MaxPoolV2.strides#c3': 'a value where TF raises',
     # MirrorPad.paddings
-    'MirrorPad.paddings#3': 'a value where TF raises',
     'MirrorPad.paddings#4': "TF's class, not its text",
     'MirrorPad.paddings#5': "TF's class, not its text",
     'MirrorPad.paddings#6': "TF's class, not its text",
-    'MirrorPad.paddings#7': 'a value where TF raises',
-    'MirrorPad.paddings#c3': 'a value where TF raises',
-    'MirrorPad.paddings#c7': 'a value where TF raises',
-    # MirrorPad.symmetric
-    'MirrorPad.symmetric#2': 'a value where TF raises',
-    'MirrorPad.symmetric#3': 'a value where TF raises',
-    'MirrorPad.symmetric#c2': 'a value where TF raises',
-    'MirrorPad.symmetric#c3': 'a value where TF raises',
     # MirrorPadGrad.paddings
-    'MirrorPadGrad.paddings#2': 'a value where TF raises',
     'MirrorPadGrad.paddings#3': "TF's class, not its text",
-    'MirrorPadGrad.paddings#4': 'a value where TF raises',
-    'MirrorPadGrad.paddings#c2': 'a value where TF raises',
-    'MirrorPadGrad.paddings#c4': 'a value where TF raises',
     # Pad.paddings
     'Pad.paddings#4': "TF's class, not its text",
     'Pad.paddings#5': "TF's class, not its text",
