@@ -28,15 +28,19 @@ mode of every combination. The counts, default / ``--long``:
   against staged replays 10 / 200;
 * ``tests/test_tf2_list_elements.py``: TensorList programs of elements of their own shapes against TF, every
   third of 174 / all;
-* ``tests/test_tf2_import.py``: four of the eight TF2 programs / all (and the Keras layers eagerly), two
-  random-program regressions (``inner_bounded_growth``, ``minimum_bound``) under ``--long`` only, sizes learned by
+* ``tests/test_tf2_import.py``: four of the eight TF2 programs / all (and the Keras layers eagerly), four
+  random-program regressions (``inner_bounded_growth``, ``minimum_bound``, ``nested_growth``,
+  ``bounded_read_grad``) and the train steps through conds of different intermediates under ``--long`` only, sizes learned by
   ``jta.checked`` in one of forward, train step and ``jax.grad``, in rotation / all three; a list
   written at the steps a counter picks without a bound / with and without;
 * ``tests/test_op_fuzz.py``: the op-table fuzzer's specs (ops with integer arguments, fed bad values)
   every 32nd / all 208;
 * ``tests/test_tf2_ops_more.py``: shapes an argument decides for three ops / seven, the partition and
   ragged ``value_rowids`` tests under ``--long`` only;
-* ``tests/test_tf2_value_checks.py``: bad static arguments of two ops / five;
+* ``tests/test_tf2_value_checks.py``: half of the index cases / all, bad static arguments of two ops /
+  five;
+* ``tests/test_tf2_ops_search.py``: half of the cases / all;
+* ``tests/test_tf2_segments.py``: run-time ids in a loop with gradients under ``--long`` only;
 * ``tests/test_capacity_learning.py``: one run learning three arrays' sizes written forwards / also
   backwards;
 * ``tests/test_graph_control_flow.py``: its three heaviest tests under ``--long`` only;

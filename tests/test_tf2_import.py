@@ -378,9 +378,10 @@ def test_saved_model_signature(tmp_path: Any) -> None:
 
 
 # -- regressions of the random programs (tests/test_tf2_programs.py), one per class -------------
-@pytest.mark.parametrize("name", [  # (inner_bounded_growth: 7 s, under --long; nested_growth is its class's first;
-    pytest.param(n, marks=pytest.mark.long_only)  # minimum_bound: 4 s, the bound of test_a_list_written_at_...)
-    if n in ("inner_bounded_growth", "minimum_bound") else n for n in tf2_programs.REGRESSIONS])
+@pytest.mark.parametrize("name", [  # (under --long: inner_bounded_growth, 7 s;
+    pytest.param(n, marks=pytest.mark.long_only)  # minimum_bound, nested_growth, bounded_read_grad: 4-7 s)
+    if n in ("inner_bounded_growth", "minimum_bound", "nested_growth", "bounded_read_grad") else n
+    for n in tf2_programs.REGRESSIONS])
 def test_random_program_regressions(name: str) -> None:
     """Each class of mismatch the random TF2 programs found, eagerly and under jit, train step and jax.grad."""
     program = tf2_programs.REGRESSIONS[name]()
@@ -984,6 +985,7 @@ def test_tape_slots_of_one_dtype_and_other_shapes(program: str) -> None:
     _close(jax.jit(step)(params, x), train(x))
 
 
+@pytest.mark.long_only  # (9 s; the random programs' cond_tape family covers its class by default)
 def test_train_steps_through_conds_whose_branches_keep_different_intermediates() -> None:
     """TF's cond gives each branch's intermediates the same optional slots (in a loop), so one slot
     holds different types per branch, and a switch's branches output different intermediates: the

@@ -69,6 +69,7 @@ def test_unsorted_segments_match_tensorflow(ids: list[list[int]]) -> None:
         assert_same_outcome(outcome(jta.checked(jax.jit(jax_fn)), params, x, ids_), want)
 
 
+@pytest.mark.long_only  # (5 s; run-time ids out of a loop, and segment ops in loops, run by default)
 def test_run_time_ids_in_a_loop_with_gradients() -> None:
     """Segment ids given as an argument, in a loop body that adds the result to a fixed shape: a bare
     jit refuses (the row count is the data's), naming jta.checked; jta.checked (whose first guess, 0

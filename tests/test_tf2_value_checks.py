@@ -78,7 +78,8 @@ def _good_then_bad(build: Any, bad: list[Any], good: list[Any]) -> None:
         assert_same_outcome(outcome(checked, params, X, indices), want)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", [n if k % 2 == 0 else pytest.param(n, marks=pytest.mark.long_only)
+                                  for k, n in enumerate(CASES)])  # (half by default, all under --long)
 def test_indices_out_of_range_fail_as_in_tensorflow(name: str) -> None:
     _good_then_bad(*CASES[name])
 
