@@ -512,12 +512,10 @@ def _scatter(node: Node, lst: TList, tensor: Any, indices: Any, length: int) -> 
 def _indices_and_top(node: Node, indices: Any) -> tuple[Any, int]:
     """The indices (NumPy when known now) and the length they reach, ``max + 1`` (0 for none): known
     now, or learned by ``jta.checked`` (else refused)."""
-    known = known_now(indices)
-    if known is not None:
-        return known, int(np.max(known)) + 1 if known.size else 0
-    indices = jnp.asarray(indices, jnp.int32)
-    top = jnp.max(indices, initial=-1) + 1
-    return indices, int(learned_value(node, top, "the largest index (the list's length)"))
+    indices = _known_or_index(indices)
+    if isinstance(indices, np.ndarray):
+        return indices, int(np.max(indices)) + 1 if indices.size else 0
+    return indices, int(learned_value(node, jnp.max(indices, initial=-1) + 1, "the largest index (the list's length)"))
 
 
 @_reg("TensorListScatterIntoExistingList")

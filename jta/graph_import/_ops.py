@@ -69,17 +69,25 @@ def static_value(node: Node, v: Any, what: str) -> np.ndarray:
     return known
 
 
+def learned_size(node: Node, size: Any, what: str, first: int) -> int:
+    """The row count ``size`` (a traced scalar: the data decides it) as an int: under ``jta.checked``, what
+    it learned at run time (``first`` before a run told it: :func:`jta._core.capacities.learned_rows`);
+    elsewhere (a bare ``jit``, ``grad``) refused with ``GraphError.NOT_STATIC``, which names ``jta.checked``."""
+    rows = capacities.learned_rows(size, node.name, stack=False, first=first)
+    if rows is None:
+        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=what)
+    return rows
+
+
 def learned_value(node: Node, v: Any, what: str) -> np.ndarray:
     """:func:`static_value`, and under ``jta.checked`` a traced ``v`` learned at run time: each entry a
-    size it compiles for (one compilation per value, as for a ``Where``'s count; its first guess 1)."""
+    size it compiles for (:func:`learned_size`, one compilation per value; its first guess 1)."""
     known = _ops_checks.known_now(v)
     if known is not None:
         return known
-    flat = jnp.reshape(v, -1)
-    learned = [capacities.learned_rows(flat[k], node.name, stack=False, first=1) for k in range(flat.shape[0])]
-    if any(n is None for n in learned):
-        static_value(node, v, f"{what} (jta.checked learns it at run time)")
-    return np.reshape(np.asarray(learned, np.asarray(0, v.dtype).dtype), np.shape(v))
+    flat, what = jnp.reshape(v, -1), f"{what} (jta.checked learns it at run time)"
+    learned = [learned_size(node, flat[k], what, 1) for k in range(flat.shape[0])]
+    return np.reshape(np.asarray(learned, np.dtype(v.dtype)), np.shape(v))
 
 
 F = TypeVar("F", bound=Callable[..., Any])

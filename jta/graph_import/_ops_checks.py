@@ -202,7 +202,7 @@ def reduction_axes(node: Node, axes: Any, rank: int) -> tuple[int, ...]:
             _invalid(node, f"Invalid reduction dimension ({a} for input with {rank} dimension(s)")
         if a % rank in out:
             _invalid(node, f"Invalid reduction arguments: Axes contains duplicate dimension: {a % rank}")
-        out.append(a % max(rank, 1))
+        out.append(a % rank)
     return tuple(out)
 
 

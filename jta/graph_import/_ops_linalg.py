@@ -34,11 +34,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import capacities
 from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import OPS, as_numpy, is_static, registrar, result_dtype, static_value, xp_of
+from ._ops import OPS, as_numpy, is_static, learned_size, registrar, result_dtype, static_value, xp_of
 from ._ops_checks import known_now
 
 _reg = registrar(OPS)
@@ -413,11 +412,8 @@ def _where(node: Node, args: list[Any]) -> list[Any]:
     value = known_now(x)
     if value is None:
         # under jta.checked: as many rows as the count it learned (it compiles again when they differ)
-        rows = capacities.learned_rows(jnp.count_nonzero(x), node.name, stack=False)
-        if rows is None:
-            static_value(node, x, "its input (the number of true entries is the output's shape; "
-                                  "jta.checked learns it at run time)")
-            raise AssertionError  # unreachable: static_value raised (the value is traced)
+        rows = learned_size(node, jnp.count_nonzero(x), "its input (the number of true entries is the output's "
+                                                        "shape; jta.checked learns it at run time)", 0)
         coordinates = jnp.argwhere(x, size=rows).reshape(rows, jnp.ndim(x))
         return [coordinates.astype(jax.dtypes.canonicalize_dtype(np.int64))]
     return [np.argwhere(value).astype(np.int64).reshape(-1, value.ndim)]

@@ -20,9 +20,8 @@ import numpy as np
 from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import OPS, Op, is_static, registrar, static_value
+from ._ops import OPS, Op, is_static, learned_size, registrar, static_value
 from ._ops_checks import dims, known_or_traced
-from ._ops_sizes import learned_size
 
 _reg = registrar(OPS)
 

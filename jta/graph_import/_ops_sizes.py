@@ -17,24 +17,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import capacities
 from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import OPS, as_numpy, is_static, registrar, static_value, xp_of
+from ._ops import OPS, as_numpy, is_static, learned_size, registrar, static_value, xp_of
 from ._ops_checks import dims, known_now
 
 _reg = registrar(OPS)
-
-
-def learned_size(node: Node, size: Any, what: str, first: int) -> int:
-    """The row count ``size`` (a traced scalar: the data decides it) as an int: under ``jta.checked``, what
-    it learned at run time (``first`` before a run told it: :func:`jta._core.capacities.learned_rows`);
-    elsewhere (a bare ``jit``, ``grad``) refused with ``GraphError.NOT_STATIC``, which names ``jta.checked``."""
-    rows = capacities.learned_rows(size, node.name, stack=False, first=first)
-    if rows is None:
-        GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=what)
-    return rows
 
 
 # The row counts learned for traced partitions, by the partitions' id (checked against a weak reference):
@@ -254,12 +243,8 @@ def _range(node: Node, args: list[Any]) -> list[Any]:
         return [np.arange(first.item(), last.item(), step).astype(node.attr("Tidx", first.dtype))]
     first, last = jnp.asarray(start), jnp.asarray(limit)
     count = jnp.maximum((last - first + step - np.sign(step)) // step, 0)
-    rows = capacities.learned_rows(count, node.name, stack=False)
-    if rows is None:
-        static_value(node, start if known_now(start) is None else limit,
-                     "start and limit (the number of elements is the result's shape; jta.checked learns it at "
-                     "run time)")
-        raise AssertionError  # unreachable: static_value raised
+    rows = learned_size(node, count, "start and limit (the number of elements is the result's shape; jta.checked "
+                                     "learns it at run time)", 0)
     value_ops.report(node.name, first > last if step > 0 else first < last, check, first, last, extra={"op": node.op})
     dtype = jax.dtypes.canonicalize_dtype(node.attr("Tidx", first.dtype))
     return [(first + step * jnp.arange(rows)).astype(dtype)]
