@@ -359,13 +359,9 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                     learned = {k: v for k, v in learned.items() if k not in earlier}
                     afresh, program, outcome = True, None, None
                     continue
-                if not one_by_one and probed_now and not numbers:
-                    learned = {k: v for k, v in learned.items() if k[0] != "size" or k[1] not in probed_now}
-                    one_by_one, program, outcome = True, None, None
-                    continue
                 sizes = probed(numbers[0] if one_by_one else numbers[-1], args, kwargs,
                                guesses_before=not one_by_one and len(numbers) > 1) if numbers else None
-                if sizes == {}:
+                if not one_by_one and (sizes == {} or probed_now and not numbers):
                     learned = {k: v for k, v in learned.items() if k[0] != "size" or k[1] not in probed_now}
                     one_by_one, program, outcome = True, None, None
                     continue

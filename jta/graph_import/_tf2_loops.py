@@ -144,23 +144,17 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
         return args           # onto a buffer of no rows)
     if not exact and _concrete(args):
         return _python_loop(ev, cond, body, args)
-    if exact and steps is not None and steps <= MAX_UNROLL:
-        try:
-            with capacities.learning_refused(True):
-                return _scan(ev, node, cond, body, args, steps, exact, final)
-        except (errors.UnimplementedError, errors.InvalidArgumentError):
-            # A static value of the carry is needed as such inside (an inner loop's trip count, a list's
-            # length), or a size jta.checked learns (a Where's count), which may differ between steps: a
-            # short loop is unrolled instead, so it stays static, and each step learns its own sizes.
-            return _python_loop(ev, cond, body, args)
+    short = exact and steps is not None and steps <= MAX_UNROLL
     try:
-        with capacities.learning_refused(False):
+        with capacities.learning_refused(short):
             return _scan(ev, node, cond, body, args, steps, exact, final)
     except (errors.UnimplementedError, errors.InvalidArgumentError):
-        if not _concrete(args):
+        if not (short or _concrete(args)):
             raise
-        # An eager call: a body that needs static what its step's data decides (a Where's count, a
-        # list's length) runs step by step, as TensorFlow runs it, however long the loop.
+        # The body needs static what its step decides: a static value of the carry (an inner loop's trip
+        # count, a list's length) or a size its data decides (a Where's count, which jta.checked learns
+        # and which may differ between steps). A short loop is unrolled, so each step has its own; an
+        # eager call runs any loop step by step, as TensorFlow runs it.
         return _python_loop(ev, cond, body, args)
 
 
