@@ -330,13 +330,7 @@ def _transpose(node: Node, args: list[Any]) -> list[Any]:
 @_reg("InvertPermutation")
 def _invert_permutation(node: Node, args: list[Any]) -> list[Any]:
     perm = static_value(node, args[0], "perm")
-    seen: set[int] = set()
-    for d in (int(v) for v in np.reshape(perm, -1)):  # (TensorFlow's kernel's checks, in its order)
-        if not 0 <= d < np.size(perm):
-            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"{d} is not between 0 and {np.size(perm)}")
-        if d in seen:
-            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"{d} is duplicated in the input.")
-        seen.add(d)
+    _ops_checks.invertible_permutation(node, perm)
     return [np.argsort(perm).astype(perm.dtype)]
 
 
@@ -602,23 +596,12 @@ def _mirror_indices(n: int, before: int, after: int, mode: str) -> np.ndarray:
     return np.pad(np.arange(n), (before, after), mode="symmetric" if mode.upper() == "SYMMETRIC" else "reflect")
 
 
-def _mirror_fits(node: Node, before: int, after: int, size: int, what: str) -> None:
-    """TensorFlow's check of a mirror padding: less than the axis (``REFLECT``), at most it (``SYMMETRIC``)."""
-    if str(node.attr("mode")).upper() == "SYMMETRIC":
-        if before > size or after > size:
-            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
-                f"paddings must be no greater than {what} size: {before}, {after} greater than {size}"))
-    elif before >= size or after >= size:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
-            f"paddings must be less than {what} size: {before}, {after} not less than {size}"))
-
-
 @_reg("MirrorPad")
 def _mirror_pad(node: Node, args: list[Any]) -> list[Any]:
     x, paddings = args
     xp = xp_of(x)
     for axis, (before, after) in enumerate(_paddings(node, paddings)):
-        _mirror_fits(node, before, after, np.shape(x)[axis], "the dimension")
+        _ops_checks.mirror_padding(node, before, after, np.shape(x)[axis], "the dimension")
         x = xp.take(x, _mirror_indices(np.shape(x)[axis], before, after, node.attr("mode")), axis=axis)
     return [as_numpy(x)]
 
@@ -629,7 +612,7 @@ def _mirror_pad_grad(node: Node, args: list[Any]) -> list[Any]:
     dy, paddings = args
     for axis, (before, after) in enumerate(_paddings(node, paddings)):
         n = np.shape(dy)[axis] - before - after
-        _mirror_fits(node, before, after, n, "the output dimension")
+        _ops_checks.mirror_padding(node, before, after, n, "the output dimension")
         index = _mirror_indices(n, before, after, node.attr("mode"))
         moved = xp_of(dy).moveaxis(dy, axis, 0)
         if is_static(dy):

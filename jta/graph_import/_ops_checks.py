@@ -229,6 +229,26 @@ def permutation(node: Node, perm: Any, rank: int) -> tuple[int, ...]:
     return tuple(perm)
 
 
+def invertible_permutation(node: Node, perm: Any) -> None:
+    """``InvertPermutation``'s input, a permutation of ``0 .. n - 1``: TensorFlow's checks in its order."""
+    seen: set[int] = set()
+    for d in (int(v) for v in np.reshape(perm, -1)):
+        if not 0 <= d < np.size(perm):
+            _invalid(node, f"{d} is not between 0 and {np.size(perm)}")
+        if d in seen:
+            _invalid(node, f"{d} is duplicated in the input.")
+        seen.add(d)
+
+
+def mirror_padding(node: Node, before: int, after: int, size: int, what: str) -> None:
+    """A mirror padding of an axis of ``size``: less than it (``REFLECT``), at most it (``SYMMETRIC``)."""
+    if str(node.attr("mode")).upper() == "SYMMETRIC":
+        if before > size or after > size:
+            _invalid(node, f"paddings must be no greater than {what} size: {before}, {after} greater than {size}")
+    elif before >= size or after >= size:
+        _invalid(node, f"paddings must be less than {what} size: {before}, {after} not less than {size}")
+
+
 def reshape(node: Node, shape: Any, size: int) -> tuple[int, ...]:
     """``Reshape``'s shape, after TensorFlow's checks in its kernel's order: at most one ``-1``, no
     other negative size, and the element count (or, with a ``-1``, a multiple of the rest)."""
