@@ -253,3 +253,60 @@ def _range(node: Node, args: list[Any]) -> list[Any]:
 def _number(v: Any) -> str:
     """A number as TensorFlow's messages write it (``5``, ``0.5``)."""
     return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+@_reg("Unique", "UniqueV2", "UniqueWithCounts", "UniqueWithCountsV2")
+def _unique(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.unique`` (``V2``: of the slices along ``axis``): the distinct entries ``y`` in the order of
+    their first occurrence, ``idx`` mapping each entry to its place in ``y``, and (``WithCounts``) how
+    often each occurs. As in TensorFlow, ``-0.0`` equals ``0.0`` and each NaN is distinct. ``y``'s length
+    is known when the op runs, learned by ``jta.checked``, refused under a bare ``jit``."""
+    x, axis = args[0], (args[1] if len(args) > 1 else np.zeros(0, np.int64))
+    rank, where = np.ndim(x), np.reshape(static_value(node, axis, "axis"), -1)
+    a = int(where[0]) if where.size else 0
+    for bad, text in ((where.size > 1, "axis does not support input tensors larger than 1 elements"),
+                      (where.size == 0 and rank != 1, "unique expects a 1D vector."),
+                      (not -rank <= a < rank, f"axis has to be between [0, {rank})")):
+        if bad:
+            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=text)
+    known = known_now(x)
+    xp = np if known is not None else jnp  # (numpy keeps an eager call's 64-bit values without x64)
+    moved = xp.moveaxis(xp.asarray(x if known is None else known), a % rank, 0)
+    firsts, idx, count = _first_occurrences(xp, moved.reshape(moved.shape[0], int(np.prod(moved.shape[1:]))))
+    size = int(count) if known is not None else learned_size(
+        node, count, "x (the number of distinct entries is y's length; jta.checked learns it at run time)",
+        moved.shape[0])
+    dtype = np.dtype(node.attr("out_idx", np.dtype("int32")))
+    dtype = dtype if xp is np else jax.dtypes.canonicalize_dtype(dtype)
+    counts = (np.bincount(idx, minlength=size) if xp is np else jnp.zeros(size, dtype).at[idx].add(1, mode="drop"))
+    outputs = [xp.moveaxis(moved[firsts[:size]], 0, a % rank), idx.astype(dtype), counts.astype(dtype)]
+    return outputs[:3 if "Counts" in node.op else 2]
+
+
+def _first_occurrences(xp: Any, rows: Any) -> tuple[Any, Any, Any]:
+    """For ``rows`` (``n`` rows): the index of each distinct row's first occurrence, in increasing order
+    (padded to ``n``), each row's rank among them, and their count."""
+    n = rows.shape[0]
+    if n == 0 or rows.shape[1] == 0:  # (no rows, or all rows empty: equal)
+        return xp.zeros(n, np.int32), xp.zeros(n, np.int32), min(n, 1)
+    keys = xp.where(rows == 0, xp.zeros_like(rows), rows)  # (-0.0 sorts, so groups, with 0.0)
+    perm = xp.lexsort([keys[:, j] for j in reversed(range(rows.shape[1]))])  # (stable: a group's first is first)
+    ordered = keys[perm]
+    start = xp.concatenate([xp.ones(1, bool), xp.any(ordered[1:] != ordered[:-1], axis=1)])  # (NaN != NaN)
+    group = xp.cumsum(start) - 1
+    if xp is np:
+        first = np.full(n, n)
+        np.minimum.at(first, group, perm)
+    else:
+        first = jax.ops.segment_min(perm, group, num_segments=n)  # (a group no row has: the dtype's largest)
+    rank = xp.zeros(n, np.int32)
+    rank = _put(rank, xp.argsort(first), xp.arange(n, dtype=np.int32))
+    return xp.sort(first), _put(xp.zeros(n, np.int32), perm, rank[group]), xp.sum(start)
+
+
+def _put(a: Any, at: Any, values: Any) -> Any:
+    """``a`` with ``a[at] = values`` (a copy, of numpy or JAX)."""
+    if isinstance(a, np.ndarray):
+        a[at] = values
+        return a
+    return a.at[at].set(values)
