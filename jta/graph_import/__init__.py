@@ -28,6 +28,7 @@ from .._records.catalogue import Error
 from . import (  # noqa: F401
     _control_flow,
     _nodes,
+    _ops_image,
     _ops_linalg,
     _ops_nn,
     _ops_random,

@@ -7,7 +7,7 @@ They share :class:`jta._records.catalogue.Message` with the TensorArray errors (
 from __future__ import annotations
 
 from .._records.catalogue import Message
-from ..errors import InvalidArgumentError, UnimplementedError
+from ..errors import InvalidArgumentError, OutOfRangeError, UnimplementedError
 
 __all__ = ["GraphError"]
 
@@ -171,6 +171,7 @@ class GraphError(Message):
     LIST_STACK_COUNT = (479, InvalidArgumentError, "Node {name} ({op}): Operation expected a list with {expected} "
                              "elements but got a list with {size} elements.", ("expected", "size"))
     NOT_INVERTIBLE = (480, InvalidArgumentError, "Node {name} ({op}): {what} is not invertible.", ())
+    BOX_INDEX_RANGE = (482, OutOfRangeError, "Node {name} ({op}): box_index has values outside [0, batch_size)", ())
     POOL_BATCH = (481, UnimplementedError, "Node {name} ({op}): Pooling is not yet supported on the batch "
                                             "dimension.", ())
     LIST_RESIZE_NEGATIVE = (477, InvalidArgumentError, "Node {name} ({op}): TensorListSlice expects size to be "

@@ -1,0 +1,227 @@
+"""Crops and bicubic resizes of images: ``tf.image.crop_and_resize`` (``CropAndResize``),
+``tf.image.resize(method="bicubic")`` (``ResizeBicubic``), and their gradients.
+
+Each box's crop samples the image at ``crop_size`` points spread evenly from its top-left corner to
+its bottom-right one (normalized coordinates; a crop of one point samples the box's centre), by
+bilinear interpolation or the nearest pixel, in float32 as TensorFlow's kernel does; a point outside
+the image is ``extrapolation_value``. As in TensorFlow, the boxes' gradient is the bilinear one for
+either method, and a box index outside the batch fails with its ``OutOfRangeError`` (code 482, from
+compiled code too). A bicubic resize takes TensorFlow's table of cubic weights (1,024 offsets between
+pixels) and its order of sums.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._delivery import value_ops
+from ._messages import GraphError
+from ._nodes import Node
+from ._ops import OPS, registrar, result_dtype, static_value
+from ._ops_checks import dims, known_now
+from ._ops_linalg import _scale, _size
+
+_reg = registrar(OPS)
+
+
+def _positions(low: Any, high: Any, count: int, size: int) -> tuple[Any, Any]:
+    """The sampling positions along one axis of ``size`` pixels (``(boxes, count)``, float32, each
+    operation rounded as in TensorFlow's kernel) and whether each lies inside the image."""
+    if count > 1:
+        scale = _divide(_multiply(high - low, np.float32(size - 1)), count - 1)
+        at = _multiply(low, np.float32(size - 1))[:, None] + _multiply(scale[:, None], jnp.arange(count, dtype=np.float32))
+    else:
+        at = _multiply(_multiply(low + high, np.float32(0.5)), np.float32(size - 1))[:, None]
+    return at, (at >= 0) & (at <= size - 1)
+
+
+# XLA's compilers fuse a product into the sum that reads it (one rounding, where TensorFlow's kernel
+# rounds twice) and divide by a loop-invariant divisor through its reciprocal: positions 1 ulp off
+# TensorFlow's put a point at the image's edge outside it (1,892 of 413,820 positions of boxes of tenths).
+# Neither an optimization barrier nor a select stops the fusion; an integer the compiler cannot prove
+# zero does, and a divisor that is an array in memory stops the reciprocal
+# (tests/test_tf2_crop_and_resize.py enumerates the positions against NumPy's).
+@jax.custom_jvp
+def _stored(x: Any) -> Any:
+    """``x``, rounded to its dtype before any sum that reads it."""
+    bits = jax.lax.bitcast_convert_type(x, jnp.int32)
+    return jax.lax.bitcast_convert_type(bits + jnp.minimum(jnp.abs(bits | 1), 0), x.dtype)  # (|bits | 1| >= 1)
+
+
+_stored.defjvp(lambda primals, tangents: (_stored(*primals), tangents[0]))
+
+
+def _multiply(a: Any, b: Any) -> Any:
+    """``a * b``, rounded as TensorFlow's kernel rounds it."""
+    return _stored(a * b)
+
+
+def _divide(a: Any, divisor: int) -> Any:
+    """``a / divisor``, correctly rounded."""
+    array, a = jax.lax.optimization_barrier((jnp.full(jnp.shape(a), divisor, a.dtype), a))
+    return a / array
+
+
+def _crop(image: Any, boxes: Any, box_ind: Any, crop: tuple[int, int], method: str, fill: float) -> Any:
+    """The crops, ``(boxes, crop_height, crop_width, depth)`` float32."""
+    _, height, width, _ = image.shape
+    boxes = boxes.astype(np.float32)
+    y, y_in = _positions(boxes[:, 0], boxes[:, 2], crop[0], height)
+    x, x_in = _positions(boxes[:, 1], boxes[:, 3], crop[1], width)
+    b = box_ind[:, None, None]
+
+    def pixels(rows: Any, cols: Any) -> Any:  # (boxes, crop_height, crop_width, depth)
+        rows, cols = jnp.clip(rows, 0, height - 1).astype(np.int32), jnp.clip(cols, 0, width - 1).astype(np.int32)
+        return image[b, rows[:, :, None], cols[:, None, :]].astype(np.float32)
+
+    if method == "nearest":  # (roundf: halves away from zero; the positions kept are not negative)
+        out = pixels(_round(y), _round(x))
+    else:
+        top, left, bottom, right = jnp.floor(y), jnp.floor(x), jnp.ceil(y), jnp.ceil(x)
+        y_lerp, x_lerp = (y - top)[:, :, None, None], (x - left)[:, None, :, None]
+        upper = pixels(top, left) + _multiply(pixels(top, right) - pixels(top, left), x_lerp)
+        lower = pixels(bottom, left) + _multiply(pixels(bottom, right) - pixels(bottom, left), x_lerp)
+        out = upper + _multiply(lower - upper, y_lerp)
+    inside = (y_in[:, :, None] & x_in[:, None, :])[..., None]
+    return jnp.where(inside, out, np.float32(fill))
+
+
+def _round(v: Any) -> Any:
+    whole = jnp.trunc(v)
+    return whole + (v - whole >= 0.5)
+
+
+def _checked_crop(node: Node, image: Any, boxes: Any, box_ind: Any, crop: tuple[int, int]) -> Any:
+    """:func:`_crop` after TensorFlow's checks, with its derivatives: the image's of ``method``, the
+    boxes' of bilinear interpolation (TensorFlow's approximation for ``nearest``)."""
+    shape = np.shape(image)
+    checks = ((len(shape) != 4, f"input image must be 4-D{dims(shape)}"),
+              (len(shape) == 4 and 0 in shape[1:3], "image dimensions must be positive"),
+              (np.ndim(boxes) != 2 or np.shape(boxes)[1] != 4, f"boxes must be 2-D [num_boxes, 4]{dims(np.shape(boxes))}"),
+              (np.shape(box_ind) != np.shape(boxes)[:1], "box_index has incompatible shape"),
+              (min(crop) <= 0, "crop dimensions must be positive"))
+    for bad, text in checks:
+        if bad:
+            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=text)
+    known = known_now(box_ind)
+    ids = jnp.asarray(box_ind if known is None else known)
+    outside = np.any((known < 0) | (known >= shape[0])) if known is not None else jnp.any((ids < 0) | (ids >= shape[0]))
+    value_ops.report(node.name, outside, GraphError.BOX_INDEX_RANGE, extra={"op": node.op})
+    image, boxes = jnp.asarray(image), jnp.asarray(boxes)
+    method, fill = _method(node), float(node.attr("extrapolation_value", 0.0))
+    if method == "bilinear":
+        return _crop(image, boxes, ids, crop, method, fill)
+    fixed = jax.lax.stop_gradient
+    bilinear = _crop(fixed(image), boxes, ids, crop, "bilinear", fill)
+    return _crop(image, fixed(boxes), ids, crop, method, fill) + (bilinear - fixed(bilinear))
+
+
+def _method(node: Node) -> str:
+    method = node.attr("method", "bilinear")
+    return method.decode() if isinstance(method, bytes) else str(method)
+
+
+def _crop_size(node: Node, size: Any) -> tuple[int, int]:
+    height, width = (int(v) for v in np.reshape(static_value(node, size, "crop_size"), -1))
+    return height, width
+
+
+@_reg("CropAndResize")
+def _crop_and_resize(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.image.crop_and_resize(image, boxes, box_indices, crop_size)``: ``(boxes, height, width, depth)``."""
+    image, boxes, box_ind, size = args
+    return [_checked_crop(node, image, boxes, box_ind, _crop_size(node, size))]
+
+
+@_reg("CropAndResizeGradImage")
+def _crop_and_resize_grad_image(node: Node, args: list[Any]) -> list[Any]:
+    """The image's gradient (of shape ``image_size``, dtype ``T``): each crop point's gradient spread
+    back over the pixels it sampled."""
+    grads, boxes, box_ind, image_size = args
+    shape = tuple(int(v) for v in np.reshape(static_value(node, image_size, "image_size"), -1))
+    crop = tuple(np.shape(grads)[1:3])
+    _, pullback = jax.vjp(lambda image: _checked_crop(node, image, boxes, box_ind, crop),
+                          jnp.zeros(shape, np.float32))
+    dtype = jax.dtypes.canonicalize_dtype(node.attr("T", np.dtype("float32")))
+    return [pullback(jnp.asarray(grads, np.float32))[0].astype(dtype)]
+
+
+@_reg("CropAndResizeGradBoxes")
+def _crop_and_resize_grad_boxes(node: Node, args: list[Any]) -> list[Any]:
+    """The boxes' gradient, ``(boxes, 4)`` float32: bilinear interpolation's (for either method)."""
+    grads, image, boxes, box_ind = args
+    crop = tuple(np.shape(grads)[1:3])
+    _, pullback = jax.vjp(lambda b: _checked_crop(node, image, b, box_ind, crop), jnp.asarray(boxes, np.float32))
+    return [pullback(jnp.asarray(grads, np.float32))[0]]
+
+
+# -- bicubic resizing --------------------------------------------------------------------------
+_TABLE_SIZE = 1024
+
+
+def _cubic_table(a: float) -> np.ndarray:
+    """TensorFlow's table of the cubic kernel's weights at ``1024 + 1`` offsets (``InitCoeffsTable``:
+    computed in double, stored in float): ``[i, 0]`` at ``i / 1024``, ``[i, 1]`` at ``1 + i / 1024``."""
+    x = (np.arange(_TABLE_SIZE + 1) * 1.0 / _TABLE_SIZE).astype(np.float32).astype(np.float64)
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    x = (x + 1.0).astype(np.float32).astype(np.float64)
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.stack([near, far], -1).astype(np.float32)
+
+
+def _cubic_weights(in_size: int, out_size: int, node: Node) -> tuple[np.ndarray, np.ndarray]:
+    """Per output position, the four source indices and their weights: TensorFlow's
+    ``GetWeightsAndIndices`` (half-pixel centers: Keys' kernel, ``a = -0.5``, whose taps outside the
+    image get no weight and the rest renormalized; else ``a = -0.75`` and the edge pixels repeated)."""
+    half = bool(node.attr("half_pixel_centers", False))
+    scale = _scale(in_size, out_size, bool(node.attr("align_corners", False)))
+    i = np.arange(out_size, dtype=np.float32)
+    at = (i + np.float32(0.5)) * scale - np.float32(0.5) if half else i * scale
+    floor = np.floor(at).astype(np.int64)
+    offset = np.rint((at - floor) * np.float32(_TABLE_SIZE)).astype(np.int64)  # (lrintf: halves to even)
+    table = _cubic_table(-0.5 if half else -0.75)
+    weights = np.stack([table[offset, 1], table[offset, 0], table[_TABLE_SIZE - offset, 0],
+                        table[_TABLE_SIZE - offset, 1]], -1)
+    taps = floor[:, None] + np.arange(-1, 3)
+    index = np.clip(taps, 0, in_size - 1)
+    if half:
+        weights = np.where(index == taps, weights, np.float32(0))
+        total = weights[:, 0] + weights[:, 1] + weights[:, 2] + weights[:, 3]
+        usable = np.abs(total) >= np.float32(1000) * np.finfo(np.float32).tiny
+        weights = np.where(usable[:, None], weights * (np.float32(1) / np.where(usable, total, 1))[:, None], weights)
+    return index, weights.astype(np.float32)
+
+
+def _bicubic(node: Node, images: Any, out_hw: tuple[int, int]) -> Any:
+    """``images`` resized to ``out_hw`` in float32: four rows interpolated along y (TensorFlow's cached columns), then those along x."""
+    x = jnp.asarray(images).astype(np.float32)
+    rows, row_weights = _cubic_weights(x.shape[1], out_hw[0], node)
+    cols, col_weights = _cubic_weights(x.shape[2], out_hw[1], node)
+
+    def combine(values: list[Any], weights: np.ndarray, shape: tuple[int, ...]) -> Any:
+        terms = [_multiply(v, weights[:, k].reshape(shape)) for k, v in enumerate(values)]
+        return ((terms[0] + terms[1]) + terms[2]) + terms[3]
+
+    along_y = combine([x[:, rows[:, k]] for k in range(4)], row_weights, (-1, 1, 1))
+    return combine([along_y[:, :, cols[:, k]] for k in range(4)], col_weights, (-1, 1))
+
+
+@_reg("ResizeBicubic")
+def _resize_bicubic(node: Node, args: list[Any]) -> list[Any]:
+    images, size = args
+    return [_bicubic(node, images, _size(node, size))]
+
+
+@_reg("ResizeBicubicGrad")
+def _resize_bicubic_grad(node: Node, args: list[Any]) -> list[Any]:
+    """The adjoint of ``ResizeBicubic`` at ``original_image``'s shape, in its dtype."""
+    grads, original = args
+    grads = jnp.asarray(grads).astype(np.float32)
+    zeros = jnp.zeros(np.shape(original), np.float32)
+    _, pullback = jax.vjp(lambda x: _bicubic(node, x, (grads.shape[1], grads.shape[2])), zeros)
+    (out,) = pullback(grads)
+    return [out.astype(result_dtype(original))]
