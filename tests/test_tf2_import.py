@@ -985,6 +985,38 @@ def test_tape_slots_of_one_dtype_and_other_shapes(program: str) -> None:
     _close(jax.jit(step)(params, x), train(x))
 
 
+def test_train_step_through_a_cond_whose_branches_run_different_loops() -> None:
+    """Each branch's gradient loop pops its forward loop's accumulators (TensorLists, all variants) from
+    one optional slot of the cond: the slot holds lists of ``[]`` or ``[3]`` elements, and the read in
+    the gradient's branch ``k`` takes branch ``k``'s (red-team ``switch_case_nested_while``: it was refused
+    as ambiguous). Both branches taken, under ``jta.checked`` (the gradient loops' counts are traced)."""
+    w = tf.Variable(np.array([0.5, -1.0, 2.0], np.float32), name="w")
+
+    def looped(x: Any) -> Any:
+        h = x
+        for _ in tf.range(3):
+            h = tf.sin(h * w)
+        return h
+
+    def written(x: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=3)
+        for i in tf.range(3):
+            ta = ta.write(i, x[i] * w)
+        return tf.reduce_sum(ta.stack(), 0)
+
+    @tf.function(input_signature=[tf.TensorSpec([3], tf.float32)])
+    def train(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.cond(tf.reduce_sum(x * w) > 0, lambda: looped(x), lambda: written(x)) ** 2)
+        return loss, tape.gradient(loss, w)
+
+    x = np.array([1.0, 0.2, 0.7], np.float32)
+    step, params = jta.import_function(train, x)
+    checked = jta.checked(jax.jit(step))
+    for v in (x, -x):
+        _close(checked(params, v), train(v))
+
+
 @pytest.mark.long_only  # (9 s; the random programs' cond_tape family covers its class by default)
 def test_train_steps_through_conds_whose_branches_keep_different_intermediates() -> None:
     """TF's cond gives each branch's intermediates the same optional slots (in a loop), so one slot

@@ -77,26 +77,34 @@ class Opt:
     of different types in different branches (an optional is a variant). After a ``lax.switch``
     such a slot is a union: ``kinds`` lists the types it holds (:func:`_kind`), and ``value`` one
     part per kind, the taken branch's value in its own, zeros in the others; ``OptionalGetValue``
-    reads the part of the type it asks for."""
+    reads the part of the type it asks for. Where several fit (lists, which are all variants), the
+    read is in the gradient's branch of the same index (TensorFlow reads a branch's intermediates in
+    its gradient's branch only): ``owners`` (the branch count, and per kind the branches that give
+    it) picks the part."""
 
-    def __init__(self, value: Optional[tuple[Any, ...]], has: Any, kinds: Optional[tuple[Any, ...]] = None):
-        self.value, self.has, self.kinds = value, has, kinds
+    def __init__(self, value: Optional[tuple[Any, ...]], has: Any, kinds: Optional[tuple[Any, ...]] = None,
+                 owners: Optional[tuple[int, tuple[frozenset[int], ...]]] = None):
+        self.value, self.has, self.kinds, self.owners = value, has, kinds, owners
 
-    def tree_flatten(self) -> tuple[tuple[Any, ...], Optional[tuple[Any, ...]]]:
-        return (self.value, self.has), self.kinds
+    def tree_flatten(self) -> tuple[tuple[Any, ...], Any]:
+        return (self.value, self.has), (self.kinds, self.owners)
 
     @classmethod
-    def tree_unflatten(cls, kinds: Optional[tuple[Any, ...]], children: Any) -> Opt:
-        return cls(*children, kinds=kinds)
+    def tree_unflatten(cls, aux: Any, children: Any) -> Opt:
+        return cls(*children, kinds=aux[0], owners=aux[1])
 
-    def read(self, node: Node) -> list[Any]:
-        """``OptionalGetValue`` of it (``node``'s ``output_types``/``output_shapes`` choose the part)."""
+    def read(self, node: Node, branch: Optional[tuple[int, int]]) -> list[Any]:
+        """``OptionalGetValue`` of it (``node``'s ``output_types``/``output_shapes`` choose the part;
+        ``branch``, the innermost branch running and the count of its cond's branches, where they do not)."""
         if self.value is None:
             GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error="The optional variant has no value.")
         if self.kinds is None:
             return list(self.value)
         types, shapes = node.attr("output_types", []), node.attr("output_shapes", [])
-        fits = [part for kind, part in zip(self.kinds, self.value, strict=True) if _fits(kind, types, shapes)]
+        fitting = [k for k, kind in enumerate(self.kinds) if _fits(kind, types, shapes)]
+        if len(fitting) > 1 and branch is not None and self.owners is not None and branch[1] == self.owners[0]:
+            fitting = [k for k in fitting if branch[0] in self.owners[1][k]]
+        fits = [self.value[k] for k in fitting]
         if len(fits) != 1:
             GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
                 f"the optional holds one of {len(self.kinds)} types, and {len(fits)} of them are {types} {shapes}"))
@@ -285,6 +293,7 @@ class Evaluator:
         self.computing: set[tuple[int, Tensor]] = set()  # tensors _forward_value is computing now
         self.bodies: list[Body] = []  # and those bodies
         self.handles = handles or {}  # the captured variables by the id of their eager handles
+        self.branches: list[tuple[int, int]] = []  # the lax.switch branches running: (index, branch count)
 
     def call(self, body: Body, args: list[Any]) -> list[Any]:
         env: dict[Tensor, Any] = {}
@@ -408,7 +417,7 @@ class Evaluator:
         if op == "OptionalHasValue":
             return [np.bool_(args[0].has) if isinstance(args[0].has, bool) else args[0].has]
         if op == "OptionalGetValue":
-            return args[0].read(node)
+            return args[0].read(node, self.branches[-1] if self.branches else None)
         if op in _lists.LIST_OPS:
             if op in ("TensorListStack", "TensorListConcat", "TensorListConcatV2") and not args[0].static \
                     and not self.pad_stacks:
@@ -481,7 +490,7 @@ class Evaluator:
             # TF's If: a scalar is true where nonzero; a non-scalar where it is not empty (a static fact)
             index = (jnp.asarray(pred) != 0).astype(jnp.int32) if jnp.ndim(pred) == 0 else \
                 jnp.int32(jnp.size(pred) > 0)
-        fns = [lambda b=b: _as_jax(self.call(b, rest)) for b in bodies]
+        fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest) for k, b in enumerate(bodies)]
         if any(b.nodes[n].op in ("OptionalNone", "OptionalFromValue") for b in bodies for n in b.order):
             fns = _fill_optionals(fns)  # (TF may put values of different shapes in one slot: a union)
         fns = lists_agree(fns)
@@ -489,6 +498,14 @@ class Evaluator:
             return list(jax.lax.switch(index, fns))
         except TypeError as error:  # the branches' outputs differ in structure, shape or dtype
             raise GraphError.TF2_BRANCH.exception(node=node.name, op=node.op, error=str(error)[:500]) from error
+
+    def _in_branch(self, k: int, count: int, body: Body, args: list[Any]) -> list[Any]:
+        """Branch ``k`` of ``count`` of a ``lax.switch`` (the optionals it reads know which it is)."""
+        self.branches.append((k, count))
+        try:
+            return _as_jax(self.call(body, args))
+        finally:
+            self.branches.pop()
 
 
 def _static_bound(args: list[Any]) -> Optional[int]:
@@ -501,7 +518,7 @@ def _static_bound(args: list[Any]) -> Optional[int]:
 
 def _as_jax(values: list[Any]) -> list[Any]:
     """Branch outputs as JAX values (``lax.cond`` needs matching array leaves, not numpy constants)."""
-    return [v if isinstance(v, _lists.TList) else Opt(v.value, jnp.asarray(v.has)) if isinstance(v, Opt)
+    return [v if isinstance(v, _lists.TList) else Opt(v.value, jnp.asarray(v.has), v.kinds, v.owners) if isinstance(v, Opt)
             else jnp.asarray(v) for v in values]
 
 
@@ -513,13 +530,15 @@ def _fill_optionals(fns: list[Callable[[], list[Any]]]) -> list[Callable[[], lis
     shapes = [jax.eval_shape(fn) for fn in fns]
     kinds: dict[int, list[Any]] = {}
     templates: dict[tuple[int, Any], Any] = {}
-    for outs in shapes:
+    owners: dict[tuple[int, Any], set[int]] = {}
+    for k, outs in enumerate(shapes):
         for j, v in enumerate(outs):
             if isinstance(v, Opt) and v.value is not None:
                 kind = _kind(v.value)
                 if kind not in kinds.setdefault(j, []):
                     kinds[j].append(kind)
                     templates[j, kind] = v.value
+                owners.setdefault((j, kind), set()).add(k)
 
     def zeros(j: int, kind: Any) -> Any:
         return jax.tree_util.tree_map(lambda t: jnp.zeros(t.shape, t.dtype), templates[j, kind])
@@ -531,7 +550,8 @@ def _fill_optionals(fns: list[Callable[[], list[Any]]]) -> list[Callable[[], lis
             return v if v.value is not None else Opt(zeros(j, kinds[j][0]), v.has)
         mine = None if v.value is None else _kind(v.value)
         parts = tuple(v.value if kind == mine else zeros(j, kind) for kind in kinds[j])
-        return Opt(parts, v.has, kinds=tuple(kinds[j]))
+        return Opt(parts, v.has, kinds=tuple(kinds[j]),
+                   owners=(len(fns), tuple(frozenset(owners[j, kind]) for kind in kinds[j])))
 
     def filled(fn: Callable[[], list[Any]]) -> Callable[[], list[Any]]:
         return lambda: [slot(j, v) for j, v in enumerate(fn())]
