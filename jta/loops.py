@@ -66,10 +66,25 @@ def while_loop(cond_fun: Callable[[Carry], Any], body_fun: Callable[[Carry], Car
 
     ```
     """
-    bound = _bound(maximum_iterations)
+    return _while(cond_fun, body_fun, init_val, _bound(maximum_iterations))
+
+
+def unbounded_while_loop(cond_fun: Callable[[Carry], Any], body_fun: Callable[[Carry], Carry], init_val: Carry
+                         ) -> Carry:
+    """:func:`while_loop` without a bound whose derivative, outside ``jta.checked``, keeps stacks of
+    :data:`~jta._core.capacities.INITIAL_ROWS` rows where :func:`while_loop` would refuse reverse mode:
+    a loop that runs past them fails from compiled code (:data:`Error.LOOP_STACK_UNPLANNED`, naming
+    ``jta.checked``), so reverse mode of any shorter loop runs under a bare ``jax.jit``. The importer's
+    loops are these (TensorFlow differentiates a loop of any trip count); their forward mode keeps
+    the stacks too."""
+    return _while(cond_fun, body_fun, init_val, _Unbounded())
+
+
+def _while(cond_fun: Callable[[Carry], Any], body_fun: Callable[[Carry], Carry], init_val: Carry, bound: Bound
+           ) -> Carry:
     if jax_config.disable_jit.value:  # as lax.while_loop: a Python loop, which JAX differentiates op by op
         try:
-            return _python_loop(cond_fun, body_fun, init_val, bound)
+            return _python_loop(cond_fun, body_fun, init_val, bound if isinstance(bound, int) else None)
         except core.ConcretizationTypeError:  # a traced condition (under vmap): the loop primitive
             pass
     cond, cond_consts = _closure_convert(cond_fun, init_val)
@@ -160,6 +175,12 @@ def _run(cond: Callable[..., Any], body: Callable[..., Any], bound: Optional[int
     return lax.while_loop(go_on, step, (jnp.zeros((), jnp.int32), init))
 
 
+class _Unbounded(NamedTuple):
+    """The ``bound`` of :func:`unbounded_while_loop`'s loops: none, and outside ``jta.checked`` the
+    stacks of its reverse mode have :data:`~jta._core.capacities.INITIAL_ROWS` rows (running past
+    them fails from compiled code, :data:`Error.LOOP_STACK_UNPLANNED`)."""
+
+
 class _Sized(NamedTuple):
     """The ``bound`` of a loop that a derivative runs (the forward loop that fills the stacks,
     the tangent loop's JVP): its condition stops it within ``rows`` steps (or the loop it derives
@@ -169,13 +190,13 @@ class _Sized(NamedTuple):
     rows: int
 
 
-Bound = Union[int, _Sized, None]
+Bound = Union[int, _Sized, _Unbounded, None]
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
 def _loop(cond: Any, body: Any, bound: Bound, cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...],
           init: Any) -> Any:
-    if bound is None or isinstance(bound, _Sized):  # no counter: exactly lax.while_loop
+    if not isinstance(bound, int):  # no counter: exactly lax.while_loop
         return lax.while_loop(lambda x: cond(x, *cond_consts), lambda x: body(x, *body_consts), init)
     return _run(cond, body, bound, cond_consts, body_consts, init)[1]
 
@@ -203,13 +224,14 @@ def _loop_jvp(cond: Any, body: Any, bound: Bound, primals: tuple[Any, ...], tang
     if isinstance(bound, _Sized):  # a derivative's loop: it knows its rows
         rows, loop, limit = bound.rows, None, None
     else:
-        steps = _concrete_steps(cond, body, cond_consts, body_consts, init) if bound is None else None
+        limit = bound if isinstance(bound, int) else None
+        steps = _concrete_steps(cond, body, cond_consts, body_consts, init) if limit is None else None
         if steps is not None:  # eager code: the loop's length is known before it is differentiated
             rows, loop, limit = steps, None, None
         elif bound is None and not capacities.active():
             return _forward_mode(cond, body, cond_consts, body_consts, init, t_body_consts, t_init)
         else:
-            (rows, loop), limit = capacities.rows_for(bound), bound
+            rows, loop = capacities.rows_for(limit, unplanned=isinstance(bound, _Unbounded))
     x_leaves, x_tree = jax.tree_util.tree_flatten(init)
     k_leaves = list(body_consts)
     # Every inexact leaf of the carry has a tangent (a step may make a zero one nonzero); of the

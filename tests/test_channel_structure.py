@@ -460,7 +460,7 @@ def test_recorded_error_codes_are_fixed():
         "READ_BEYOND_CAPACITY": 5, "TRACED_RAGGED_SPLIT": 6, "SPLIT_SUM": 7, "NEGATIVE_SPLIT_LENGTH": 8,
         "WRITE_AFTER_READ": 9, "WRITTEN_TWICE": 10, "READ_CLEARED": 11, "SPLIT_SIZE": 12, "SPLIT_PIECE_SHAPE": 13,
         "SPLIT_PIECES_INCONSISTENT": 14, "LOOP_STACK_FULL": 504, "ARRAY_SIZE_LEARNED": 505,
-        "RESULT_SIZE_LEARNED": 506}
+        "RESULT_SIZE_LEARNED": 506, "LOOP_STACK_UNPLANNED": 507}
     assert len({e.code for e in Error}) == len(Error)
 
 

@@ -164,8 +164,10 @@ def test_program_family(name: str, seed: int) -> None:
 
 
 def test_unbounded_loop_is_jta_while_loop() -> None:
-    """No bound at all: jta.while_loop, whose gradient jta.checked sizes; a growing list is refused (435)."""
-    w = tf.Variable(np.float32(0.8), name="w")
+    """No bound at all: jta.while_loop. Under a bare jit its gradient's stacks and the tape's growing
+    lists have 256 rows: a loop of 69 steps runs (forward, train step, jax.grad); one of 339 steps
+    fails from compiled code naming jta.checked (never clamped), under which it runs."""
+    w = tf.Variable(np.float32(0.99), name="w")
 
     @tf.function
     def f(x: Any) -> Any:
@@ -177,17 +179,28 @@ def test_unbounded_loop_is_jta_while_loop() -> None:
             loss = f(x)[1] ** 2
         return loss, tape.gradient(loss, w)
 
-    x = np.float32(3.0)
-    jax_fn, params = jta.import_function(f, x)
-    _close(jax.jit(jax_fn)(params, x), f(x))
-    grad = jta.checked(jax.grad(lambda p: jax_fn(p, x)[1] ** 2))(params)
-    np.testing.assert_allclose(grad["w"], train(x)[1], rtol=1e-5)
-    step, params = jta.import_function(train, x)
-    _close(step(params, x), train(x))  # eagerly: step by step
-    _close(jta.checked(jax.jit(step))(params, x), train(x))  # the tape's growing lists: rows learned
+    short, long = np.float32(0.2), np.float32(3.0)
+    assert int(f(short)[0]) == 69 and int(f(long)[0]) == 339
+    jax_fn, params = jta.import_function(f, short)
+    step, step_params = jta.import_function(train, short)
+    grad = jax.grad(lambda p, x: jax_fn(p, x)[1] ** 2)
+    _close(jax.jit(jax_fn)(params, long), f(long))
+    _close(step(step_params, long), train(long))  # eagerly: step by step
+    _close(jta.checked(jax.jit(step))(step_params, long), train(long))  # the tape's growing lists: rows learned
+    np.testing.assert_allclose(jta.checked(jax.jit(grad))(params, long)["w"], train(long)[1], rtol=1e-5)
+    _close(jax.jit(step)(step_params, short), train(short))
+    np.testing.assert_allclose(jax.jit(grad)(params, short)["w"], train(short)[1], rtol=1e-5)
+    # (a bare jit's check: a host callback, whose JaxRuntimeError holds the text; jta.throw() gives it)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="grows the list past the 256 elements"):
+        jax.jit(step)(step_params, long)
     with pytest.raises(jta.errors.UnimplementedError, match="through jta.checked") as info:
-        jax.jit(step)(params, x)
-    assert GraphError.LIST_CAPACITY.matches(info.value)
+        jta.throw()
+    assert GraphError.LIST_BEYOND_CAPACITY.matches(info.value)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="339 steps, more than the 256 rows"):
+        jax.jit(grad)(params, long)
+    with pytest.raises(jta.errors.UnimplementedError) as info:
+        jta.throw()
+    assert Error.LOOP_STACK_UNPLANNED.matches(info.value)
 
 
 @pytest.mark.rotate("mode")

@@ -32,6 +32,7 @@ from .array import ArrayData, known_size
 __all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused", "SizeProbe"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
+UNPLANNED = -1  # the number of a loop whose stacks no plan sizes (see :func:`rows_for`)
 
 
 Key = tuple[str, int]  # ("rows", k) or ("size", k)
@@ -111,8 +112,10 @@ def planned_rows() -> Optional[tuple[int, int]]:
 
 def report_full(loop: int, steps: Any, rows: int, name: str) -> None:
     """After loop ``loop`` of a plan: record :data:`Error.LOOP_STACK_FULL` when its ``steps``
-    (traced) outran its stacks' ``rows``, which makes ``jta.checked`` grow them and rerun."""
-    full = records.record(records.no_error(), steps > rows, Error.LOOP_STACK_FULL, loop, steps, rows)
+    (traced) outran its stacks' ``rows``, which makes ``jta.checked`` grow them and rerun; after a
+    loop of no plan (:data:`UNPLANNED`), :data:`Error.LOOP_STACK_UNPLANNED`, an error."""
+    full = records.record(records.no_error(), steps > rows, Error.LOOP_STACK_UNPLANNED, steps, rows) \
+        if loop == UNPLANNED else records.record(records.no_error(), steps > rows, Error.LOOP_STACK_FULL, loop, steps, rows)
     emit(full, name, None, deferred=False)
 
 
@@ -203,13 +206,16 @@ def learned_size(number: int) -> Optional[int]:
     return None if plan is None else plan.sizes.get(("size", number))
 
 
-def rows_for(bound: Optional[int]) -> tuple[int, Optional[int]]:
+def rows_for(bound: Optional[int], unplanned: bool = False) -> tuple[int, Optional[int]]:
     """``(rows, loop)`` for the stacks of a loop bounded by ``bound`` (``None``: unbounded):
     ``loop`` is its number in the plan, or ``None`` when its rows cannot run out (no plan, or
-    the bound fits)."""
+    the bound fits). ``unplanned``: an unbounded loop outside a plan gets :data:`INITIAL_ROWS` rows,
+    and ``loop`` :data:`UNPLANNED` (running past them is an error), where it would be refused."""
     planned = planned_rows()
     if planned is None:
         if bound is None:
+            if unplanned:
+                return INITIAL_ROWS, UNPLANNED
             Error.LOOP_NEEDS_BOUND.raise_()
         return bound, None
     rows, loop = planned

@@ -344,6 +344,11 @@ class Error(Message):
                        "them and runs the function again; here it cannot (the function was called through "
                        "jta.checkify, or with donated arguments): pass maximum_iterations=N, or call it once "
                        "through jta.checked without donation.", ("loop", "steps", "capacity"))  # jta
+    LOOP_STACK_UNPLANNED = (507, _Unimplemented, "jta.while_loop: a loop of the differentiated program ran {steps} "
+                            "steps, more than the {capacity} rows its stacks have outside jta.checked: call the "
+                            "function through jta.checked (jta.checked(jax.jit(fn))), which learns the rows at run "
+                            "time and compiles again when they run out, or call it eagerly.",
+                            ("steps", "capacity"))  # jta
     ARRAY_SIZE_LEARNED = (505, _Unimplemented, "TensorArray {name}: stack() of this dynamically sized array "
                           "has {size} rows at run time, which jta.checked learns and compiles for (it returned "
                           "{guess} rows in this compilation); here it cannot (the function was called through "

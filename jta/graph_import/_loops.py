@@ -626,9 +626,12 @@ class Loops(abc.ABC):
         for r in recs:  # a bound caps the steps: an enclosing loop sizes its stacks by it (else: unknown)
             r.multiplier = None if r.multiplier is None or bound is None else r.multiplier * bound
         try:
-            # jta's while_loop: a lax.while_loop that jax.grad of the imported function reverses
-            res, carry = loops.while_loop(cond, lambda s: step(s[0], s[1], None), (res, carry0),
-                                          maximum_iterations=bound)
+            # jta's while_loop: a lax.while_loop that jax.grad of the imported function reverses (without
+            # a bound, outside jta.checked, within the stacks' first rows)
+            def stepped(s: Any) -> Any:
+                return step(s[0], s[1], None)
+            res, carry = loops.while_loop(cond, stepped, (res, carry0), maximum_iterations=bound) \
+                if bound is not None else loops.unbounded_while_loop(cond, stepped, (res, carry0))
         finally:
             for r, m in zip(recs, saved, strict=True):
                 r.multiplier = m

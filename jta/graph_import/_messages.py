@@ -116,8 +116,10 @@ class GraphError(Message):
     LIST_POP_EMPTY = (442, InvalidArgumentError, "Node {name} ({op}): Trying to pop from an empty list.", ("size",))
     LIST_BEYOND_CAPACITY = (443, UnimplementedError, "Node {name} ({op}): a write at element {index} grows the list "
                                  "past the {capacity} elements it was sized for before its loop (jta's buffers have "
-                                 "static sizes). The way out: give the loop a static bound (maximum_iterations= of "
-                                 "tf.while_loop), or call the imported function eagerly.",
+                                 "static sizes). The ways out: call the imported function through jta.checked "
+                                 "(jta.checked(jax.jit(fn))), which learns the rows at run time and compiles again "
+                                 "when they run out; give the loop a static bound (maximum_iterations= of "
+                                 "tf.while_loop); or call the imported function eagerly.",
                                  ("index", "capacity", "index_high"))
     LIST_RESERVE_NEGATIVE = (445, InvalidArgumentError, "Node {name} ({op}): The num_elements to reserve must be a "
                                   "non negative number, but got {size}", ("size",))

@@ -11,8 +11,9 @@ on the inputs' values is unknown), step after step until the condition is static
   ``n`` of an autograph ``for i in tf.range(n)`` with ``break``, which passes
   ``maximum_iterations=-1`` and keeps the bound in the condition only): a ``lax.scan`` of that many
   steps in which a step whose condition is false leaves the carry as it is (a ``lax.cond``);
-* no bound: ``jta.while_loop``, which ``jax.grad`` reverses too; the lists it grows are sized by
-  ``jta.checked``'s plan (outside it they are refused).
+* no bound: ``jta.while_loop``, which ``jax.grad`` reverses too; its stacks and the lists it grows
+  are sized by ``jta.checked``'s plan, outside it for 256 steps (a run past them fails from compiled
+  code, naming ``jta.checked``).
 
 Eagerly (concrete inputs, outside ``jit`` and ``grad``) a loop without an exact trip count runs
 step by step in Python, so lists keep static lengths and stacks have TensorFlow's shapes. A loop of
@@ -35,7 +36,7 @@ from jax.core import Tracer
 
 from .. import errors
 from .._core import capacities
-from ..loops import while_loop
+from ..loops import unbounded_while_loop
 from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete
 from ._list_value import value_key
 from ._lists import VARIANT, AtMost, TList, materialize, rows, sized_by_plan
@@ -195,7 +196,7 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
         return jnp.asarray(_in_carry(ev, cond, merge(c))[0]).astype(bool).reshape(())
 
     if steps is None:
-        out = while_loop(truth, step_body, carry)
+        out = unbounded_while_loop(truth, step_body, carry)
     elif exact:
         out, _ = jax.lax.scan(lambda c, _: (step_body(c), None), carry, None, length=steps)
     else:
@@ -365,13 +366,17 @@ def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: i
     if growth == 0 and shape is None and lst.items is None:
         return TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts, limit=lst.limit)  # the loop does not touch it
     if unbounded and growth != 0:
-        if plan is not None and not nested:
+        if nested:
+            # (inside an enclosing loop: its abstract step, where its counter was static, did not see this
+            # loop's trip count, so the enclosing loop's buffer may be too small; it is unrolled instead)
+            GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
+                "the loop has no static bound on its trip count and grows a TensorList, whose buffer must be "
+                "sized before the loop."))
+        if plan is not None:
             return sized_by_plan(node, lst, shape, plan, room if growth is None else growth)
-        # (inside an enclosing loop too: its abstract step, where its counter was static, did not see this
-        # loop's trip count, so the enclosing loop's buffer may be too small; it is unrolled instead)
-        GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
-            "the loop has no static bound on its trip count and grows a TensorList, whose buffer must be "
-            "sized before the loop."))
+        # outside jta.checked: room for as many steps as its plans start with; a write past them fails
+        # from compiled code (LIST_BEYOND_CAPACITY, naming jta.checked), never clamped
+        steps = capacities.INITIAL_ROWS
     if nested and not lst.static and lst.items is not None and lst.dtype != VARIANT:
         # a run-time length inside an enclosing loop's body: the enclosing loop sized the buffer for all
         # its steps (this loop's included); growing it here would change the enclosing loop's carry
