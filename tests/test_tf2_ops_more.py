@@ -25,6 +25,7 @@ import jax.numpy as jnp  # noqa: E402
 import jta  # noqa: E402
 from jta.graph_import import supported_ops, supported_tf2_ops  # noqa: E402
 from jta.graph_import._messages import GraphError  # noqa: E402
+from tests.helpers.compare import assert_same_outcome, outcome  # noqa: E402
 
 RNG = np.random.default_rng(0)
 NEW_OPS = ("ListDiff", "Roll", "SegmentSum", "SegmentMax", "SegmentMin", "SegmentMean", "SegmentProd",
@@ -509,6 +510,19 @@ def test_ragged_to_tensor_with_a_shape_pads_and_truncates(shape):
 
 def test_ragged_to_tensor_of_constant_row_lengths_runs_under_jit():
     _check(lambda v: tf.RaggedTensor.from_row_lengths(v, [1, 3, 0, 2]).to_tensor() * 2.0, _normal(6, 3))
+
+
+@pytest.mark.parametrize("splits", [[0, 0, 3], [0, 3, 2], [1, 2, 3], [0, -1, 3]])
+def test_ragged_row_splits_are_checked_as_in_tensorflow(splits):
+    """The rows a ``ROW_SPLITS`` partition places add up to its last split (TensorFlow's check: splits
+    start at 0 and never decrease): else TensorFlow's error, eagerly and from compiled code (code 483)."""
+    f = tf.function(lambda s: tf.raw_ops.RaggedTensorToTensor(
+        shape=[-1, -1], values=tf.constant([1.0, 2.0, 3.0]), default_value=0.0, row_partition_tensors=[s],
+        row_partition_types=["ROW_SPLITS"]), input_signature=[tf.TensorSpec([3], tf.int64)])
+    s = np.array(splits, np.int64)
+    fn, params = jta.import_function(f, s)
+    for run in (fn, jta.checked(jax.jit(fn))):
+        assert_same_outcome(outcome(run, params, s), outcome(f, s))
 
 
 @pytest.mark.long_only

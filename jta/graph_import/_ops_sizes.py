@@ -145,6 +145,9 @@ def _ragged_tensor_to_tensor(node: Node, args: list[Any]) -> list[Any]:
     wanted = np.reshape(static_value(node, shape, "the shape"), -1).astype(np.int64)
     if wanted.size == 1 and wanted[0] == -1:  # (a scalar -1: the shape of unknown rank, all natural)
         wanted = np.full(ragged + 1 + len(inner), -1, np.int64)
+    if np.any(wanted < -1):
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op,
+                                           error=f"Dimension {int(wanted[wanted < -1][0])} must be >= -1")
     dense = zip(wanted[ragged + 1:], inner, strict=False)
     if wanted.size != ragged + 1 + len(inner) or any(w not in (-1, d) for w, d in dense):
         GraphError.UNSUPPORTED.raise_(items=f"  - node {node.name} (RaggedTensorToTensor): shape {wanted.tolist()} "
@@ -152,6 +155,9 @@ def _ragged_tensor_to_tensor(node: Node, args: list[Any]) -> list[Any]:
                                             "dense dimensions cannot change)")
     known = [known_now(p) for p in partitions]
     xp = np if all(k is not None for k in known) else jnp
+    if first is None:
+        for k, p in zip(known, partitions, strict=True):
+            _check_splits(node, k if k is not None else jnp.asarray(p))
     parts = [k if k is not None else jnp.asarray(p) for k, p in zip(known, partitions, strict=True)]
     if wanted[0] >= 0:
         dims = [int(wanted[0])]
@@ -186,6 +192,16 @@ def _ragged_tensor_to_tensor(node: Node, args: list[Any]) -> list[Any]:
     if 0 in out_shape:  # (nothing to place; JAX cannot differentiate a scatter into an empty dimension)
         return [fill]
     return [fill.at[tuple(jnp.asarray(p) for p in paths)].set(values, mode="drop")]
+
+
+def _check_splits(node: Node, splits: Any) -> None:
+    """TensorFlow's check of a ``ROW_SPLITS`` partition: the rows it places (each row's length, where it
+    is not negative) add up to its last split (so splits start at 0 and do not decrease)."""
+    xp = np if is_static(splits) else jnp
+    lengths = splits[1:] - splits[:-1]
+    placed = xp.sum(xp.maximum(lengths, 0)) if np.shape(splits)[0] > 1 else 0
+    bad = np.shape(splits)[0] > 0 and placed != splits[-1]
+    value_ops.report(node.name, bool(bad) if xp is np else bad, GraphError.RAGGED_SPLITS, extra={"op": node.op})
 
 
 @_reg("Bincount", "DenseBincount")

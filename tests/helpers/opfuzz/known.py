@@ -190,15 +190,6 @@ KNOWN: dict[str, str] = {
     'PadV2.paddings#4': "TF's class, not its text",
     'PadV2.paddings#5': "TF's class, not its text",
     'PadV2.paddings#6': "TF's class, not its text",
-    # RaggedTensorToTensor.shape
-    'RaggedTensorToTensor.shape#4': 'a value where TF raises',
-    # RaggedTensorToTensor.splits
-    'RaggedTensorToTensor.splits#2': 'a value where TF raises',
-    'RaggedTensorToTensor.splits#4': 'a value where TF raises',
-    'RaggedTensorToTensor.splits#5': 'a value where TF raises',
-    'RaggedTensorToTensor.splits#c2': 'a value where TF raises',
-    'RaggedTensorToTensor.splits#c4': 'a value where TF raises',
-    'RaggedTensorToTensor.splits#c5': 'a value where TF raises',
     # Reshape.shape
     'Reshape.shape#c4': 'an error where TF gives a value',
     # ReverseV2.axis
