@@ -135,3 +135,26 @@ def test_bicubic_resize_matches_tensorflow(size, align: bool, half: bool) -> Non
     grad = jax.jit(jax.grad(lambda x: jnp.sum(weights * jax_fn(params, x))))(IMAGE)
     np.testing.assert_allclose(grad, step(IMAGE).numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(jax.jit(jax_step)(step_params, IMAGE), step(IMAGE).numpy(), rtol=1e-5, atol=1e-5)
+
+
+# (ksizes, strides, rates, padding)
+PATCHES = [([1, 2, 3, 1], [1, 2, 2, 1], [1, 1, 1, 1], "VALID"), ([1, 2, 3, 1], [1, 2, 2, 1], [1, 2, 1, 1], "SAME"),
+           ([1, 7, 3, 1], [1, 3, 3, 1], [1, 1, 1, 1], "VALID"), ([1, 3, 2, 1], [1, 1, 3, 1], [1, 1, 2, 1], "SAME")]
+
+
+@pytest.mark.parametrize("sizes, strides, rates, padding", PATCHES)
+def test_extract_patches_matches_tensorflow(sizes, strides, rates, padding) -> None:
+    """Values under ``jit`` (row, column, depth order; ``SAME``'s zero padding, the smaller half before;
+    a window larger than the image: no patches) and ``jax.grad`` against the tape."""
+    build = lambda x: tf.image.extract_patches(x, sizes, strides, rates, padding)  # noqa: E731
+    f = tf.function(build, input_signature=[tf.TensorSpec(IMAGE.shape, tf.float32)])
+    jax_fn, params = jta.import_function(f, IMAGE)
+    want = f(IMAGE).numpy()
+    np.testing.assert_array_equal(jax.jit(jax_fn)(params, IMAGE), want)
+    weights = np.cos(np.arange(want.size, dtype=np.float32)).reshape(want.shape)
+    x = tf.constant(IMAGE)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(weights * build(x))
+    grad = jax.jit(jax.grad(lambda v: jnp.sum(weights * jax_fn(params, v))))(IMAGE)
+    np.testing.assert_allclose(grad, tape.gradient(loss, x).numpy(), rtol=1e-5, atol=1e-6)

@@ -173,6 +173,7 @@ class GraphError(Message):
     LIST_STACK_COUNT = (479, InvalidArgumentError, "Node {name} ({op}): Operation expected a list with {expected} "
                              "elements but got a list with {size} elements.", ("expected", "size"))
     NOT_INVERTIBLE = (480, InvalidArgumentError, "Node {name} ({op}): {what} is not invertible.", ())
+    TF_UNIMPLEMENTED = (484, UnimplementedError, "Node {node} ({op}): {error}")  # (TF's text of an Unimplemented)
     RAGGED_SPLITS = (483, InvalidArgumentError, "Node {name} ({op}): Invalid row split size.", ())
     BOX_INDEX_RANGE = (482, OutOfRangeError, "Node {name} ({op}): box_index has values outside [0, batch_size)", ())
     POOL_BATCH = (481, UnimplementedError, "Node {name} ({op}): Pooling is not yet supported on the batch "

@@ -1,5 +1,6 @@
-"""Crops and bicubic resizes of images: ``tf.image.crop_and_resize`` (``CropAndResize``),
-``tf.image.resize(method="bicubic")`` (``ResizeBicubic``), and their gradients.
+"""Crops, bicubic resizes and patches of images: ``tf.image.crop_and_resize`` (``CropAndResize``),
+``tf.image.resize(method="bicubic")`` (``ResizeBicubic``), their gradients, and
+``tf.image.extract_patches`` (``ExtractImagePatches``).
 
 Each box's crop samples the image at ``crop_size`` points spread evenly from its top-left corner to
 its bottom-right one (normalized coordinates; a crop of one point samples the box's centre), by
@@ -225,3 +226,30 @@ def _resize_bicubic_grad(node: Node, args: list[Any]) -> list[Any]:
     _, pullback = jax.vjp(lambda x: _bicubic(node, x, (grads.shape[1], grads.shape[2])), zeros)
     (out,) = pullback(grads)
     return [out.astype(result_dtype(original))]
+
+
+# -- patches -----------------------------------------------------------------------------------
+@_reg("ExtractImagePatches")
+def _extract_patches(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.image.extract_patches``: each output pixel holds the ``ksizes`` window (dilated by ``rates``)
+    at its place, flattened row, column, depth; ``SAME`` pads as TensorFlow's convolutions do (the
+    smaller half before), with zeros."""
+    (x,) = args
+    sizes, strides, rates = (list(node.attr(a)) for a in ("ksizes", "strides", "rates"))
+    for name, v in (("ksizes", sizes), ("strides", strides), ("rates", rates)):
+        if v[0] != 1 or v[3] != 1:
+            GraphError.TF_UNIMPLEMENTED.raise_(node=node.name, op=node.op, error=f"Only support {name} across space.")
+    padding = node.attr("padding", b"VALID")
+    same = (padding.decode() if isinstance(padding, bytes) else str(padding)) == "SAME"
+    x = jnp.asarray(x)
+    indices, pads = [], []
+    for size, k, s, r in zip(x.shape[1:3], sizes[1:3], strides[1:3], rates[1:3], strict=True):
+        span = k + (k - 1) * (r - 1)
+        count = -(-size // s) if same else max(-(-(size - span + 1) // s), 0)
+        before = max((count - 1) * s + span - size, 0) // 2 if same else 0
+        indices.append(np.arange(count)[:, None] * s + np.arange(k)[None, :] * r)  # (in the padded image)
+        pads.append((before, max((count - 1) * s + span - size - before, 0) if count else 0))
+    padded = jnp.pad(x, [(0, 0), *pads, (0, 0)])
+    rows, cols = indices
+    out = padded[:, rows[:, None, :, None], cols[None, :, None, :]]  # (batch, rows, cols, kr, kc, depth)
+    return [out.reshape(*out.shape[:3], int(np.prod(out.shape[3:])))]
