@@ -158,3 +158,38 @@ def test_extract_patches_matches_tensorflow(sizes, strides, rates, padding) -> N
         loss = tf.reduce_sum(weights * build(x))
     grad = jax.jit(jax.grad(lambda v: jnp.sum(weights * jax_fn(params, v))))(IMAGE)
     np.testing.assert_allclose(grad, tape.gradient(loss, x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _boxes(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes on a grid of quarters (exact overlaps of 1/3, 1/2: at the thresholds), some flipped, some
+    empty, and scores with ties."""
+    rng = np.random.default_rng(seed)
+    corners = rng.integers(0, 5, size=(n, 4)).astype(np.float32) / np.float32(4)
+    return corners, (rng.integers(0, 6, size=n) / 5).astype(np.float32)
+
+
+# name -> (function of (boxes, scores), (iou, score thresholds))
+NMS = {
+    "v3": lambda b, s: tf.image.non_max_suppression(b, s, 7, 1 / 3, 0.2),
+    "v3_half": lambda b, s: tf.image.non_max_suppression(b, s, 20, 0.5),
+    "v5_scores": lambda b, s: list(tf.image.non_max_suppression_with_scores(b, s, 6, 0.5, 0.1)),
+    "v4_padded": lambda b, s: list(tf.raw_ops.NonMaxSuppressionV4(boxes=b, scores=s, max_output_size=9,
+                                                                  iou_threshold=0.4, score_threshold=0.0,
+                                                                  pad_to_max_output_size=True)),
+}
+
+
+@pytest.mark.parametrize("name", NMS)
+def test_non_max_suppression_matches_tensorflow(name: str) -> None:
+    """Eagerly and under ``jta.checked`` (the count is the data's; padded: under a bare ``jit`` too), for
+    three sets of 40 boxes."""
+    f = tf.function(NMS[name], input_signature=[tf.TensorSpec([40, 4], tf.float32), tf.TensorSpec([40], tf.float32)])
+    jax_fn, params = jta.import_function(f, *_boxes(40, 0))
+    runs = [jax_fn, jta.checked(jax.jit(jax_fn))] + ([jax.jit(jax_fn)] if name == "v4_padded" else [])
+    for seed in range(3):
+        boxes, scores = _boxes(40, seed)
+        want = [np.asarray(w) for w in tf.nest.flatten(f(boxes, scores))]
+        for run in runs:
+            got = [np.asarray(g) for g in jax.tree_util.tree_leaves(run(params, boxes, scores))]
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g, w)

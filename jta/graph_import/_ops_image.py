@@ -1,6 +1,6 @@
 """Crops, bicubic resizes and patches of images: ``tf.image.crop_and_resize`` (``CropAndResize``),
 ``tf.image.resize(method="bicubic")`` (``ResizeBicubic``), their gradients, and
-``tf.image.extract_patches`` (``ExtractImagePatches``).
+``tf.image.extract_patches`` (``ExtractImagePatches``), and non-max suppression of boxes.
 
 Each box's crop samples the image at ``crop_size`` points spread evenly from its top-left corner to
 its bottom-right one (normalized coordinates; a crop of one point samples the box's centre), by
@@ -22,7 +22,7 @@ import numpy as np
 from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import OPS, registrar, result_dtype, static_value
+from ._ops import OPS, learned_size, registrar, result_dtype, static_value
 from ._ops_checks import dims, known_now
 from ._ops_linalg import _scale, _size
 
@@ -253,3 +253,64 @@ def _extract_patches(node: Node, args: list[Any]) -> list[Any]:
     rows, cols = indices
     out = padded[:, rows[:, None, :, None], cols[None, :, None, :]]  # (batch, rows, cols, kr, kc, depth)
     return [out.reshape(*out.shape[:3], int(np.prod(out.shape[3:])))]
+
+
+# -- non-max suppression -----------------------------------------------------------------------
+def _overlaps(boxes: Any) -> Any:
+    """Each pair's intersection over union, as TensorFlow's ``IOU`` computes it: corners in either
+    order; 0 where a box has no area."""
+    low = jnp.minimum(boxes[:, :2], boxes[:, 2:])
+    high = jnp.maximum(boxes[:, :2], boxes[:, 2:])
+    area = _multiply(high[:, 0] - low[:, 0], high[:, 1] - low[:, 1])
+    top = jnp.maximum(low[:, None], low[None])
+    bottom = jnp.minimum(high[:, None], high[None])
+    inter = _multiply(jnp.maximum(bottom[..., 0] - top[..., 0], 0.0), jnp.maximum(bottom[..., 1] - top[..., 1], 0.0))
+    union = (area[:, None] + area[None]) - inter
+    empty = (area[:, None] <= 0) | (area[None] <= 0)
+    return jnp.where(empty, 0.0, inter / jnp.where(empty, 1.0, union))
+
+
+@_reg("NonMaxSuppression", "NonMaxSuppressionV2", "NonMaxSuppressionV3", "NonMaxSuppressionV4",
+      "NonMaxSuppressionV5")
+def _non_max_suppression(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.image.non_max_suppression`` (``_with_scores``, ``_padded``'s kernel): boxes by decreasing score
+    (a tie: the lower index first), each kept unless its overlap with a box kept before exceeds
+    ``iou_threshold``, at most ``max_output_size``, of scores above ``score_threshold``. The count is the
+    data's (known eagerly, learned by ``jta.checked``) unless ``pad_to_max_output_size`` pads with zeros."""
+    boxes, scores, size = args[:3]
+    iou = float(node.attr("iou_threshold")) if node.op == "NonMaxSuppression" else args[3]
+    threshold = args[4] if len(args) > 4 else -np.inf
+    if node.op == "NonMaxSuppressionV5" and float(static_value(node, args[5], "soft_nms_sigma")) > 0:
+        GraphError.UNSUPPORTED.raise_(items=f"  - node {node.name} ({node.op}): soft_nms_sigma > 0 (Soft-NMS)")
+    size = int(static_value(node, size, "max_output_size"))
+    checks = ((np.ndim(boxes) != 2 or np.shape(boxes)[1] != 4, f"boxes must be 2-D{dims(np.shape(boxes))}"),
+              (np.shape(scores) != np.shape(boxes)[:1], "scores has incompatible shape"),
+              (size < 0, "output size must be non-negative"))
+    for bad, text in checks:
+        if bad:
+            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=text)
+    known_iou = known_now(iou)
+    if known_iou is not None and not 0 <= float(known_iou) <= 1:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error="iou_threshold must be in [0, 1]")
+    boxes, scores = jnp.asarray(boxes, np.float32), jnp.asarray(scores)
+    n = boxes.shape[0]
+    order = jnp.argsort(-scores, stable=True)
+    overlaps = _overlaps(boxes)[order][:, order]
+    candidate = (scores > threshold)[order]
+
+    def visit(k: Any, state: tuple[Any, Any]) -> tuple[Any, Any]:
+        kept, count = state
+        keep = candidate[k] & (count < size) & ~jnp.any(kept & (overlaps[k] > iou))
+        return kept.at[k].set(keep), count + keep
+
+    kept, count = jax.lax.fori_loop(0, n, visit, (jnp.zeros(n, bool), jnp.zeros((), np.int32)))
+    padded = node.op in ("NonMaxSuppressionV4", "NonMaxSuppressionV5") and bool(node.attr("pad_to_max_output_size"))
+    known = known_now(count)
+    rows = size if padded else int(known) if known is not None else learned_size(
+        node, count, "the boxes (how many are kept is the result's length; jta.checked learns it at run time)",
+        min(size, n))
+    at = jnp.nonzero(kept, size=rows, fill_value=n)[0]
+    indices = jnp.where(at < n, order[jnp.minimum(at, n - 1)], 0).astype(np.int32)
+    if node.op == "NonMaxSuppressionV5":
+        return [indices, jnp.where(at < n, scores[indices], 0).astype(scores.dtype), count]
+    return [indices, count] if node.op == "NonMaxSuppressionV4" else [indices]
