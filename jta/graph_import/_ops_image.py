@@ -1,6 +1,10 @@
-"""Crops, bicubic resizes and patches of images: ``tf.image.crop_and_resize`` (``CropAndResize``),
-``tf.image.resize(method="bicubic")`` (``ResizeBicubic``), their gradients, and
-``tf.image.extract_patches`` (``ExtractImagePatches``), and non-max suppression of boxes.
+"""Images: resizes (``tf.image.resize``: bilinear, nearest-neighbor, bicubic) and crops
+(``tf.image.crop_and_resize``) with their gradients, patches (``tf.image.extract_patches``), and
+non-max suppression of boxes.
+
+A resize computes its source positions in float32 with the scale rule of TensorFlow's
+``CalculateResizeScale`` and its (half-pixel) scalers, so the interpolation weights are TensorFlow's
+bit for bit.
 
 Each box's crop samples the image at ``crop_size`` points spread evenly from its top-left corner to
 its bottom-right one (normalized coordinates; a crop of one point samples the box's centre), by
@@ -24,7 +28,6 @@ from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, learned_size, registrar, result_dtype, static_value
 from ._ops_checks import dims, known_now
-from ._ops_linalg import _scale, _size
 
 _reg = registrar(OPS)
 
@@ -160,6 +163,91 @@ def _crop_and_resize_grad_boxes(node: Node, args: list[Any]) -> list[Any]:
     return [pullback(jnp.asarray(grads, np.float32))[0]]
 
 
+# -- bilinear and nearest-neighbor resizing ---------------------------------------------------
+def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
+    """TensorFlow's ``CalculateResizeScale``, in float32."""
+    if align_corners and out_size > 1:
+        return np.float32(in_size - 1) / np.float32(out_size - 1)
+    return np.float32(in_size) / np.float32(out_size)
+
+
+def _bilinear_weights(in_size: int, out_size: int, node: Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lower, upper, lerp) per output position: TensorFlow's ``compute_interpolation_weights``."""
+    scale = _scale(in_size, out_size, bool(node.attr("align_corners", False)))
+    i = np.arange(out_size, dtype=np.float32)
+    pos = (i + np.float32(0.5)) * scale - np.float32(0.5) if node.attr("half_pixel_centers", False) else i * scale
+    floor = np.floor(pos)
+    lower = np.maximum(floor, 0).astype(np.int64)
+    upper = np.minimum(np.ceil(pos), in_size - 1).astype(np.int64)
+    return lower, upper, (pos - floor).astype(np.float32)
+
+
+def _size(node: Node, size: Any) -> tuple[int, int]:
+    """A resize's ``[height, width]``, positive (TensorFlow's check; a gradient's text differs)."""
+    height, width = (int(s) for s in static_value(node, size, "the size"))
+    if height <= 0 or width <= 0:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+            "shape_t's elements must be positive" if node.op.endswith("Grad") else "output dimensions must be positive"))
+    return height, width
+
+
+def _bilinear(node: Node, images: Any, out_hw: tuple[int, int]) -> Any:
+    """``images`` (``[batch, height, width, channels]``) resized to ``out_hw``, in float32."""
+    x = jnp.asarray(images).astype(jnp.float32)
+    y_lo, y_hi, y_lerp = _bilinear_weights(x.shape[1], out_hw[0], node)
+    x_lo, x_hi, x_lerp = _bilinear_weights(x.shape[2], out_hw[1], node)
+    top, bottom = x[:, y_lo], x[:, y_hi]
+    x_lerp = x_lerp[:, None]
+    # TensorFlow's order of operations: lerp along x in the top and bottom rows, then along y
+    top = top[:, :, x_lo] + _multiply(top[:, :, x_hi] - top[:, :, x_lo], x_lerp)
+    bottom = bottom[:, :, x_lo] + _multiply(bottom[:, :, x_hi] - bottom[:, :, x_lo], x_lerp)
+    return top + _multiply(bottom - top, y_lerp[:, None, None])
+
+
+@_reg("ResizeBilinear")
+def _resize_bilinear(node: Node, args: list[Any]) -> list[Any]:
+    images, size = args
+    return [_bilinear(node, images, _size(node, size))]
+
+
+@_reg("ResizeBilinearGrad")
+def _resize_bilinear_grad(node: Node, args: list[Any]) -> list[Any]:
+    return [_adjoint(_bilinear, node, *args)]
+
+
+def _nearest_index(in_size: int, out_size: int, node: Node) -> np.ndarray:
+    """The source position per output position: TensorFlow's nearest-neighbor rule (round with
+    ``align_corners``, floor otherwise; half-pixel centers without the -0.5)."""
+    scale = _scale(in_size, out_size, bool(node.attr("align_corners", False)))
+    i = np.arange(out_size, dtype=np.float32)
+    half = bool(node.attr("half_pixel_centers", False))
+    pos = (i + np.float32(0.5)) * scale if half else i * scale
+    # roundf rounds halves away from zero; positions are not negative
+    index = np.floor(pos + np.float32(0.5)) if node.attr("align_corners", False) else np.floor(pos)
+    index = np.minimum(index.astype(np.int64), in_size - 1)
+    return np.maximum(index, 0) if half else index
+
+
+@_reg("ResizeNearestNeighbor")
+def _resize_nearest(node: Node, args: list[Any]) -> list[Any]:
+    images, size = args
+    height, width = _size(node, size)
+    x = jnp.asarray(images)
+    return [x[:, _nearest_index(x.shape[1], height, node)][:, :, _nearest_index(x.shape[2], width, node)]]
+
+
+@_reg("ResizeNearestNeighborGrad")
+def _resize_nearest_grad(node: Node, args: list[Any]) -> list[Any]:
+    """Each gradient entry added to the source pixel its output position copied."""
+    grads, size = args
+    height, width = _size(node, size)
+    grads = jnp.asarray(grads)
+    rows = _nearest_index(height, grads.shape[1], node)
+    cols = _nearest_index(width, grads.shape[2], node)
+    out = jnp.zeros((grads.shape[0], height, width, grads.shape[3]), grads.dtype)
+    return [out.at[:, rows[:, None], cols[None, :]].add(grads)]
+
+
 # -- bicubic resizing --------------------------------------------------------------------------
 _TABLE_SIZE = 1024
 
@@ -219,13 +307,16 @@ def _resize_bicubic(node: Node, args: list[Any]) -> list[Any]:
 
 @_reg("ResizeBicubicGrad")
 def _resize_bicubic_grad(node: Node, args: list[Any]) -> list[Any]:
-    """The adjoint of ``ResizeBicubic`` at ``original_image``'s shape, in its dtype."""
-    grads, original = args
+    return [_adjoint(_bicubic, node, *args)]
+
+
+def _adjoint(resize: Any, node: Node, grads: Any, original: Any) -> Any:
+    """A resize's gradient (``Resize*Grad``): the adjoint of ``resize`` at ``original_image``'s shape, in its
+    dtype."""
     grads = jnp.asarray(grads).astype(np.float32)
-    zeros = jnp.zeros(np.shape(original), np.float32)
-    _, pullback = jax.vjp(lambda x: _bicubic(node, x, (grads.shape[1], grads.shape[2])), zeros)
-    (out,) = pullback(grads)
-    return [out.astype(result_dtype(original))]
+    _, pullback = jax.vjp(lambda x: resize(node, x, (grads.shape[1], grads.shape[2])),
+                          jnp.zeros(np.shape(original), np.float32))
+    return pullback(grads)[0].astype(result_dtype(original))
 
 
 # -- patches -----------------------------------------------------------------------------------

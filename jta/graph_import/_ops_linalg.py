@@ -1,4 +1,4 @@
-"""Linear algebra, diagonal bands, image resizing, ``Bitcast`` and ``Where`` for :data:`._ops.OPS`.
+"""Linear algebra, diagonal bands, ``Bitcast`` and ``Where`` for :data:`._ops.OPS`.
 
 Decompositions and solves compute with ``jax.numpy``/``jax.lax.linalg`` (their results are never
 static); the diagonal-band ops gather through index tables built in numpy from the static shapes,
@@ -17,9 +17,6 @@ TensorFlow's kernels differ from LAPACK's conventions in a few places, followed 
   ``SelfAdjointEigV2`` vectors may differ in sign (phase). Quantities that do not depend on these
   choices (reconstructions, ``|v|``, symmetric functions of the eigenvalues) and their gradients
   match TensorFlow's.
-* ``ResizeBilinear``/``ResizeNearestNeighbor`` compute the source positions in float32 with the
-  scale rule of TensorFlow's ``CalculateResizeScale`` and its (half-pixel) scalers, so the
-  interpolation weights are TensorFlow's bit for bit.
 * ``Bitcast`` rereads the bytes with ``jax.lax.bitcast_convert_type``; a 64-bit type needs
   ``jax_enable_x64`` (JAX would hold it narrower, so its bytes would not be TensorFlow's).
 * ``Where``'s output shape is the number of true entries: it runs on constants and on concrete
@@ -267,96 +264,6 @@ def _matrix_set_diag(node: Node, args: list[Any]) -> list[Any]:
     packed = _packed(diagonal, k)
     index, on = _scatter_table(k, rows, cols, np.shape(packed)[-1], _align(node))
     return [as_numpy(xp_of(x, diagonal).where(on, _take_flat(packed, index), x))]
-
-
-# -- image resizing ---------------------------------------------------------------------------
-def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
-    """TensorFlow's ``CalculateResizeScale``, in float32."""
-    if align_corners and out_size > 1:
-        return np.float32(in_size - 1) / np.float32(out_size - 1)
-    return np.float32(in_size) / np.float32(out_size)
-
-
-def _bilinear_weights(in_size: int, out_size: int, node: Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(lower, upper, lerp) per output position: TensorFlow's ``compute_interpolation_weights``."""
-    scale = _scale(in_size, out_size, bool(node.attr("align_corners", False)))
-    i = np.arange(out_size, dtype=np.float32)
-    pos = (i + np.float32(0.5)) * scale - np.float32(0.5) if node.attr("half_pixel_centers", False) else i * scale
-    floor = np.floor(pos)
-    lower = np.maximum(floor, 0).astype(np.int64)
-    upper = np.minimum(np.ceil(pos), in_size - 1).astype(np.int64)
-    return lower, upper, (pos - floor).astype(np.float32)
-
-
-def _size(node: Node, size: Any) -> tuple[int, int]:
-    """A resize's ``[height, width]``, positive (TensorFlow's check; a gradient's text differs)."""
-    height, width = (int(s) for s in static_value(node, size, "the size"))
-    if height <= 0 or width <= 0:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
-            "shape_t's elements must be positive" if node.op.endswith("Grad") else "output dimensions must be positive"))
-    return height, width
-
-
-def _bilinear(node: Node, images: Any, out_hw: tuple[int, int]) -> Any:
-    """``images`` (``[batch, height, width, channels]``) resized to ``out_hw``, in float32."""
-    x = jnp.asarray(images).astype(jnp.float32)
-    y_lo, y_hi, y_lerp = _bilinear_weights(x.shape[1], out_hw[0], node)
-    x_lo, x_hi, x_lerp = _bilinear_weights(x.shape[2], out_hw[1], node)
-    top, bottom = x[:, y_lo], x[:, y_hi]
-    x_lerp = x_lerp[:, None]
-    # TensorFlow's order of operations: lerp along x in the top and bottom rows, then along y
-    top = top[:, :, x_lo] + (top[:, :, x_hi] - top[:, :, x_lo]) * x_lerp
-    bottom = bottom[:, :, x_lo] + (bottom[:, :, x_hi] - bottom[:, :, x_lo]) * x_lerp
-    return top + (bottom - top) * y_lerp[:, None, None]
-
-
-@_reg("ResizeBilinear")
-def _resize_bilinear(node: Node, args: list[Any]) -> list[Any]:
-    images, size = args
-    return [_bilinear(node, images, _size(node, size))]
-
-
-@_reg("ResizeBilinearGrad")
-def _resize_bilinear_grad(node: Node, args: list[Any]) -> list[Any]:
-    """The adjoint of ``ResizeBilinear`` at ``original_image``'s shape, in its dtype."""
-    grads, original = args
-    grads = jnp.asarray(grads).astype(jnp.float32)
-    zeros = jnp.zeros(np.shape(original), jnp.float32)
-    (out,) = jax.linear_transpose(lambda x: _bilinear(node, x, (grads.shape[1], grads.shape[2])), zeros)(grads)
-    return [out.astype(result_dtype(original))]
-
-
-def _nearest_index(in_size: int, out_size: int, node: Node) -> np.ndarray:
-    """The source position per output position: TensorFlow's nearest-neighbor rule (round with
-    ``align_corners``, floor otherwise; half-pixel centers without the -0.5)."""
-    scale = _scale(in_size, out_size, bool(node.attr("align_corners", False)))
-    i = np.arange(out_size, dtype=np.float32)
-    half = bool(node.attr("half_pixel_centers", False))
-    pos = (i + np.float32(0.5)) * scale if half else i * scale
-    # roundf rounds halves away from zero; positions are not negative
-    index = np.floor(pos + np.float32(0.5)) if node.attr("align_corners", False) else np.floor(pos)
-    index = np.minimum(index.astype(np.int64), in_size - 1)
-    return np.maximum(index, 0) if half else index
-
-
-@_reg("ResizeNearestNeighbor")
-def _resize_nearest(node: Node, args: list[Any]) -> list[Any]:
-    images, size = args
-    height, width = _size(node, size)
-    x = jnp.asarray(images)
-    return [x[:, _nearest_index(x.shape[1], height, node)][:, :, _nearest_index(x.shape[2], width, node)]]
-
-
-@_reg("ResizeNearestNeighborGrad")
-def _resize_nearest_grad(node: Node, args: list[Any]) -> list[Any]:
-    """Each gradient entry added to the source pixel its output position copied."""
-    grads, size = args
-    height, width = _size(node, size)
-    grads = jnp.asarray(grads)
-    rows = _nearest_index(height, grads.shape[1], node)
-    cols = _nearest_index(width, grads.shape[2], node)
-    out = jnp.zeros((grads.shape[0], height, width, grads.shape[3]), grads.dtype)
-    return [out.at[:, rows[:, None], cols[None, :]].add(grads)]
 
 
 # -- Bitcast and Where ------------------------------------------------------------------------
