@@ -290,3 +290,74 @@ def test_a_run_time_shape_is_checked_as_in_tensorflow() -> None:
         want = outcome(f, X, s)
         assert_same_outcome(outcome(jax_fn, params, X, s), want)
         assert_same_outcome(outcome(checked, params, X, s), want)
+
+
+SHAPE_ARGUMENTS = {  # name -> (function of (x, i), a value of i TensorFlow's kernel rejects)
+    "batch_to_space_crops": (lambda x, i: tf.raw_ops.BatchToSpaceND(
+        input=tf.reshape(x, [4, 1, 3, 1]), block_shape=tf.constant([2, 1]), crops=i), [[0, 3], [0, 0]]),
+    "split_sizes": (lambda x, i: tf.raw_ops.SplitV(value=x, size_splits=i, axis=1, num_split=2)[0], [1, 1]),
+    "matrix_diagonal": (lambda x, i: tf.raw_ops.MatrixDiagPartV3(input=x, k=i, padding_value=0.), [5]),
+    "slice_size": (lambda x, i: tf.raw_ops.Slice(input=x, begin=tf.constant([1, 1]), size=i), [-2, 1]),
+    "scatter_shape": (lambda x, i: tf.raw_ops.ScatterNd(indices=tf.constant([[0, 1]]), updates=tf.constant([1.]),
+                                                        shape=i), [0, 4]),
+    "list_element_shape": (lambda x, i: tf.raw_ops.TensorListStack(
+        input_handle=tf.raw_ops.TensorListFromTensor(tensor=x, element_shape=tf.constant([3])),
+        element_shape=i, element_dtype=tf.float32), [5]),
+}
+
+
+@pytest.mark.parametrize("name", [n if n == "batch_to_space_crops" else pytest.param(n, marks=pytest.mark.long_only)
+                                  for n in SHAPE_ARGUMENTS])
+def test_shape_arguments_are_checked_as_in_tensorflow(name: str) -> None:
+    """Crops, split sizes, diagonals, a slice's size, a scatter's shape and a list's element shape that
+    TensorFlow's kernel rejects gave values (the op's JAX code cropped, padded or dropped to fit), found by
+    the op-table fuzzer: now TensorFlow's class and text. (They are arguments of an eager call here: under
+    ``jit`` they must be static, and TensorFlow rejects a constant while tracing.)"""
+    build, bad = SHAPE_ARGUMENTS[name]
+    bad = np.array(bad, np.int32)
+    f = tf.function(build, input_signature=[tf.TensorSpec([4, 3], tf.float32), tf.TensorSpec(bad.shape, tf.int32)])
+    want = outcome(f, X, bad)
+    assert want[0] == "error", want
+    jax_fn, params = jta.import_function(f, X, bad)
+    assert_same_outcome(outcome(jax_fn, params, X, bad), want)
+
+
+def test_a_uniform_integer_range_is_checked_as_in_tensorflow() -> None:
+    """``tf.random.stateless_uniform`` of integers with a run-time ``minval >= maxval`` drew from an empty
+    range (code 490), eagerly and from compiled code."""
+    _good_then_bad(lambda x, i: tf.cast(tf.random.stateless_uniform([3], [1, 2], minval=i[0], maxval=i[1],
+                                                                    dtype=tf.int32), tf.float32), [5, 5], [0, 5])
+
+
+def test_a_stack_past_its_max_size_fails() -> None:
+    """A TF1 stack pushed past a run-time ``max_size`` kept the value (code 491; TensorFlow's text adds a
+    count of the process's stacks to the stack's name)."""
+    g = tf.Graph()
+    with g.as_default():
+        size = tf.compat.v1.placeholder(tf.int32, [], name="size")
+        h = tf.raw_ops.StackV2(max_size=size, elem_type=tf.float32)
+        pushed = tf.raw_ops.StackPushV2(handle=h, elem=tf.constant([1.0]))
+        with tf.control_dependencies([pushed]):
+            out = tf.raw_ops.StackPopV2(handle=h, elem_type=tf.float32)
+    f = jta.import_graph_def(g.as_graph_def(), ["size:0"], [out.name])
+    for run in (f, jta.checked(jax.jit(f))):
+        np.testing.assert_array_equal(run(np.int32(1))[0], [1.0])
+        with pytest.raises(jta.errors.InvalidArgumentError, match=r"Stack\[StackV2\] overflowed its max_size \(0\)"):
+            run(np.int32(0))
+
+
+def test_shifts_and_inplace_rows_give_tensorflows_values() -> None:
+    """A shift by a negative amount or past the width (TensorFlow clamps it) and an ``InplaceAdd`` row past
+    the end (TensorFlow takes it modulo the rows) gave other values."""
+    def build(x: Any, i: Any) -> Any:
+        shifted = [tf.bitwise.left_shift(tf.constant([5, -5, 1]), i[:3]),
+                   tf.bitwise.right_shift(tf.constant([5, -5, 1]), i[:3])]
+        return tf.concat([tf.cast(tf.concat(shifted, 0), tf.float32),
+                          tf.reshape(tf.raw_ops.InplaceAdd(x=x, i=i[3:], v=x[:2]), [-1])], 0)
+
+    f = tf.function(build, input_signature=[tf.TensorSpec([4, 3], tf.float32), tf.TensorSpec([5], tf.int32)])
+    i = np.array([-1, 32, 40, 0, 9], np.int32)
+    jax_fn, params = jta.import_function(f, X, i)
+    want = outcome(f, X, i)
+    assert_same_outcome(outcome(jax_fn, params, X, i), want)
+    assert_same_outcome(outcome(jta.checked(jax.jit(jax_fn)), params, X, i), want)

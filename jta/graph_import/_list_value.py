@@ -101,6 +101,32 @@ def merge_shape(a: Optional[tuple[Optional[int], ...]], b: Optional[tuple[Option
 
 
 
+def merged_shape(node: Node, declared: Any, shape: Any) -> Any:
+    """An op's ``element_shape`` input merged with the list's ``shape`` (TensorFlow's
+    ``GetElementShapeFromInput``): they must agree where both are known."""
+    if declared is not None and shape is not None and (
+            len(declared) != len(shape) or any(a != b for a, b in zip(declared, shape, strict=True)
+                                               if a is not None and b is not None)):
+        misuse(node, f"PartialTensorShape: Incompatible shapes during merge: {shape_text(declared)} vs. "
+                     f"{shape_text(shape)}")
+    return merge_shape(declared, shape)
+
+
+def split_offsets(node: Node, lengths: Any, size: int) -> np.ndarray:
+    """Where ``TensorListSplit``'s pieces start (and the last ends), after its kernel's checks in order:
+    each length non-negative and within the tensor, and the tensor used up."""
+    end = 0
+    for length in np.reshape(lengths, -1).tolist():
+        if length < 0:
+            misuse(node, f"Invalid value in lengths: {length}")
+        if end + length > size:
+            misuse(node, f"Attempting to slice [{end}, {end + length}] from tensor with length {size}")
+        end += length
+    if end != size:
+        misuse(node, f"Unused values in tensor. Length of tensor: {size} Values used: {end}")
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+
+
 def shape_text(shape: Any) -> str:
     return "<unknown>" if shape is None else "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 

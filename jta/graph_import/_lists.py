@@ -46,10 +46,12 @@ from ._list_value import (
     incompatible,
     is_full,
     merge_shape,
+    merged_shape,
     misuse,
     one_by_one,
     rows,
     shape_text,
+    split_offsets,
     unparts,
     value_key,
 )
@@ -96,6 +98,9 @@ def _first_out_of_range(indices: Any, size: Any) -> tuple[Any, Any]:
 def _decl_shape(node: Node, v: Any) -> Optional[tuple[Optional[int], ...]]:
     """An ``element_shape`` input: ``-1`` (unknown rank) or a vector with ``-1`` for unknown dims."""
     v = np.asarray(static_value(node, v, "the element shape"))
+    for d in np.reshape(v, -1).tolist():  # (TensorFlow's TensorShapeFromTensor)
+        if d < -1:
+            misuse(node, f"Dimension {d} must be >= -1")
     if v.ndim == 0:
         return None
     return tuple(None if int(d) < 0 else int(d) for d in v)
@@ -214,7 +219,7 @@ def _empty(node: Node, args: list[Any]) -> list[Any]:
 def _reserve(node: Node, args: list[Any]) -> list[Any]:
     # A traced element shape is one a gradient loop popped from the accumulator of a static shape (its
     # value is the shape of what is set later): an unknown shape here, learned from the first write.
-    shape = _decl_shape(node, args[0]) if is_static(args[0]) else None
+    shape = _decl_shape(node, args[0]) if known_now(args[0]) is not None else None
     n = _static_int(args[1])
     planned = capacities.planned_rows() if n is None else None
     if planned is not None:  # under jta.checked: the rows its plan gives; more make it grow them and run again
@@ -247,17 +252,17 @@ def reserve_bounded(node: Node, args: list[Any], bound: int, plan: Optional[tupl
 
 @_reg("TensorListFromTensor")
 def _from_tensor(node: Node, args: list[Any]) -> list[Any]:
-    x = jnp.asarray(args[0])
+    x, shape = jnp.asarray(args[0]), _decl_shape(node, args[1])
+    if not admits(shape, x.shape[1:]):
+        misuse(node, f"Specified a list with shape {shape_text(shape)} from a tensor with shape {shape_text(x.shape[1:])}")
     # ``shape``: the declared element shape (TensorFlow's list keeps it; TensorListConcatLists compares it)
-    return [TList(x, int(x.shape[0]), x.dtype, _decl_shape(node, args[1]))]
+    return [TList(x, int(x.shape[0]), x.dtype, shape)]
 
 
 @_reg("TensorListSplit")
 def _split(node: Node, args: list[Any]) -> list[Any]:
     x, shape, lengths = jnp.asarray(args[0]), args[1], static_value(node, args[2], "the lengths")
-    if int(np.sum(lengths)) != x.shape[0]:
-        misuse(node, f"Unable to split tensor of shape {list(x.shape)}: the sum of lengths is {int(np.sum(lengths))}")
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+    offsets = split_offsets(node, lengths, x.shape[0])
     parts = tuple(x[offsets[k]:offsets[k + 1]] for k in range(len(lengths)))
     return [TList(None, len(parts), x.dtype, _decl_shape(node, shape), parts)]
 
@@ -452,6 +457,7 @@ def _stacked(node: Node, args: list[Any], rows_: Optional[int]) -> list[Any]:
     expected = int(node.attr("num_elements", -1))  # (a TensorArray's size; -1: any)
     if expected != -1:
         _check(node, lst.length != expected, GraphError.LIST_STACK_COUNT, expected, lst.length)
+    merged_shape(node, _decl_shape(node, shape), lst.shape)
     parts = elements(lst)
     if parts is not None:
         lst = TList(None, lst.length, lst.dtype, lst.shape, parts, limit=lst.limit)
@@ -485,6 +491,7 @@ def exact_rows(node: Node, args: list[Any], rows_: int) -> list[Any]:
 @_reg("TensorListGather")
 def _gather(node: Node, args: list[Any]) -> list[Any]:
     lst, indices, shape = args
+    merged_shape(node, _decl_shape(node, shape), lst.shape)
     if lst.parts is not None:
         lst = unparts(lst, node)
     bad, first = _first_out_of_range(indices, lst.length)

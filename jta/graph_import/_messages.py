@@ -186,3 +186,7 @@ class GraphError(Message):
                         "the valid range of [0, {count}).  Label values: {values}", ("value", "first", "second"))
     LIST_FULL = (446, InvalidArgumentError, "Node {name} ({op}): Tried to push item into a full list list size: "
                       "{size} max_num_elements: {max}", ("size", "max"))  # (TensorFlow's "list list")
+    UNIFORM_RANGE = (490, InvalidArgumentError, "Node {name} ({op}): Need minval < maxval, got {low} >= {high}",
+                          ("low", "high"))
+    STACK_OVERFLOW = (491, InvalidArgumentError, "Node {name} ({op}): Stack[{stack}] overflowed its max_size ({max})",
+                           ("max",))  # (TensorFlow adds a per-process count to the stack's name)

@@ -311,7 +311,9 @@ def _fill(node: Node, args: list[Any]) -> list[Any]:
 @_reg("ExpandDims")
 def _expand_dims(node: Node, args: list[Any]) -> list[Any]:
     x, axis = args
-    return [as_numpy(xp_of(x).expand_dims(x, int(static_value(node, axis, "the axis"))))]
+    axis, rank = int(static_value(node, axis, "the axis")), np.ndim(x)
+    _ops_checks.axis_in(node, axis, rank + 1, f"Tried to expand dim index {axis} for tensor with {rank} dimensions.")
+    return [as_numpy(xp_of(x).expand_dims(x, axis))]
 
 
 @_reg("Squeeze")
@@ -337,7 +339,7 @@ def _invert_permutation(node: Node, args: list[Any]) -> list[Any]:
 @_reg("Tile")
 def _tile(node: Node, args: list[Any]) -> list[Any]:
     x, reps = args
-    return [as_numpy(xp_of(x).tile(x, _ops_checks.multiples(node, learned_value(node, reps, "multiples"))))]
+    return [as_numpy(xp_of(x).tile(x, _ops_checks.multiples(node, learned_value(node, reps, "multiples"), np.ndim(x))))]
 
 
 @_reg("Pack")
@@ -356,14 +358,15 @@ def _unpack(node: Node, args: list[Any]) -> list[Any]:
 @_reg("ConcatV2", "Concat")
 def _concat(node: Node, args: list[Any]) -> list[Any]:
     axis, values = (args[-1], args[:-1]) if node.op == "ConcatV2" else (args[0], args[1:])
-    return [as_numpy(xp_of(*values).concatenate(values, axis=int(static_value(node, axis, "the axis"))))]
+    axis = _ops_checks.concat_axis(node, int(static_value(node, axis, "the axis")), [np.shape(v) for v in values])
+    return [as_numpy(xp_of(*values).concatenate(values, axis=axis))]
 
 
 @_reg("ConcatOffset")
 def _concat_offset(node: Node, args: list[Any]) -> list[Any]:
     axis = int(static_value(node, args[0], "the axis"))
     shapes = [static_value(node, s, "the shapes") for s in args[1:]]
-    axis %= len(shapes[0])
+    axis = _ops_checks.concat_offset(node, axis, shapes)
     offsets, total = [], 0
     for s in shapes:
         o = np.zeros_like(s)
@@ -376,22 +379,23 @@ def _concat_offset(node: Node, args: list[Any]) -> list[Any]:
 @_reg("Split")
 def _split(node: Node, args: list[Any]) -> list[Any]:
     axis, x = args
-    return [as_numpy(v) for v in xp_of(x).split(x, node.attr("num_split"), axis=int(static_value(node, axis, "the axis")))]
+    axis = _ops_checks.split_axis(node, int(static_value(node, axis, "the axis")), np.shape(x), node.attr("num_split"))
+    return [as_numpy(v) for v in xp_of(x).split(x, node.attr("num_split"), axis=axis)]
 
 
 @_reg("SplitV")
 def _split_v(node: Node, args: list[Any]) -> list[Any]:
     x, sizes, axis = args
     axis = int(static_value(node, axis, "the axis")) % np.ndim(x)
-    sizes = [int(s) for s in static_value(node, sizes, "size_splits")]
-    if -1 in sizes:
-        sizes[sizes.index(-1)] = np.shape(x)[axis] - (sum(sizes) + 1)
+    sizes = _ops_checks.split_sizes(node, static_value(node, sizes, "size_splits"), int(node.attr("num_split")),
+                                    np.shape(x)[axis])
     return [as_numpy(v) for v in xp_of(x).split(x, np.cumsum(sizes)[:-1].tolist(), axis=axis)]
 
 
 @_reg("Slice")
 def _slice(node: Node, args: list[Any]) -> list[Any]:
     x, begin, size = args
+    _ops_checks.slice_lengths(node, begin, size, np.ndim(x))
     size = [int(s) for s in static_value(node, size, "the size")]
     shape = np.shape(x)
     if -1 in size:  # (to the end: the result's shape depends on the begin)
@@ -404,6 +408,7 @@ def _slice(node: Node, args: list[Any]) -> list[Any]:
 
 
 def _strided_index(node: Node, begin: Any, end: Any, strides: Any, shape: Any = None) -> tuple[Any, ...]:
+    _ops_checks.strided_lengths(node, begin, end, strides)
     strides = static_value(node, strides, "the strides")
     masks = {k: int(node.attr(k + "_mask", 0)) for k in ("begin", "end", "ellipsis", "new_axis", "shrink_axis")}
     index: list[Any] = []
@@ -451,8 +456,9 @@ def _strided_slice(node: Node, args: list[Any]) -> list[Any]:
 @_reg("StridedSliceGrad")
 def _strided_slice_grad(node: Node, args: list[Any]) -> list[Any]:
     shape, begin, end, strides, dy = args
-    shape = tuple(int(d) for d in static_value(node, shape, "the shape"))
+    shape = _ops_checks.dimensions(node, static_value(node, shape, "the shape"))
     index = _strided_index(node, begin, end, strides)
+    _ops_checks.strided_grad(node, shape, index, np.shape(dy))
     if all(is_static(a) for a in args):
         out = np.zeros(shape, np.asarray(dy).dtype)
         out[index] = dy
@@ -466,7 +472,7 @@ def _broadcast_gradient_args(node: Node, args: list[Any]) -> list[Any]:
     n = max(len(s0), len(s1))
     a = np.concatenate([np.ones(n - len(s0), s0.dtype), s0])
     b = np.concatenate([np.ones(n - len(s1), s1.dtype), s1])
-    out = np.broadcast_shapes(tuple(int(v) for v in a), tuple(int(v) for v in b))
+    out = _ops_checks.broadcast(node, tuple(int(v) for v in s0), tuple(int(v) for v in s1))
     r0 = [k for k in range(n) if a[k] == 1 and out[k] != 1 or (a[k] == 1 and b[k] == 1)]
     r1 = [k for k in range(n) if b[k] == 1 and out[k] != 1 or (a[k] == 1 and b[k] == 1)]
     return [np.asarray(r0, s0.dtype), np.asarray(r1, s0.dtype)]
@@ -528,17 +534,11 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
         GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
             f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} but is rank {rank}"))
     axis = axis + rank if axis < 0 else axis
-    batch = int(node.attr("batch_dims", 0) or 0)
-    batch = batch + np.ndim(indices) if batch < 0 else batch
+    batch = _ops_checks.gather_batch(node, int(node.attr("batch_dims", 0) or 0), axis, np.shape(params), np.shape(indices))
     _ops_checks.gather(node, indices, np.shape(params)[axis])
     xp = xp_of(params, indices)
     if not batch:
         return [as_numpy(xp.take(params, indices, axis=axis))]
-    if not 0 < batch <= min(axis, np.ndim(indices)) or np.shape(params)[:batch] != np.shape(indices)[:batch]:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
-            f"batch_dims={node.attr('batch_dims')} must be in [0, rank(indices)={np.ndim(indices)}] and at most axis="
-            f"{axis}, and params and indices must agree on those dimensions (shapes {np.shape(params)} and "
-            f"{np.shape(indices)})"))
     # The gathered axis moved next to the batch dimensions, indexed there by aranges over the batch
     # dimensions (broadcast against the indices) and the indices: batch + indices' rest + params' rest.
     moved = xp.moveaxis(params, axis, batch)
@@ -579,16 +579,18 @@ def _reverse_sequence(node: Node, args: list[Any]) -> list[Any]:
 
 
 # -- padding, broadcasting, reversal ----------------------------------------------------------
-def _paddings(node: Node, paddings: Any) -> list[tuple[int, int]]:
-    return [(int(b), int(a)) for b, a in np.reshape(static_value(node, paddings, "the paddings"), (-1, 2))]
+def _paddings(node: Node, paddings: Any, shape: tuple[int, ...]) -> list[tuple[int, int]]:
+    paddings = static_value(node, paddings, "the paddings")
+    _ops_checks.paddings(node, paddings, shape)
+    return [(int(b), int(a)) for b, a in np.reshape(paddings, (-1, 2))]
 
 
 @_reg("Pad", "PadV2")
 def _pad(node: Node, args: list[Any]) -> list[Any]:
     x, paddings = args[:2]
     value = args[2] if len(args) > 2 else np.zeros((), np.asarray(x).dtype if is_static(x) else x.dtype)
-    xp = xp_of(x, value)
-    return [as_numpy(xp.pad(x, _paddings(node, paddings), mode="constant", constant_values=value))]
+    return [as_numpy(xp_of(x, value).pad(x, _paddings(node, paddings, np.shape(x)), mode="constant",
+                                         constant_values=value))]
 
 
 def _mirror_indices(n: int, before: int, after: int, mode: str) -> np.ndarray:
@@ -600,7 +602,7 @@ def _mirror_indices(n: int, before: int, after: int, mode: str) -> np.ndarray:
 def _mirror_pad(node: Node, args: list[Any]) -> list[Any]:
     x, paddings = args
     xp = xp_of(x)
-    for axis, (before, after) in enumerate(_paddings(node, paddings)):
+    for axis, (before, after) in enumerate(_paddings(node, paddings, np.shape(x))):
         _ops_checks.mirror_padding(node, before, after, np.shape(x)[axis], "the dimension")
         x = xp.take(x, _mirror_indices(np.shape(x)[axis], before, after, node.attr("mode")), axis=axis)
     return [as_numpy(x)]
@@ -610,7 +612,7 @@ def _mirror_pad(node: Node, args: list[Any]) -> list[Any]:
 def _mirror_pad_grad(node: Node, args: list[Any]) -> list[Any]:
     """The adjoint of MirrorPad: each padded position's gradient is added to the position it copies."""
     dy, paddings = args
-    for axis, (before, after) in enumerate(_paddings(node, paddings)):
+    for axis, (before, after) in enumerate(_paddings(node, paddings, np.shape(dy))):
         n = np.shape(dy)[axis] - before - after
         _ops_checks.mirror_padding(node, before, after, n, "the output dimension")
         index = _mirror_indices(n, before, after, node.attr("mode"))
@@ -627,13 +629,15 @@ def _mirror_pad_grad(node: Node, args: list[Any]) -> list[Any]:
 @_reg("BroadcastTo")
 def _broadcast_to(node: Node, args: list[Any]) -> list[Any]:
     x, shape = args
-    return [as_numpy(xp_of(x).broadcast_to(x, _ops_checks.dimensions(node, learned_value(node, shape, "the shape"))))]
+    shape = _ops_checks.dimensions(node, learned_value(node, shape, "the shape"))
+    _ops_checks.broadcast_rank(node, np.ndim(x), len(shape))
+    return [as_numpy(xp_of(x).broadcast_to(x, shape))]
 
 
 @_reg("ReverseV2")
 def _reverse_v2(node: Node, args: list[Any]) -> list[Any]:
     x, axes = args
-    axes = tuple(int(a) for a in np.reshape(static_value(node, axes, "the axes"), -1))
+    axes = _ops_checks.reverse_axes(node, static_value(node, axes, "the axes"), np.ndim(x))
     return [as_numpy(xp_of(x).flip(x, axis=axes)) if axes else x]
 
 
@@ -643,7 +647,9 @@ def _arg_max(node: Node, args: list[Any]) -> list[Any]:
     default; a traced result takes JAX's width for it, int32 unless ``jax_enable_x64`` is on)."""
     x, axis = args
     xp = xp_of(x)
-    out = (xp.argmax if node.op == "ArgMax" else xp.argmin)(x, axis=int(static_value(node, axis, "the axis")))
+    axis, rank = int(static_value(node, axis, "the axis")), np.ndim(x)
+    axis = _ops_checks.axis_in(node, axis, rank, f"Expected dimension in the range [{-rank}, {rank}), but got {axis}")
+    out = (xp.argmax if node.op == "ArgMax" else xp.argmin)(x, axis=axis)
     dtype = np.dtype(node.attr("output_type", np.dtype("int64")))
     return [out.astype(dtype) if xp is np else out.astype(jax.dtypes.canonicalize_dtype(dtype))]
 

@@ -105,15 +105,15 @@ def sequence_lengths(node: Node, lengths: Any, dim: int, size: int) -> None:
 
 def slice_bounds(node: Node, begin: Any, size: list[int], shape: tuple[int, ...]) -> None:
     """``Slice`` of a run-time ``begin`` (a static ``size``, -1 for the rest): per dimension in order, the
-    begin in ``[0, dim]`` (code 462), then the size in ``[0, dim - begin]`` (463)."""
+    begin in ``[0, dim]`` (code 462), then a size other than -1 in ``[0, dim - begin]`` (463)."""
     known, xp = known_or_traced(begin)
     for k, (s, dim) in enumerate(zip(size, shape, strict=False)):
         b = known[k]
         extra = {"op": node.op}
         value_ops.report(node.name, (b < 0) | (b > dim), GraphError.SLICE_BEGIN, k, dim, b, extra=extra)
-        if s >= 0:
-            value_ops.report(node.name, (b >= 0) & (b <= dim) & (b + s > dim), GraphError.SLICE_SIZE, k, dim - b, s,
-                             extra=extra)
+        if s != -1:  # (-1: to the end)
+            value_ops.report(node.name, (b >= 0) & (b <= dim) & ((s < 0) | (b + s > dim)), GraphError.SLICE_SIZE,
+                             k, dim - b, s, extra=extra)
 
 
 def shrunk_index(node: Node, index: Any, dim: int, axis: int) -> None:
@@ -180,6 +180,12 @@ def exponent(node: Node, x: Any, y: Any) -> None:
         value_ops.report(node.name, xp.any(known < 0), GraphError.NEGATIVE_POWER, extra={"op": node.op})
 
 
+def uniform_bounds(node: Node, low: Any, high: Any) -> None:
+    """A uniform integer draw's ``minval < maxval`` (code 490: JAX draws from an empty range)."""
+    (low, _), (high, _) = known_or_traced(low), known_or_traced(high)
+    value_ops.report(node.name, low >= high, GraphError.UNIFORM_RANGE, low, high, extra={"op": node.op})
+
+
 def scan_axis(node: Node, axis: int, rank: int) -> int:
     """A cumulative op's axis in ``[-rank, rank)`` (code 474), as a non-negative axis. (TensorFlow writes
     a negative axis out of range plus ``rank``.)"""
@@ -219,6 +225,8 @@ def roll_axes(node: Node, axes: Any, shift: Any, rank: int) -> tuple[int, ...]:
 
 def permutation(node: Node, perm: Any, rank: int) -> tuple[int, ...]:
     """A ``Transpose``'s permutation, negative entries counted from the end, after TensorFlow's checks."""
+    if np.size(perm) != rank:
+        _invalid(node, f"transpose expects a vector of size {rank}. But input(1) is a vector of size {np.size(perm)}")
     perm = [int(p) + rank if int(p) < 0 else int(p) for p in np.reshape(perm, -1)]
     for d in perm:
         if not 0 <= d < rank:
@@ -241,7 +249,11 @@ def invertible_permutation(node: Node, perm: Any) -> None:
 
 
 def mirror_padding(node: Node, before: int, after: int, size: int, what: str) -> None:
-    """A mirror padding of an axis of ``size``: less than it (``REFLECT``), at most it (``SYMMETRIC``)."""
+    """A mirror padding of an axis of ``size``: non-negative, less than it (``REFLECT``), at most it
+    (``SYMMETRIC``)."""
+    if before < 0 or after < 0:  # (the gradient's text differs)
+        _invalid(node, f"Paddings must be non-negative: {before}, {after}" if node.op == "MirrorPadGrad" else
+                 f"paddings must be non-negative: {before} {after}")
     if str(node.attr("mode")).upper() == "SYMMETRIC":
         if before > size or after > size:
             _invalid(node, f"paddings must be no greater than {what} size: {before}, {after} greater than {size}")
@@ -275,8 +287,12 @@ def reshape(node: Node, shape: Any, size: int) -> tuple[int, ...]:
     return dims
 
 
-def multiples(node: Node, reps: Any) -> tuple[int, ...]:
-    """``Tile``'s multiples, each non-negative."""
+def multiples(node: Node, reps: Any, rank: int) -> tuple[int, ...]:
+    """``Tile``'s multiples: one per dimension, each non-negative."""
+    if np.ndim(reps) != 1:
+        _invalid(node, f"Expected multiples to be 1-D, but got shape {_shape_text(np.shape(reps))}")
+    if np.size(reps) != rank:
+        _invalid(node, f"Expected multiples argument to be a vector of length {rank} but got length {np.size(reps)}")
     reps = tuple(int(r) for r in np.reshape(reps, -1))
     for i, r in enumerate(reps):
         if r < 0:
@@ -320,3 +336,274 @@ def assertion(node: Node, condition: Any, data: list[Any], summarize: int) -> No
     parts = ["[...]" if v is None else f"[{_summary(v, summarize)}]" for v in shown]
     value_ops.report(node.name, ~xp.all(holds.astype(bool)), GraphError.ASSERTION,
                      extra={"op": node.op, "data": " ".join(parts)})
+
+
+# -- argument lengths and ranges of the shape ops (decided while tracing) ----------------------
+def _shape_text(shape: Any) -> str:
+    """A shape as TensorFlow's ``TensorShape::DebugString`` writes it (``[2,3]``)."""
+    return f"[{dims(shape)}]"
+
+
+def _values_text(v: Any) -> str:
+    """A small integer tensor as TensorFlow's ``SummarizeValue`` writes it (``[2 5]``)."""
+    return f"[{' '.join(str(int(d)) for d in np.reshape(v, -1))}]"
+
+
+def slice_lengths(node: Node, begin: Any, size: Any, rank: int) -> None:
+    """``Slice``'s begin and size: vectors of one entry per dimension."""
+    if np.ndim(begin) != 1 or np.ndim(size) != 1 or np.size(begin) != rank or np.size(size) != rank:
+        _invalid(node, f"Expected begin and size arguments to be 1-D tensors of size {rank}, but got shapes "
+                       f"{_shape_text(np.shape(begin))} and {_shape_text(np.shape(size))} instead.")
+
+
+def strided_lengths(node: Node, begin: Any, end: Any, strides: Any) -> None:
+    """``StridedSlice``'s begin, end and strides: vectors of one length, no stride 0."""
+    shapes = [np.shape(v) for v in (begin, end, strides)]
+    if any(len(s) != 1 for s in shapes) or len({s[0] for s in shapes}) != 1:
+        _invalid(node, f"Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
+                       f"{_shape_text(shapes[0])}, {_shape_text(shapes[1])}, and {_shape_text(shapes[2])} instead.")
+    known = known_now(strides)
+    for k, stride in enumerate(np.reshape(known, -1).tolist() if known is not None else ()):
+        if stride == 0:
+            _invalid(node, f"strides[{k}] must be non-zero")
+
+
+def concat_offset(node: Node, axis: int, shapes: list[np.ndarray]) -> int:
+    """``ConcatOffset``'s axis in ``[-rank, rank)`` and its shapes equal off it, as a non-negative axis."""
+    rank = np.size(shapes[0])
+    if not -rank <= axis < rank:
+        _invalid(node, f"Concat dim is out of range: {axis} vs. {rank}")
+    axis %= rank
+    for i, s in enumerate(shapes):
+        if np.size(s) != rank:
+            _invalid(node, f"input {i} should contain {rank} elements, but got {np.size(s)}")
+        if any(int(a) != int(b) for k, (a, b) in enumerate(zip(s, shapes[0], strict=True)) if k != axis):
+            _invalid(node, f"All dimensions except {axis} must match. Input {i} has shape {_values_text(s)} and "
+                           f"doesn't match input 0 with shape {_values_text(shapes[0])}.")
+    return axis
+
+
+def split_sizes(node: Node, sizes: Any, count: int, size: int) -> list[int]:
+    """``SplitV``'s ``size_splits``, after its kernel's checks in order (one per output, at most one
+    ``-1``, a total that fits the dimension of ``size``, none negative), the ``-1`` filled in; one output
+    is the whole input."""
+    if np.ndim(sizes) != 1 or np.size(sizes) != count:
+        _invalid(node, f"size of the split_tensor must be 1-D and have the same elements as outputs got "
+                       f"{np.ndim(sizes)} -D and {np.size(sizes)} elements")
+    sizes = [int(s) for s in np.reshape(sizes, -1)]
+    if count == 1:  # (TensorFlow's kernel returns the input whatever the size)
+        return [size]
+    if sizes.count(-1) > 1:
+        _invalid(node, "There can only be one -1 in the input.")
+    known = sum(s for s in sizes if s != -1)
+    if known > size or (-1 not in sizes and known != size):
+        _invalid(node, "Determined shape must either match input shape along split_dim exactly if fully specified, "
+                       f"or be less than the size of the input along split_dim if not fully specified.  Got: {known}")
+    sizes = [size - known if s == -1 else s for s in sizes]
+    for i, s in enumerate(sizes):
+        if s < 0:
+            _invalid(node, f"Split size at index {i} must be >= 0. Got: {s}")
+    return sizes
+
+
+def paddings(node: Node, pads: Any, shape: tuple[int, ...]) -> None:
+    """A pad's paddings: a ``[rank, 2]`` matrix; for ``Pad``, each entry non-negative (a mirror pad checks
+    its own, :func:`mirror_padding`)."""
+    if np.ndim(pads) != 2 or np.shape(pads)[1] != 2:
+        _invalid(node, f"paddings must be a matrix with 2 columns: {_shape_text(np.shape(pads))}")
+    if np.shape(pads)[0] != len(shape):
+        _invalid(node, f"The first dimension of paddings must be the rank of inputs{_shape_text(np.shape(pads))}"
+                       f"{',' if node.op == 'MirrorPad' else ''} {_shape_text(shape)}")
+    for before, after in np.asarray(pads).tolist() if not node.op.startswith("MirrorPad") else ():
+        if before < 0 or after < 0:
+            _invalid(node, f"Paddings must be non-negative: {before} {after}")
+
+
+def space_to_batch(node: Node, block: list[int], pairs: list[tuple[int, int]], spatial: tuple[int, ...]) -> None:
+    """``SpaceToBatch``'s block (each positive) and paddings, per block dimension: non-negative, the
+    padded dimension a multiple of the block."""
+    for k, b in enumerate(block):
+        if b < 1:
+            _invalid(node, f"All values in block_shape must be positive, got value, {b} at index {k}.")
+    for k, ((lo, hi), b, n) in enumerate(zip(pairs, block, spatial, strict=False)):
+        if lo < 0 or hi < 0:
+            _invalid(node, "Paddings must be non-negative")
+        if (n + lo + hi) % b:
+            _invalid(node, f"padded_shape[{k}]={n + lo + hi} is not divisible by block_shape[{k}]={b}")
+
+
+def batch_to_space(node: Node, block: list[int], pairs: list[tuple[int, int]], shape: tuple[int, ...]) -> None:
+    """``BatchToSpace``'s block (a positive product that divides the batch) and crops, per block dimension
+    that does something (a block of 1, no crop: none): non-negative, no more than the dimension."""
+    product = int(np.prod(block))
+    if product <= 0:
+        _invalid(node, f"Product of block sizes must be positive, got {product}")
+    if shape[0] % product:
+        _invalid(node, f"Input batch dimension ({shape[0]}) is not divisible by product of block sizes ({product})")
+    for k, ((lo, hi), b, n) in enumerate(zip(pairs, block, shape[1:], strict=False)):
+        if (lo, hi, b) == (0, 0, 1):
+            continue
+        if lo < 0 or hi < 0:
+            _invalid(node, "Crops must be non-negative")
+        if n * b - lo - hi < 0:
+            _invalid(node, f"cropped_shape[{k}]={n * b - lo - hi} must be non-negative")
+
+
+# -- the diagonals of MatrixDiag, MatrixDiagPart, MatrixSetDiag --------------------------------
+def diagonal_index(node: Node, k: Any) -> tuple[int, int]:
+    """``k``: one diagonal or a band of two, as ``(lower, upper)``."""
+    k = np.reshape(k, -1)
+    if not k.size:
+        _invalid(node, "diag_index must have at least one element" if node.op.startswith("MatrixSetDiag") else
+                 "Expected diag_index to have at least 1 element")
+    if k.size > 2:
+        _invalid(node, f"diag_index must have only one or two elements, received {k.size} elements.")
+    return int(k[0]), int(k[-1])
+
+
+def diagonal_band(node: Node, k: tuple[int, int], rows: int, cols: int) -> None:
+    """A band of a ``rows`` x ``cols`` matrix (``MatrixDiagPart``, ``MatrixSetDiag``): each end a
+    diagonal of it (or 0), lower first."""
+    lo, hi = k
+    stop = "." if node.op.startswith("MatrixDiagPart") else ""  # (TensorFlow's texts differ in this)
+    if not (-rows < lo < cols or lo == 0):
+        _invalid(node, f"lower_diag_index is out of bound: {lo}{stop} It must be between {-rows} and {cols}")
+    if not (-rows < hi < cols or hi == 0):
+        _invalid(node, f"upper_diag_index is out of bound: {hi} It must be between {-rows} and {cols}")
+    if lo > hi:
+        _invalid(node, f"lower_diag_index must not be larger than upper_diag_index: {lo} > {hi}")
+
+
+def set_diagonals(node: Node, k: tuple[int, int], shape: tuple[int, ...], diagonal: tuple[int, ...]) -> None:
+    """``MatrixSetDiag``'s diagonals: as many as the band holds, each as long as its longest diagonal."""
+    (lo, hi), (rows, cols) = k, shape[-2:]
+    diagonal_band(node, k, rows, cols)
+    if lo != hi and (len(diagonal) < 2 or diagonal[-2] != hi - lo + 1):
+        _invalid(node, "The number of diagonals provided in `diag` is not consistent with `lower_diag_index` and "
+                       "`upper_diag_index`")
+    expected = (*shape[:-2], *((hi - lo + 1,) if lo != hi else ()), min(rows + min(hi, 0), cols - max(lo, 0)))
+    if tuple(diagonal) != expected:
+        _invalid(node, "Either first dimensions of diagonal don't match input.shape[:-2], or diagonal.shape[:-1] is "
+                       "not equal to the longests diagonal in range [lower_diag_index:upper_diag_index].\nInput "
+                       f"shape: {_shape_text(shape)}\nDiagonal shape: {_shape_text(diagonal)}\nExpected diagonal "
+                       f"shape: {_shape_text(expected)}")
+
+
+def diagonal_matrix(node: Node, k: tuple[int, int], diagonal: tuple[int, ...], rows: int, cols: int) -> None:
+    """``MatrixDiag``'s band (lower first, as many diagonals as given) and its rows and columns (-1, or
+    enough to hold the diagonals, and one of them the least that does)."""
+    lo, hi = k
+    if lo > hi:
+        _invalid(node, f"lower_diag_index must not be larger than upper_diag_index: {lo} > {hi}")
+    if lo != hi and (len(diagonal) < 2 or diagonal[-2] != hi - lo + 1):
+        _invalid(node, "The number of diagonals provided in the input does not match the lower_diag_index and "
+                       "upper_diag_index range.")
+    least_rows, least_cols = diagonal[-1] - min(hi, 0), diagonal[-1] + max(lo, 0)
+    if rows != -1 and rows < least_rows:
+        _invalid(node, "The number of rows is too small.")
+    if cols != -1 and cols < least_cols:
+        _invalid(node, "The number of columns is too small.")
+    if rows != -1 and cols != -1 and rows != least_rows and cols != least_cols:
+        _invalid(node, "The number of rows or columns is not consistent with the specified d_lower, d_upper, and "
+                       "diagonal.")
+
+
+def scatter_shapes(node: Node, indices: tuple[int, ...], updates: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """``ScatterNd``'s updates: the indices' outer dimensions, then the slices of ``shape`` they index;
+    none into an empty ``shape``."""
+    outer = len(indices) - 1
+    if tuple(updates[:outer]) != tuple(indices[:outer]):
+        _invalid(node, f"Dimensions [0,{outer}) of indices[shape={_shape_text(indices)}] must match dimensions "
+                       f"[0,{outer}) of updates[shape={_shape_text(updates)}]")
+    depth = indices[-1]
+    if len(updates) - outer != len(shape) - depth or tuple(updates[outer:]) != tuple(shape[depth:]):
+        _invalid(node, f"Dimensions [{depth},{len(shape)}) of input[shape={_shape_text(shape)}] must match "
+                       f"dimensions [{outer},{len(updates)}) of updates[shape={_shape_text(updates)}]")
+    if not np.prod(shape) and (np.prod(indices) or np.prod(updates)):
+        _invalid(node, f"Indices and updates specified for empty output.  indices shape: {_shape_text(indices)}")
+
+
+def axis_in(node: Node, axis: int, rank: int, text: str) -> int:
+    """An axis in ``[-rank, rank)`` (else TensorFlow's ``text`` for the op), as a non-negative axis."""
+    if not -rank <= axis < rank:
+        _invalid(node, text)
+    return axis % rank
+
+
+def concat_axis(node: Node, axis: int, shapes: list[tuple[int, ...]]) -> int:
+    """``Concat``'s axis in range and its inputs' shapes equal off it (``ConcatOp``'s checks), as a
+    non-negative axis."""
+    rank = len(shapes[0])
+    axis = axis_in(node, axis, rank, f"ConcatOp : Expected concatenating dimensions in the range [{-rank}, {rank}), "
+                                     f"but got {axis}")
+    for i, shape in enumerate(shapes):
+        if len(shape) != rank:
+            _invalid(node, f"ConcatOp : Ranks of all input tensors should match: shape[0] = {_shape_text(shapes[0])} "
+                           f"vs. shape[{i}] = {_shape_text(shape)}")
+        for j in (j for j in range(rank) if j != axis and shape[j] != shapes[0][j]):
+            _invalid(node, f"ConcatOp : Dimension {j} in both shapes must be equal: shape[0] = "
+                           f"{_shape_text(shapes[0])} vs. shape[{i}] = {_shape_text(shape)}")
+    return axis
+
+
+def split_axis(node: Node, axis: int, shape: tuple[int, ...], count: int) -> int:
+    """``Split``'s axis in range, its dimension a multiple of ``count``, as a non-negative axis."""
+    rank = len(shape)
+    axis = axis_in(node, axis, rank, f"-input rank(-{rank}) <= split_dim < input rank ({rank}), but got {axis}")
+    if shape[axis] % count:
+        _invalid(node, f"Number of ways to split should evenly divide the split dimension, but got split_dim {axis} "
+                       f"(size = {shape[axis]}) and num_split {count}")
+    return axis
+
+
+def reverse_axes(node: Node, axes: Any, rank: int) -> tuple[int, ...]:
+    """``ReverseV2``'s axes, each in range and named once, as non-negative axes."""
+    out: list[int] = []
+    for i, a in enumerate(np.reshape(axes, -1).tolist()):
+        axis = axis_in(node, a, rank, f"'axis'[{i}] = {a} is out of valid range [0, {rank - 1}")
+        if axis in out:
+            _invalid(node, f"axis {axis} specified more than once.")
+        out.append(axis)
+    return tuple(out)
+
+
+def broadcast(node: Node, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """Two shapes broadcast as TensorFlow's ``BCast`` does (equal, or one of them 1)."""
+    n = max(len(a), len(b))
+    out = []
+    for x, y in zip((1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b), strict=True):
+        if x != y and 1 not in (x, y):
+            _invalid(node, f"Incompatible shapes: {_shape_text(a)} vs. {_shape_text(b)}")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def gather_batch(node: Node, batch: int, axis: int, params: tuple[int, ...], indices: tuple[int, ...]) -> int:
+    """``GatherV2``'s ``batch_dims`` (negative: counted from the indices' rank), after its checks: in
+    range, below the params' rank, at most the axis, the params and indices equal on those dimensions."""
+    if not batch:
+        return 0
+    if not -len(indices) <= batch <= len(indices):
+        _invalid(node, f"Expected batch_dims in the range [{-len(indices)}, {len(indices)}], but got {batch}")
+    batch = batch + len(indices) if batch < 0 else batch
+    if batch >= len(params):
+        _invalid(node, f"batch_dims ({batch}) must be less than rank(params) ({len(params)}).")
+    if axis < batch:
+        _invalid(node, f"batch_dims ({batch}) must be less than or equal to axis ({axis}).")
+    for i in (i for i in range(batch) if params[i] != indices[i]):
+        _invalid(node, f"params.shape[{i}]: {params[i]} should be equal to indices.shape[{i}]: {indices[i]}")
+    return batch
+
+
+def broadcast_rank(node: Node, rank: int, out_rank: int) -> None:
+    """``BroadcastTo``'s shape: no fewer dimensions than the input's."""
+    if rank > out_rank:
+        _invalid(node, f"Rank of input ({rank}) must be no greater than rank of output shape ({out_rank}).")
+
+
+def strided_grad(node: Node, shape: tuple[int, ...], index: tuple[Any, ...], dy: tuple[int, ...]) -> None:
+    """``StridedSliceGrad``'s ``dy``: the shape of the slice of ``shape`` (decided where the index is static)."""
+    if all(isinstance(i, (int, slice, type(None), type(Ellipsis))) for i in index):
+        expected = np.broadcast_to(np.zeros((), np.int8), shape)[index].shape
+        if expected != tuple(dy):
+            _invalid(node, f"shape of dy was {_shape_text(dy)} instead of {_shape_text(expected)}")

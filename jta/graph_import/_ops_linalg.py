@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._delivery import value_ops
+from . import _ops_checks
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, is_static, learned_size, registrar, result_dtype, static_value, xp_of
@@ -162,8 +163,7 @@ def _eig(node: Node, args: list[Any]) -> list[Any]:
 
 # -- diagonal bands ---------------------------------------------------------------------------
 def _k(node: Node, k: Any) -> tuple[int, int]:
-    k = np.reshape(static_value(node, k, "k"), -1)
-    return (int(k[0]), int(k[-1]))
+    return _ops_checks.diagonal_index(node, static_value(node, k, "k"))
 
 
 def _diag_len(d: int, rows: int, cols: int) -> int:
@@ -231,6 +231,7 @@ def _matrix_diag(node: Node, args: list[Any]) -> list[Any]:
     rows, cols = ((int(static_value(node, a, "num_rows and num_cols")) for a in args[2:4]) if len(args) > 2
                   else (-1, -1))
     padding = args[4] if len(args) > 4 else np.zeros((), result_dtype(diagonal))
+    _ops_checks.diagonal_matrix(node, k, np.shape(diagonal), rows, cols)
     packed = _packed(diagonal, k)
     width = np.shape(packed)[-1]
     min_rows, min_cols = width - min(k[1], 0), width + max(k[0], 0)
@@ -249,6 +250,7 @@ def _matrix_diag_part(node: Node, args: list[Any]) -> list[Any]:
     k = _k(node, args[1]) if len(args) > 1 else (0, 0)
     padding = args[2] if len(args) > 2 else np.zeros((), result_dtype(x))
     rows, cols = np.shape(x)[-2:]
+    _ops_checks.diagonal_band(node, k, rows, cols)
     index, inside = _gather_table(k, rows, cols, _align(node))
     xp = xp_of(x, padding)
     out = xp.where(inside, _take_flat(x, index), xp.asarray(padding).astype(result_dtype(x)))
@@ -261,6 +263,7 @@ def _matrix_set_diag(node: Node, args: list[Any]) -> list[Any]:
     x, diagonal = args[:2]
     k = _k(node, args[2]) if len(args) > 2 else (0, 0)
     rows, cols = np.shape(x)[-2:]
+    _ops_checks.set_diagonals(node, k, np.shape(x), np.shape(diagonal))
     packed = _packed(diagonal, k)
     index, on = _scatter_table(k, rows, cols, np.shape(packed)[-1], _align(node))
     return [as_numpy(xp_of(x, diagonal).where(on, _take_flat(packed, index), x))]

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _derivatives
+from . import _derivatives, _ops_checks
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, registrar, simple, static_value, xp_of
@@ -125,7 +125,22 @@ def _conv_filter_grad(p: _Conv, shape: tuple[int, ...], x: Any, dy: Any) -> Any:
 
 
 def _shape_arg(node: Node, v: Any, what: str) -> tuple[int, ...]:
-    return tuple(int(d) for d in static_value(node, v, what))
+    return _ops_checks.dimensions(node, static_value(node, v, what))
+
+
+def _depths(node: Node, x_shape: Sequence[int], w_shape: Sequence[int]) -> None:
+    """A 2-D convolution gradient's depths, as TensorFlow's kernels check them (``ComputeConv2DDimension``):
+    the input's a multiple of the filter's, the output's a multiple of the groups that makes."""
+    if node.op not in ("Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput"):
+        return
+    depth, patch, out = x_shape[1 if _channels_first(node) else -1], w_shape[-2], w_shape[-1]
+    if patch > 0 and depth % patch:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+            f"input depth must be evenly divisible by filter depth: {depth} vs {patch}"))
+    groups = depth // patch if patch > 0 else 0
+    if groups and (out % groups or out < groups):
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+            f"output depth must be evenly divisible by number of groups: {out} vs {groups}"))
 
 
 @_reg("Conv2D", "Conv3D", "DepthwiseConv2dNative")
@@ -141,6 +156,7 @@ def _conv_backprop_input(node: Node, args: list[Any]) -> list[Any]:
     w, dy = jnp.asarray(args[1]), jnp.asarray(args[2])
     if len(shape) == dy.ndim - 2:  # the spatial sizes only: the batch from dy, the channels from the filter
         shape = (dy.shape[0], w.shape[-2], *shape) if _channels_first(node) else (dy.shape[0], *shape, w.shape[-2])
+    _depths(node, shape, w.shape)
     return [_conv_input_grad(_conv_params(node, shape, w.shape), shape, w, dy)]
 
 
@@ -149,6 +165,7 @@ def _conv_backprop_filter(node: Node, args: list[Any]) -> list[Any]:
     """``(input, filter_sizes, out_backprop)``: the adjoint of the convolution in its filter."""
     shape = _shape_arg(node, args[1], "filter_sizes")
     x, dy = jnp.asarray(args[0]), jnp.asarray(args[2])
+    _depths(node, x.shape, shape)
     return [_conv_filter_grad(_conv_params(node, x.shape, shape), shape, x, dy)]
 
 
@@ -172,12 +189,24 @@ def _pool_params(node: Node, args: list[Any], shape: Sequence[int]) -> _Pool:
         ksize, strides = _ints(node, "ksize", [1] * ndim), _ints(node, "strides", [1] * ndim)
     if ksize[0] != 1 or strides[0] != 1:  # (TensorFlow's kernels' checks, in their order)
         GraphError.POOL_BATCH.raise_(name=node.name, op=node.op)
+    if node.op in ("MaxPoolGrad", "MaxPoolGradV2", "MaxPoolGradGrad", "MaxPoolGradGradV2"):
+        _forward_shape(node, shape, ksize, strides, np.shape(args[1]))
     if min(ksize) <= 0:
         GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error="Sliding window ksize must be positive.")
     if min(strides) <= 0:
         GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"Stride must be > 0, but got {min(strides)}")
     pads = _pads(node, shape, ksize, strides, [1] * ndim, range(ndim))
     return _Pool(tuple(ksize), tuple(strides), tuple(pads))
+
+
+def _forward_shape(node: Node, shape: Sequence[int], ksize: list[int], strides: list[int], got: Sequence[int]) -> None:
+    """A max pool gradient's ``orig_output``: the shape the pool of ``orig_input`` has (TensorFlow's kernel
+    checks it before the window's size)."""
+    pads = _pads(node, shape, ksize, strides, [1] * len(shape), range(len(shape)))
+    expected = tuple((n + b + a - k) // s + 1 for n, k, s, (b, a) in zip(shape, ksize, strides, pads, strict=True))
+    if min(expected) >= 0 and expected != tuple(got):
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+            f"Expected orig_output shape to be [{','.join(map(str, expected))}], but got [{','.join(map(str, got))}]"))
 
 
 def _lowest(dtype: Any) -> np.ndarray:
@@ -302,6 +331,8 @@ def _max_pool_grad_grad_op(node: Node, args: list[Any]) -> list[Any]:
 def _avg_pool_grad_op(node: Node, args: list[Any]) -> list[Any]:
     """``(orig_input_shape, grad)``: each window's ``grad`` spread evenly over its unpadded elements."""
     shape = tuple(int(v) for v in static_value(node, args[0], "orig_input_shape"))
+    for d in (d for d in shape if d < 0):  # (TensorFlow's TensorShape::AddDimWithStatus)
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"Expected a non-negative size, got {d}")
     return [_avg_pool_grad(_pool_params(node, args, shape), shape, jnp.asarray(args[1]))]
 
 
@@ -462,13 +493,17 @@ def _block_and_pairs(node: Node, block: Any, pairs: Any) -> tuple[list[int], lis
 @_reg("SpaceToBatchND", "SpaceToBatch")
 def _space_to_batch_op(node: Node, args: list[Any]) -> list[Any]:
     x, block, pads = (args[0], None, args[1]) if node.op == "SpaceToBatch" else args
-    return [_space_to_batch(jnp.asarray(x), *_block_and_pairs(node, block, pads))]
+    block, pads = _block_and_pairs(node, block, pads)
+    _ops_checks.space_to_batch(node, block, pads, np.shape(x)[1:])
+    return [_space_to_batch(jnp.asarray(x), block, pads)]
 
 
 @_reg("BatchToSpaceND", "BatchToSpace")
 def _batch_to_space_op(node: Node, args: list[Any]) -> list[Any]:
     x, block, crops = (args[0], None, args[1]) if node.op == "BatchToSpace" else args
-    return [_batch_to_space(jnp.asarray(x), *_block_and_pairs(node, block, crops))]
+    block, crops = _block_and_pairs(node, block, crops)
+    _ops_checks.batch_to_space(node, block, crops, np.shape(x))
+    return [_batch_to_space(jnp.asarray(x), block, crops)]
 
 
 def _space_to_depth(x: Any, block: int) -> Any:

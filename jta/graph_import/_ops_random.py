@@ -444,13 +444,11 @@ def _int_values(node: Node, key: Words, counter: Words, shape: tuple[int, ...], 
 
 
 def _check_bounds(node: Node, lo: Any, hi: Any) -> None:
-    """TensorFlow's checks of ``minval``/``maxval`` (scalars, ``lo < hi``) where they are known."""
+    """TensorFlow's checks of ``minval``/``maxval``: scalars, ``lo < hi``."""
     if np.ndim(lo) or np.ndim(hi):
         GraphError.TF2_UNSUPPORTED.raise_(items=f"  - node {node.name} ({node.op}): minval and maxval must be "
                                                 f"0-D, got shapes {list(np.shape(lo))} and {list(np.shape(hi))}")
-    if is_static(lo) and is_static(hi) and not lo < hi:
-        GraphError.TF2_UNSUPPORTED.raise_(items=f"  - node {node.name} ({node.op}): Need minval < maxval, got "
-                                                f"{lo} >= {hi}")
+    _ops_checks.uniform_bounds(node, lo, hi)
 
 
 def _shape(node: Node, v: Any) -> tuple[int, ...]:
@@ -540,6 +538,8 @@ def _multinomial(node: Node, args: list[Any]) -> list[Any]:
     differ between machines, and jta's (one block) match only its first block of rows."""
     logits, count, seed = args
     n = int(static_value(node, count, "num_samples"))
+    if n < 0:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"num_samples should be non-negative, got {n}")
 
     def run() -> Any:
         key, counter = _seed_key_counter(node, seed)

@@ -128,6 +128,9 @@ def _unsorted(name: str) -> Op:
         (minimum), as in TensorFlow."""
         data, ids, n = args
         n = int(static_value(node, n, "num_segments"))
+        if n < 0:
+            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+                f"Input num_segments == {n} must not be negative."))
         data = jnp.asarray(data).reshape((-1,) + np.shape(data)[np.ndim(ids):])
         ids = _checked_unsorted(node, ids, n)
         if name == "segment_prod" and is_static(ids):  # (differentiable for repeated ids too)

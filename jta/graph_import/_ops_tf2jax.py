@@ -43,12 +43,19 @@ def _truncate_div(xp: Any, a: Any, b: Any) -> Any:
     return xp.where((q < 0) & (q * b != a), q + 1, q)
 
 
+def _shift_amount(xp: Any, a: Any, b: Any) -> Any:
+    """A shift's amount as TensorFlow's kernel takes it: clamped to ``[0, bits - 1]`` (XLA shifts past the
+    width to 0 or -1)."""
+    return xp.clip(b, 0, np.iinfo(xp.asarray(a).dtype).bits - 1)
+
+
 _BINARY_MORE: dict[str, Callable[..., Any]] = {
     "Xlogy": _derivatives.xlogy, "Xlog1py": _derivatives.xlog1py, "Xdivy": _derivatives.xdivy,
     "Atan2": lambda xp, a, b: xp.arctan2(a, b), "Div": _truncate_div,
     "BitwiseAnd": lambda xp, a, b: xp.bitwise_and(a, b), "BitwiseOr": lambda xp, a, b: xp.bitwise_or(a, b),
     "BitwiseXor": lambda xp, a, b: xp.bitwise_xor(a, b),
-    "LeftShift": lambda xp, a, b: xp.left_shift(a, b), "RightShift": lambda xp, a, b: xp.right_shift(a, b),
+    "LeftShift": lambda xp, a, b: xp.left_shift(a, _shift_amount(xp, a, b)),
+    "RightShift": lambda xp, a, b: xp.right_shift(a, _shift_amount(xp, a, b)),
     "Igamma": _special("gammainc"), "Igammac": _special("gammaincc"), "Polygamma": lambda xp, n, x: _special("polygamma")(xp, n, x) if xp is np else jax.lax.polygamma(
         jnp.asarray(n, jnp.result_type(n, x)), jnp.asarray(x, jnp.result_type(n, x))),
     "Complex": lambda xp, re, im: xp.add(re, xp.multiply(im, 1j)).astype(np.result_type(result_dtype(re), np.complex64)),
@@ -96,7 +103,7 @@ _checked_first("Pow", _ops_checks.exponent)
 @_reg("BroadcastArgs")
 def _broadcast_args(node: Node, args: list[Any]) -> list[Any]:
     s0, s1 = (static_value(node, a, "the shapes") for a in args)
-    return [np.asarray(np.broadcast_shapes(tuple(int(d) for d in s0), tuple(int(d) for d in s1)), s0.dtype)]
+    return [np.asarray(_ops_checks.broadcast(node, tuple(int(d) for d in s0), tuple(int(d) for d in s1)), s0.dtype)]
 
 
 @_reg("ConjugateTranspose")
@@ -179,6 +186,10 @@ def _gather_nd(node: Node, args: list[Any]) -> list[Any]:
         GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
             f"batch_dims={batch} must be in [0, rank(indices)) and params and indices must agree on those "
             f"dimensions (shapes {np.shape(params)} and {np.shape(indices)})"))
+    if np.ndim(indices) and np.shape(indices)[-1] > np.ndim(params) - batch:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+            "index innermost dimension length must be <= params rank; saw: "
+            f"{np.shape(indices)[-1]} vs. {np.ndim(params) - batch}"))
     _ops_checks.nd(node, indices, np.shape(params)[batch:], GraphError.GATHER_ND_RANGE)
     static = is_static(params) and is_static(indices)
     xp = np if static else jnp
@@ -192,7 +203,8 @@ def _gather_nd(node: Node, args: list[Any]) -> list[Any]:
 def _scatter_nd(node: Node, args: list[Any]) -> list[Any]:
     """The updates summed into zeros of the given shape at the indices."""
     indices, updates, shape = args
-    shape = tuple(int(d) for d in static_value(node, shape, "the shape"))
+    shape = _ops_checks.dimensions(node, static_value(node, shape, "the shape"))
+    _ops_checks.scatter_shapes(node, np.shape(indices), np.shape(updates), shape)
     _ops_checks.nd(node, indices, shape, GraphError.SCATTER_ND_RANGE)
     if is_static(indices) and is_static(updates):
         out = np.zeros(shape, np.asarray(updates).dtype)
@@ -212,9 +224,10 @@ def _tensor_scatter(node: Node, args: list[Any]) -> list[Any]:
 
 @_reg("InplaceUpdate", "InplaceAdd")
 def _inplace(node: Node, args: list[Any]) -> list[Any]:
-    """Rows ``i`` of ``x`` replaced by (increased by) ``v``."""
+    """Rows ``i`` of ``x`` replaced by (increased by) ``v``. TensorFlow's kernel takes each row modulo the
+    rows of ``x`` (its guard of the index's range), where JAX would drop it."""
     x, rows, v = args
-    at = jnp.asarray(x).at[jnp.asarray(rows)]
+    at = jnp.asarray(x).at[jnp.mod(jnp.asarray(rows), max(np.shape(x)[0], 1))]
     return [at.set(v) if node.op == "InplaceUpdate" else at.add(v)]
 
 
@@ -231,6 +244,11 @@ def _top_k(node: Node, args: list[Any]) -> list[Any]:
     orders them: ascending ``tf.sort``/``tf.argsort``, ``top_k`` of the negated values, would swap
     them), so the indices are sorted by keys with zeros made positive and the values gathered."""
     x, k = jnp.asarray(args[0]), int(static_value(node, args[1], "k"))
+    if k < 0:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"Need k >= 0, got {k}")
+    if x.ndim and x.shape[-1] < k:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+            f"input must have at least k columns. Had {x.shape[-1]}, needed {k}"))
     if not jnp.issubdtype(x.dtype, jnp.floating):
         values, indices = jax.lax.top_k(x, k)
         return [values, indices.astype(np.int32)]

@@ -26,9 +26,11 @@ from jax.core import Tracer
 from .. import raw_ops
 from .._core import capacities
 from .._core.array import known_size
+from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static, registrar
+from ._ops_checks import known_now
 
 
 @jax.tree_util.register_pytree_node_class
@@ -40,6 +42,9 @@ class Stack:
     data: Any = None
     top: Any = None
     const: Any = None  # a handle (str) or a hashable (dtype, shape, bytes) static value
+    # ``max_size`` (None: any; a traced one -1 for any), checked by pushes in line; not a leaf, so a loop's
+    # carry drops it
+    limit: Any = dataclasses.field(default=None, compare=False)
 
     def tree_flatten(self) -> tuple[tuple[Any, ...], Any]:
         return (self.items, self.data, self.top), self.const
@@ -248,7 +253,20 @@ def renew_accumulators(res: Resources, handle: str) -> Resources:
 # -- stacks -----------------------------------------------------------------------------------
 @_reg("StackV2", "Stack")
 def _stack_new(ctx: Context, node: Node, args: list[Any], res: Resources) -> tuple[Resources, list[Any]]:
-    return Resources(res.arrays, {**res.stacks, node.name: Stack()}), [node.name]
+    limit = known_now(args[0]) if args else None
+    if limit is not None:
+        limit = int(limit) if limit >= 0 else None
+    elif args:  # (a run-time max_size)
+        limit = jnp.asarray(args[0])
+    return Resources(res.arrays, {**res.stacks, node.name: Stack(limit=limit)}), [node.name]
+
+
+def _check_room(node: Node, s: Stack, handle: str) -> None:
+    """TensorFlow's check of a push against the stack's ``max_size`` (code 491)."""
+    if s.limit is not None:
+        size = len(s.items) if s.data is None else s.top
+        value_ops.report(node.name, (s.limit >= 0) & (size >= s.limit), GraphError.STACK_OVERFLOW, s.limit,
+                         extra={"op": node.op, "stack": handle})
 
 
 @_reg("StackPushV2", "StackPush")
@@ -263,12 +281,15 @@ def _stack_push(ctx: Context, node: Node, args: list[Any], res: Resources) -> tu
         if not (isinstance(v, str) or is_static(v)) or const_key(v) != s.const:
             GraphError.LOOP_STRUCTURE.raise_(frame=node.name, what="a stack of handles got a different value")
     elif s.data is not None:
+        _check_room(node, s, h)
         data = s.data
         if not ctx.depth:  # in line: one more slot (a loop's buffer has room for that loop's pushes only)
             data = jnp.concatenate([data, jnp.zeros((1, *data.shape[1:]), data.dtype)])
-        s = Stack((), jax.lax.dynamic_update_index_in_dim(data, jnp.asarray(v, data.dtype), s.top, 0), s.top + 1)
+        s = Stack((), jax.lax.dynamic_update_index_in_dim(data, jnp.asarray(v, data.dtype), s.top, 0), s.top + 1,
+                  limit=s.limit)
     else:
-        s = Stack((*s.items, v))
+        _check_room(node, s, h)
+        s = Stack((*s.items, v), limit=s.limit)
     return Resources(res.arrays, {**res.stacks, h: s}), [v]
 
 
@@ -283,10 +304,10 @@ def _stack_pop(ctx: Context, node: Node, args: list[Any], res: Resources) -> tup
     if s.data is not None:
         top = s.top - 1
         v = jax.lax.dynamic_index_in_dim(s.data, jnp.maximum(top, 0), 0, keepdims=False)
-        return Resources(res.arrays, {**res.stacks, h: Stack((), s.data, top)}), [v]
+        return Resources(res.arrays, {**res.stacks, h: Stack((), s.data, top, limit=s.limit)}), [v]
     if not s.items:
         GraphError.LOOP_STRUCTURE.raise_(frame=node.name, what="pop from an empty stack")
-    return Resources(res.arrays, {**res.stacks, h: Stack(s.items[:-1])}), [s.items[-1]]
+    return Resources(res.arrays, {**res.stacks, h: Stack(s.items[:-1], limit=s.limit)}), [s.items[-1]]
 
 
 @_reg("StackCloseV2", "StackClose")
@@ -299,7 +320,7 @@ def as_buffer(s: Stack, capacity: int, like: Any) -> Stack:
     data = jnp.zeros((capacity, *np.shape(like)), jax.dtypes.canonicalize_dtype(like.dtype))  # int64 lengths: int32
     for k, item in enumerate(s.items):
         data = data.at[k].set(item)
-    return Stack((), data, jnp.asarray(len(s.items), jnp.int32))
+    return Stack((), data, jnp.asarray(len(s.items), jnp.int32), limit=s.limit)
 
 
 def buffered(res: Resources, handle: Any) -> Resources:
