@@ -34,7 +34,7 @@ NOT_HERE = {
                     "MatrixDeterminant MatrixDiag MatrixDiagPart MatrixInverse MaxPool MaxPool3D NextIteration "
                     "OnesLike PreventGradient RefEnter RefExit RefNextIteration Snapshot SpaceToDepth Squeeze "
                     "StopGradient Unpack ZerosLike BatchMatMul BatchMatMulV2 BiasAdd BiasAddV1 Conv2D Conv3D "
-                    "DepthwiseConv2dNative MatMul MatrixSetDiag MatrixSolve MatrixTriangularSolve".split(),
+                    "DepthwiseConv2dNative ExtractImagePatches MatMul MatrixSetDiag MatrixSolve MatrixTriangularSolve".split(),
                     "not elementwise, or not differentiated"),
     "Polygamma": "its first operand is the order",
     "Igamma": "TensorFlow's IgammaGradA is not imported (the train step is refused)",
