@@ -512,6 +512,13 @@ def test_ragged_to_tensor_of_constant_row_lengths_runs_under_jit():
     _check(lambda v: tf.RaggedTensor.from_row_lengths(v, [1, 3, 0, 2]).to_tensor() * 2.0, _normal(6, 3))
 
 
+def test_shape_arithmetic_through_ops_of_jax_code_stays_static():
+    """``take_along_axis`` builds its shapes with ``TensorScatterUpdate`` of constants (an op computed
+    with JAX): folded while tracing, as TensorFlow folds constants, they stay static, so ``BroadcastTo``
+    runs under ``jit`` (it was refused as depending on the inputs' values)."""
+    _check(lambda a: tf.experimental.numpy.take_along_axis(a, tf.argsort(a, 1), 1) * 2.0, _normal(4, 5))
+
+
 @pytest.mark.parametrize("splits", [[0, 0, 3], [0, 3, 2], [1, 2, 3], [0, -1, 3]])
 def test_ragged_row_splits_are_checked_as_in_tensorflow(splits):
     """The rows a ``ROW_SPLITS`` partition places add up to its last split (TensorFlow's check: splits

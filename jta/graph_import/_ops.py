@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import errors
 from .._core import capacities
-from . import _derivatives, _ops_checks
+from . import _derivatives, _folding, _ops_checks
 from ._messages import GraphError
 from ._nodes import Node
 
@@ -50,9 +50,11 @@ def run_op(node: Node, args: list[Any]) -> list[Any]:
     axis or a permutation that does not fit: ``ValueError``, ``TypeError``, ``IndexError``, a division by a
     zero dimension) is bad input
     to TensorFlow's kernel too: it fails with TensorFlow's class, ``InvalidArgumentError``, naming the
-    node. (An op that checks an input itself gives TensorFlow's text; tracer errors pass through.)"""
+    node. (An op that checks an input itself gives TensorFlow's text; tracer errors pass through.) An op
+    of small static inputs runs now (:func:`._folding.folded`)."""
     try:
-        return OPS[node.op](node, args)
+        folded = _folding.folded(OPS[node.op], node, args)
+        return folded if folded is not None else OPS[node.op](node, args)
     except (ValueError, TypeError, IndexError, ArithmeticError) as error:
         if isinstance(error, jax.errors.JAXTypeError):
             raise
@@ -311,7 +313,10 @@ def _fill(node: Node, args: list[Any]) -> list[Any]:
 @_reg("ExpandDims")
 def _expand_dims(node: Node, args: list[Any]) -> list[Any]:
     x, axis = args
-    axis, rank = int(static_value(node, axis, "the axis")), np.ndim(x)
+    axis, rank = np.reshape(static_value(node, axis, "the axis"), -1), np.ndim(x)  # (any shape of one value)
+    if axis.size != 1:
+        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error="'dim' must be a tensor with a single value")
+    axis = int(axis[0])
     _ops_checks.axis_in(node, axis, rank + 1, f"Tried to expand dim index {axis} for tensor with {rank} dimensions.")
     return [as_numpy(xp_of(x).expand_dims(x, axis))]
 
@@ -652,43 +657,6 @@ def _arg_max(node: Node, args: list[Any]) -> list[Any]:
     out = (xp.argmax if node.op == "ArgMax" else xp.argmin)(x, axis=axis)
     dtype = np.dtype(node.attr("output_type", np.dtype("int64")))
     return [out.astype(dtype) if xp is np else out.astype(jax.dtypes.canonicalize_dtype(dtype))]
-
-
-# -- softmax and cross entropy ----------------------------------------------------------------
-def _log_softmax(xp: Any, logits: Any) -> Any:
-    shifted = logits - xp.max(logits, axis=-1, keepdims=True)
-    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
-
-
-simple(("Softmax",), lambda xp, x: xp.exp(_log_softmax(xp, x)))
-simple(("LogSoftmax",), _log_softmax)
-
-
-@_reg("SoftmaxCrossEntropyWithLogits")
-def _softmax_cross_entropy(node: Node, args: list[Any]) -> list[Any]:
-    """(loss, backprop): ``-sum(labels * log_softmax(logits))`` and ``softmax(logits) - labels``."""
-    logits, labels = args
-    xp = xp_of(logits, labels)
-    log_p = _log_softmax(xp, logits)
-    labels = xp.broadcast_to(labels, np.broadcast_shapes(np.shape(logits), np.shape(labels)))
-    return [as_numpy(-xp.sum(labels * log_p, axis=-1)), as_numpy(xp.exp(log_p) - labels)]
-
-
-@_reg("SparseSoftmaxCrossEntropyWithLogits")
-def _sparse_softmax_cross_entropy(node: Node, args: list[Any]) -> list[Any]:
-    """(loss, backprop) for integer labels. A label outside ``[0, classes)`` fails with TensorFlow's CPU
-    kernel's text (from compiled code too; its row is NaN there, as TensorFlow's GPU kernel gives)."""
-    logits, labels = args
-    xp = xp_of(logits, labels)
-    classes = np.shape(logits)[-1]
-    _ops_checks.labels(node, labels, classes)
-    log_p = _log_softmax(xp, logits)
-    onehot = (xp.arange(classes) == labels[..., None]).astype(log_p.dtype)
-    valid = (labels >= 0) & (labels < classes)
-    nan = np.asarray(np.nan, log_p.dtype)
-    loss = xp.where(valid, -xp.sum(onehot * log_p, axis=-1), nan)
-    backprop = xp.where(valid[..., None], xp.exp(log_p) - onehot, nan)
-    return [as_numpy(loss), as_numpy(backprop)]
 
 
 def result_dtype(*args: Any) -> np.dtype:

@@ -1,4 +1,5 @@
-"""The neural-network ops of an imported graph: convolutions, pooling, batch norm, LRN, activations.
+"""The neural-network ops of an imported graph: convolutions, pooling, batch norm, LRN, softmax and
+cross entropy, activations.
 
 Registered into :data:`jta.graph_import._ops.OPS` (importing this module files them). Each op
 computes what TensorFlow's CPU kernel computes, gradient ops included: a backprop op is the
@@ -527,6 +528,43 @@ def _space_depth(node: Node, args: list[Any]) -> list[Any]:
     if _channels_first(node):
         return [fn(x.transpose(0, 2, 3, 1), block).transpose(0, 3, 1, 2)]
     return [fn(x, block)]
+
+
+# -- softmax and cross entropy ----------------------------------------------------------------
+def _log_softmax(xp: Any, logits: Any) -> Any:
+    shifted = logits - xp.max(logits, axis=-1, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
+
+
+simple(("Softmax",), lambda xp, x: xp.exp(_log_softmax(xp, x)))
+simple(("LogSoftmax",), _log_softmax)
+
+
+@_reg("SoftmaxCrossEntropyWithLogits")
+def _softmax_cross_entropy(node: Node, args: list[Any]) -> list[Any]:
+    """(loss, backprop): ``-sum(labels * log_softmax(logits))`` and ``softmax(logits) - labels``."""
+    logits, labels = args
+    xp = xp_of(logits, labels)
+    log_p = _log_softmax(xp, logits)
+    labels = xp.broadcast_to(labels, np.broadcast_shapes(np.shape(logits), np.shape(labels)))
+    return [as_numpy(-xp.sum(labels * log_p, axis=-1)), as_numpy(xp.exp(log_p) - labels)]
+
+
+@_reg("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_softmax_cross_entropy(node: Node, args: list[Any]) -> list[Any]:
+    """(loss, backprop) for integer labels. A label outside ``[0, classes)`` fails with TensorFlow's CPU
+    kernel's text (from compiled code too; its row is NaN there, as TensorFlow's GPU kernel gives)."""
+    logits, labels = args
+    xp = xp_of(logits, labels)
+    classes = np.shape(logits)[-1]
+    _ops_checks.labels(node, labels, classes)
+    log_p = _log_softmax(xp, logits)
+    onehot = (xp.arange(classes) == labels[..., None]).astype(log_p.dtype)
+    valid = (labels >= 0) & (labels < classes)
+    nan = np.asarray(np.nan, log_p.dtype)
+    loss = xp.where(valid, -xp.sum(onehot * log_p, axis=-1), nan)
+    backprop = xp.where(valid[..., None], xp.exp(log_p) - onehot, nan)
+    return [as_numpy(loss), as_numpy(backprop)]
 
 
 # -- activations and the small ops of tf.compat.v1.nn and tf.compat.v1.losses -----------------
