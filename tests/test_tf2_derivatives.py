@@ -99,3 +99,26 @@ def test_gradients_are_tensorflows_at_kinks_ties_and_poles() -> None:
                 at = ~np.isclose(got, w, rtol=1e-5, atol=1e-6, equal_nan=True)
                 wrong.append(f"{name} ({how}) at x = {X[at].tolist()}: TF {w[at].tolist()}, jta {np.asarray(got)[at].tolist()}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_fused_batch_norm_differentiates_as_tensorflows_gradient() -> None:
+    """TensorFlow's gradient of ``FusedBatchNorm*`` goes through ``y`` to ``x``, scale and offset only: the
+    moving mean and variance an inference-mode layer reads get none (``jax.grad`` gave them the
+    derivative), nor does what reads the statistics it returns."""
+    x = np.array([[0.5, -1.0, 2.0], [1.5, 0.3, -0.7]], np.float32)
+    stats = {k: tf.Variable(np.array(v, np.float32), name=k) for k, v in
+             {"mean": [0.1, -0.2, 0.3], "var": [0.5, 1.5, 2.0], "scale": [1.0, 2.0, 0.5], "off": [0.0, 0.1, 0.2]}.items()}
+
+    def bn(v: Any) -> Any:
+        y = tf.compat.v1.nn.fused_batch_norm(v[None, None], stats["scale"], stats["off"], mean=stats["mean"],
+                                             variance=stats["var"], is_training=False)[0][0, 0]
+        return tf.reduce_sum(tf.square(y))
+
+    f = tf.function(bn, input_signature=[tf.TensorSpec([2, 3], tf.float32)])
+    with tf.GradientTape() as tape:
+        loss = bn(tf.constant(x))
+    want = tape.gradient(loss, list(stats.values()), unconnected_gradients="zero")
+    fn, params = jta.import_function(f, x)
+    got = jax.jit(jax.grad(fn))(params, x)
+    for name, w in zip(stats, want, strict=True):
+        np.testing.assert_allclose(got[name], w.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)

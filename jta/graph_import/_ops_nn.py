@@ -401,9 +401,13 @@ def _fused_batch_norm(node: Node, args: list[Any]) -> list[Any]:
     reserve_space_2[, reserve_space_3])`` as TF's CPU kernel: in training the batch statistics
     normalize (biased variance, also saved in the reserve spaces), ``batch_variance`` is the
     unbiased one, blended with the running values when ``exponential_avg_factor`` is not 1;
-    in inference the given mean and variance normalize and pass through."""
-    x, *rest = (jnp.asarray(a) for a in args)
-    return _batch_norm(_norm_params(node, x.ndim), x, *rest)
+    in inference the given mean and variance normalize and pass through. Differentiated as TensorFlow's
+    registered gradient does: through ``y`` alone, to ``x``, ``scale`` and ``offset`` (the statistics
+    given and returned get none: TensorFlow's gradient returns None for them and drops theirs)."""
+    x, scale, offset, mean, variance = (jnp.asarray(a) for a in args)
+    fixed = jax.lax.stop_gradient
+    y, *stats = _batch_norm(_norm_params(node, x.ndim), x, scale, offset, fixed(mean), fixed(variance))
+    return [y, *(fixed(s) for s in stats)]
 
 
 @functools.partial(jax.jit, static_argnums=0)
