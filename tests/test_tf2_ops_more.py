@@ -519,6 +519,25 @@ def test_shape_arithmetic_through_ops_of_jax_code_stays_static():
     _check(lambda a: tf.experimental.numpy.take_along_axis(a, tf.argsort(a, 1), 1) * 2.0, _normal(4, 5))
 
 
+def test_values_that_decide_shapes_are_learned_under_checked():
+    """``unsorted_segment_sum(..., num_segments=max(ids) + 1)`` (the segment softmax idiom) and a cond whose
+    branches give different shapes (``x[:2]`` or ``x[:3]``): a bare jit refuses them, naming
+    ``jta.checked``, which learns the count and the branch at run time (each value its compilation)."""
+    seg = tf.function(lambda x, i: tf.math.unsorted_segment_sum(x, i, tf.reduce_max(i) + 1),
+                      input_signature=[tf.TensorSpec([6], tf.float32), tf.TensorSpec([6], tf.int32)])
+    cond = tf.function(lambda x: tf.cond(tf.reduce_sum(x) > 0, lambda: x[:2] * 2.0, lambda: x[:3]),
+                       input_signature=[tf.TensorSpec([4], tf.float32)])
+    x = np.arange(6, dtype=np.float32) - 2.0
+    for f, runs in ((seg, [(x, np.array([0, 2, 1, 0, 2, 2], np.int32)), (x, np.array([3, 0, 0, 1, 1, 1], np.int32))]),
+                    (cond, [(x[:4],), (-x[:4],), (x[:4],)])):
+        fn, params = jta.import_function(f, *runs[0])
+        with pytest.raises(jta.errors.UnimplementedError, match="jta.checked"):
+            jax.jit(fn)(params, *runs[0])
+        checked = jta.checked(jax.jit(fn))
+        for args in runs:
+            _close(checked(params, *args), f(*args))
+
+
 @pytest.mark.parametrize("splits", [[0, 0, 3], [0, 3, 2], [1, 2, 3], [0, -1, 3]])
 def test_ragged_row_splits_are_checked_as_in_tensorflow(splits):
     """The rows a ``ROW_SPLITS`` partition places add up to its last split (TensorFlow's check: splits

@@ -37,7 +37,7 @@ from ._branches import lists_agree
 from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
-from ._ops import is_static, run_op
+from ._ops import is_static, learned_size, run_op
 
 __all__ = ["Body", "Evaluator", "Library", "UNKNOWN", "Var", "CONTROL_OPS"]
 
@@ -497,7 +497,13 @@ class Evaluator:
         try:
             return list(jax.lax.switch(index, fns))
         except TypeError as error:  # the branches' outputs differ in structure, shape or dtype
-            raise GraphError.TF2_BRANCH.exception(node=node.name, op=node.op, error=str(error)[:500]) from error
+            if not capacities.active():
+                raise GraphError.TF2_BRANCH.exception(node=node.name, op=node.op, error=str(error)[:500]) from error
+        # under jta.checked: the branch taken is learned at run time, as a size the data decides is (one
+        # compilation per branch): TensorFlow's outputs have the shapes the branch taken gives
+        k = learned_size(node, index, "the predicate (its branches' outputs differ in shape; jta.checked learns "
+                                      "which runs)", 0)
+        return self.call(bodies[k], rest)
 
     def _in_branch(self, k: int, count: int, body: Body, args: list[Any]) -> list[Any]:
         """Branch ``k`` of ``count`` of a ``lax.switch`` (the optionals it reads know which it is)."""

@@ -94,9 +94,10 @@ class GraphError(Message):
                          "rows are), which sums and gradients do not see.")
     TF2_BRANCH = (439, UnimplementedError, "Node {node} ({op}): its predicate is only known at run time, so it is "
                        "a lax.cond/lax.switch, whose branches must give outputs of one structure, shape and dtype "
-                       "(TensorLists of one static length), but they do not ({error}). Pass the predicate as a "
-                       "concrete argument of an eager call (the branch not taken is then pruned), or make the "
-                       "branches agree.")
+                       "(TensorLists of one static length), but they do not ({error}). The ways out: call the "
+                       "imported function through jta.checked (jta.checked(jax.jit(fn))), which learns the branch "
+                       "taken at run time (one compilation per branch); pass the predicate as a concrete argument "
+                       "of an eager call (the branch not taken is then pruned); or make the branches agree.")
     CUSTOM_GRADIENT = (423, UnimplementedError, "Node {node} ({op}): differentiating through a "
                             "tf.custom_gradient ({kind}), whose gradient is Python code in TensorFlow's registry, "
                             "not part of the graph, and could not be traced here (it is not in this process's "

@@ -20,7 +20,7 @@ import numpy as np
 from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import OPS, Op, is_static, learned_size, registrar, static_value
+from ._ops import OPS, Op, is_static, learned_size, learned_value, registrar
 from ._ops_checks import dims, known_or_traced
 
 _reg = registrar(OPS)
@@ -127,7 +127,7 @@ def _unsorted(name: str) -> Op:
         segment gives 0 for a sum, 1 for a product, the dtype's lowest (highest) value for a maximum
         (minimum), as in TensorFlow."""
         data, ids, n = args
-        n = int(static_value(node, n, "num_segments"))
+        n = int(learned_value(node, n, "num_segments"))  # (a run-time count, max(ids) + 1: learned by jta.checked)
         if n < 0:
             GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
                 f"Input num_segments == {n} must not be negative."))
