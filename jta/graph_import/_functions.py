@@ -142,9 +142,10 @@ IF_OPS = ("If", "StatelessIf")
 CASE_OPS = ("Case", "StatelessCase")
 WHILE_OPS = ("While", "StatelessWhile")
 VAR_OPS = ("ReadVariableOp", "VariableShape", "ResourceGather")
+ASSIGN_OPS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
 PASS_OPS = ("Identity", "IdentityN", "NoOp", "Placeholder", "StopGradient", "PreventGradient",
             "EnsureShape")
-CONTROL_OPS = (*CALL_OPS, *IF_OPS, *CASE_OPS, *WHILE_OPS, *VAR_OPS, *PASS_OPS, *OPTIONAL_OPS)
+CONTROL_OPS = (*CALL_OPS, *IF_OPS, *CASE_OPS, *WHILE_OPS, *VAR_OPS, *ASSIGN_OPS, *PASS_OPS, *OPTIONAL_OPS)
 
 
 @dataclasses.dataclass
@@ -294,6 +295,8 @@ class Evaluator:
         self.bodies: list[Body] = []  # and those bodies
         self.handles = handles or {}  # the captured variables by the id of their eager handles
         self.branches: list[tuple[int, int]] = []  # the lax.switch branches running: (index, branch count)
+        self.looping = 0  # how many loops' bodies are running (a variable is assigned outside them only)
+        self.assigned: set[str] = set()  # the variables this call assigned (their new values: self.params)
 
     def call(self, body: Body, args: list[Any]) -> list[Any]:
         env: dict[Tensor, Any] = {}
@@ -395,7 +398,11 @@ class Evaluator:
         if op in IF_OPS or op in CASE_OPS:
             return self._branch(node, args)
         if op in WHILE_OPS:
-            return self.loop(self, node, args)
+            self.looping += 1
+            try:
+                return self.loop(self, node, args)
+            finally:
+                self.looping -= 1
         if self.probe:
             unknown = [a is UNKNOWN or isinstance(a, _lists.TList) or
                        (not is_static(a) and not isinstance(a, Var)) for a in args]
@@ -414,6 +421,8 @@ class Evaluator:
                 return None
         if op in VAR_OPS:
             return self._variable(node, args)
+        if op in ASSIGN_OPS:
+            return self._assign(node, args)
         if op == "OptionalHasValue":
             return [np.bool_(args[0].has) if isinstance(args[0].has, bool) else args[0].has]
         if op == "OptionalGetValue":
@@ -467,6 +476,26 @@ class Evaluator:
             return [value]
         _ops_checks.gather(node, args[1], np.shape(value)[0])
         return [jnp.take(value, jnp.asarray(args[1]), axis=0)]
+
+    def _assign(self, node: Node, args: list[Any]) -> list[Any]:
+        """``AssignVariableOp`` (``Add``, ``Sub``): the variable's new value, which the reads after it in
+        this call see (TensorFlow orders them by control edges); :func:`jta.import_function` returns it
+        with ``with_updates=True``. Inside a loop's body or a run-time cond's branch it would be a value of
+        that loop or branch: refused."""
+        if self.probe:
+            return []
+        var, value = args
+        if self.looping or self.branches:
+            GraphError.TF2_UNSUPPORTED.raise_(items=(
+                f"  - node {node.name} ({node.op}): a variable assigned inside a loop's body or a cond's branch "
+                "(its value would change from step to step): return the new value from the loop or cond, and "
+                "assign it after"))
+        old = jnp.asarray(self.params[var.name])
+        value = jnp.asarray(value, old.dtype)
+        self.params[var.name] = {"AssignVariableOp": value, "AssignAddVariableOp": old + value,
+                                 "AssignSubVariableOp": old - value}[node.op]
+        self.assigned.add(var.name)
+        return []
 
     def _branch(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
         """``If``/``Case``: the branch taken where the predicate is static, else ``lax.cond``/``lax.switch``."""

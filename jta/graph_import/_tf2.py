@@ -10,6 +10,7 @@ TensorList op runs (:mod:`jta.graph_import._lists`) — including the accumulato
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -18,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _list_vectors, _lists, _ops_linalg, _ops_nn, _ops_tf2jax, _tf2_loops  # noqa: F401 - they register ops
-from ._functions import CONTROL_OPS, Body, Evaluator, Library, Var, reached
+from ._functions import ASSIGN_OPS, CONTROL_OPS, Body, Evaluator, Library, Var, reached
 from ._messages import GraphError
 from ._nodes import parse, tensor_name
 from ._ops import OPS, is_static
@@ -52,7 +53,7 @@ def _var_name(v: Any) -> str:
     return name[:-2] if name.endswith(":0") else name
 
 
-def import_function(fn: Any, *example_args: Any, pad_stacks: bool = False,
+def import_function(fn: Any, *example_args: Any, pad_stacks: bool = False, with_updates: bool = False,
                     **example_kwargs: Any) -> tuple[Callable[..., Any], dict[str, Any]]:
     """A ``tf.function`` (or a ``ConcreteFunction``) as a pure JAX function and its parameters.
 
@@ -64,6 +65,11 @@ def import_function(fn: Any, *example_args: Any, pad_stacks: bool = False,
       decides has a run-time length, and stacking it would need a shape JAX cannot give: by default
       that is refused; with ``pad_stacks=True`` the stack has the loop bound's rows, those past the
       length zeros. (Eager calls with concrete arguments run such loops step by step: exact shapes.)
+    - `with_updates`: ``jax_fn`` returns ``(outputs, new_params)``, ``params`` with the values the
+      function assigned its variables (a batch norm's moving statistics in training, a Keras 3 seed
+      generator's state). Without it a function that assigns variables computes its outputs with them
+      as TensorFlow does (a read after an assignment sees its value), returns the outputs alone, and
+      the import warns that the new values are not returned.
 
     **Returns:** ``(jax_fn, params)``: ``params`` maps each captured variable's name (without
     ``:0``; a Keras 3 variable's ``path``) to its value; ``jax_fn(params, *args)`` (``args``: the
@@ -93,10 +99,11 @@ def import_function(fn: Any, *example_args: Any, pad_stacks: bool = False,
     except ImportError as e:  # pragma: no cover - the extra is installed in the tests
         raise GraphError.NEEDS_TF.exception(error=str(e)) from e
     concrete = _concrete_function(fn, example_args, example_kwargs)
-    return _import_concrete(concrete, tf, pad_stacks)
+    return _import_concrete(concrete, tf, pad_stacks, with_updates)
 
 
-def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable[..., Any], dict[str, Any]]:
+def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: bool = False
+                     ) -> tuple[Callable[..., Any], dict[str, Any]]:
     graph_def = concrete.graph.as_graph_def()
     nodes = parse(graph_def, tf)
     lib = Library(graph_def.library)
@@ -125,6 +132,13 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable
                                              else concrete.outputs[:len(tensors)])]
     top = Body("<top>", nodes, inputs, outputs)
     _check(lib, top)
+    assigning = sorted({body.nodes[n].op for body in reached(lib, top) for n in body.order
+                        if body.nodes[n].op in ASSIGN_OPS})
+    if assigning and not with_updates:
+        name = concrete.name.decode() if isinstance(concrete.name, bytes) else str(concrete.name)
+        warnings.warn(f"{name} assigns variables ({', '.join(assigning)}): the imported function "
+                      "computes its outputs with the new values, as TensorFlow does, but returns the outputs "
+                      "only; pass with_updates=True to get (outputs, new_params).", stacklevel=3)
     names = _unique_names(variables)
     params = {names[n]: jnp.asarray(v.numpy()) for n, v in variables.items()}
     # a captured eager tensor (a closure's tf.constant, a Keras 3 Normalization's adapted mean) is a constant
@@ -166,8 +180,9 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool) -> tuple[Callable
         values = iter(ev.call(top, [*flat, *handles]))
         out = [next(values) if ok else _dense(next(values), next(values), next(values)) if sl else t
                for t, ok, sl in zip(leaves, is_tensor, slices, strict=True)]
-        return jax.tree_util.tree_unflatten(treedef, [jnp.asarray(v) if isinstance(v, (np.ndarray, np.generic))
-                                                      else v for v in out])
+        result = jax.tree_util.tree_unflatten(treedef, [jnp.asarray(v) if isinstance(v, (np.ndarray, np.generic))
+                                                        else v for v in out])
+        return (result, {**params, **{k: ev.params[k] for k in ev.assigned}}) if with_updates else result
 
     jax_fn.__doc__ = f"The imported {concrete.name}: (params, {arg_text})."
     return jax_fn, params
@@ -247,8 +262,7 @@ def _argument_names(concrete: Any, n_args: int) -> list[str]:
         return [f"arg{k}" for k in range(n_args)]
 
 
-_ASSIGN = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApplyGradientDescent",
-           "ResourceApplyAdam", "ResourceApplyMomentum", "ResourceApplyKerasMomentum")
+_ASSIGN = ("ResourceApplyGradientDescent", "ResourceApplyAdam", "ResourceApplyMomentum", "ResourceApplyKerasMomentum")
 # Stateful random ops (a hidden seed or a generator variable): their streams are not reproduced. (The
 # stateless ones with explicit seeds run bit for bit: jta.graph_import._ops_random.)
 _RANDOM = ("RandomUniform", "RandomStandardNormal", "RandomUniformInt", "TruncatedNormal", "RandomShuffle",
@@ -289,9 +303,9 @@ def _check(lib: Library, top: Body) -> None:
     ways = []
     assign = sorted(op for op in found if op in _ASSIGN or op.startswith("ResourceApply"))
     if assign:
-        ways.append(f"Variable updates ({', '.join(assign)}): the imported function is pure; return the new "
-                    "values (or the gradients) from the tf.function instead of assigning them, and apply the "
-                    "update in JAX (optax).")
+        ways.append(f"Optimizer updates ({', '.join(assign)}): return the gradients from the tf.function "
+                    "instead of applying them, and apply the update in JAX (optax); plain assignments "
+                    "(assign, assign_add, assign_sub) run, with_updates=True returns their values.")
     random = sorted(op for op in found if op in _RANDOM or "Random" in op or op.startswith(("Stateful", "Rng")))
     if random:
         ways.append(f"Random numbers ({', '.join(random)}): jta reproduces TensorFlow's stateless random ops bit "
@@ -317,8 +331,8 @@ def _check(lib: Library, top: Body) -> None:
     GraphError.TF2_UNSUPPORTED.raise_(items="\n".join(items + ways))
 
 
-def import_saved_model(path: str, name: str = "serving_default", *,
-                       pad_stacks: bool = False) -> tuple[Callable[..., Any], dict[str, Any]]:
+def import_saved_model(path: str, name: str = "serving_default", *, pad_stacks: bool = False,
+                       with_updates: bool = False) -> tuple[Callable[..., Any], dict[str, Any]]:
     """A SavedModel's signature (or ``tf.function`` attribute) as a pure JAX function and its parameters.
 
     ``name`` is a signature key (the outputs are then the signature's dict and the arguments may be
@@ -347,5 +361,5 @@ def import_saved_model(path: str, name: str = "serving_default", *,
         concrete = getattr(loaded, name).get_concrete_function()
     else:
         GraphError.SIGNATURE.raise_(path=str(path), name=name, known=", ".join(sorted(loaded.signatures)) or "none")
-    jax_fn, params = _import_concrete(concrete, tf, pad_stacks)
+    jax_fn, params = _import_concrete(concrete, tf, pad_stacks, with_updates)
     return jax_fn, params
