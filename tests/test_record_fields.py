@@ -155,6 +155,7 @@ NOT_USER_VALUES = {
     Error.READ_CLEARED: "a slot's index, as above",
     Error.SPLIT_SIZE: "the array's traced size (jta's int32) and the number of lengths (static)",
     Error.LOOP_STACK_FULL: "jta's loop number and counts",
+    Error.LOOP_STACK_UNPLANNED: "jta's counts (the steps run and the stacks' rows)",
     Error.ARRAY_SIZE_LEARNED: "jta's sizes and plan number",
     Error.RESULT_SIZE_LEARNED: "jta's sizes and plan number",
 }
