@@ -2,7 +2,8 @@
 computes with the new values as TensorFlow does (a read after an assignment sees it), and with
 ``with_updates=True`` returns ``(outputs, new_params)``; without it the import warns that the new values
 are not returned. A batch norm's moving statistics in a train step, a Keras 3 dropout's seed generator
-(its masks are TensorFlow's, call after call), and an assignment inside a loop (refused)."""
+(its masks are TensorFlow's, call after call), and variables assigned in loops (loop variables) and in
+run-time conds' branches (outputs of the ``lax.switch``)."""
 
 from __future__ import annotations
 
@@ -89,16 +90,56 @@ def test_a_keras_3_dropout_draws_tensorflows_masks_call_after_call() -> None:
         _close(out, step(x))
 
 
-def test_an_assignment_inside_a_loop_is_refused() -> None:
-    v = tf.Variable(np.float32(0.0), name="v")
+@pytest.mark.parametrize("loop", ["static", "bounded", "unbounded"])
+def test_a_loop_carries_the_variables_it_assigns(loop: str) -> None:
+    """Running statistics updated in a loop (a scan of a static trip count, a bounded one with an early
+    exit, a jta.while_loop): the variables are loop variables, eagerly and under jit, and jax.grad of the
+    outputs goes through them."""
+    total = tf.Variable(np.float32(0.0), name="total")
+    mean = tf.Variable(np.zeros(2, np.float32), name="mean")
+
+    @tf.function(input_signature=[tf.TensorSpec([4, 2], tf.float32)])
+    def f(x: Any) -> Any:
+        if loop == "unbounded":
+            i = tf.constant(0)
+            while tf.reduce_sum(mean) < 2.0 and i < 4:
+                mean.assign(0.5 * mean + x[i])
+                total.assign_add(tf.reduce_sum(x[i] * mean))
+                i += 1
+        else:
+            for i in tf.range(4):
+                if loop == "bounded" and tf.reduce_sum(mean) > 2.0:
+                    break
+                mean.assign(0.5 * mean + x[i])
+                total.assign_add(tf.reduce_sum(x[i] * mean))
+        return total * 2.0, mean.read_value()
+
+    x = np.abs(np.random.default_rng(2).normal(size=(4, 2))).astype(np.float32)
+    fn, params = jta.import_function(f, x, with_updates=True)
+    for run in (fn, jax.jit(fn)):
+        out, new = run(params, x)
+        total.assign(0.0), mean.assign(np.zeros(2, np.float32))
+        _close(out, f(x))
+        np.testing.assert_allclose(new["total"], total.numpy(), rtol=1e-6)
+    grad = jax.grad(lambda p, v: fn(p, v)[0][0], argnums=1)(params, x)
+    assert np.all(np.isfinite(grad)) and np.any(grad != 0)
+
+
+def test_a_run_time_cond_outputs_the_variables_its_branches_assign() -> None:
+    v = tf.Variable(np.float32(1.0), name="v")
 
     @tf.function(input_signature=[tf.TensorSpec([3], tf.float32)])
     def f(x: Any) -> Any:
-        for i in tf.range(3):
-            v.assign_add(x[i])
+        if tf.reduce_sum(x) > 0:
+            v.assign_add(x[0])
+        else:
+            v.assign(v * x[1])
         return v * 2.0
 
-    x = np.ones(3, np.float32)
-    fn, params = jta.import_function(f, x, with_updates=True)
-    with pytest.raises(jta.errors.UnimplementedError, match="assigned inside a loop's body"):
-        fn(params, x)
+    fn, params = jta.import_function(f, np.ones(3, np.float32), with_updates=True)
+    run = jax.jit(fn)
+    for x in (np.array([2.0, 3.0, 1.0], np.float32), np.array([-2.0, 3.0, -1.0], np.float32)):
+        out, new = run(params, x)
+        v.assign(1.0)
+        _close(out, f(x))
+        np.testing.assert_allclose(new["v"], v.numpy())

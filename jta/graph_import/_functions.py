@@ -255,6 +255,31 @@ def reached(lib: Library, top: Body) -> list[Body]:
     return out
 
 
+def assigned_in(lib: Library, body: Body) -> Optional[set[int]]:
+    """The arguments of ``body`` (variable handles) that it, or a function it calls, assigns to; None
+    where an assignment's handle is not one of them."""
+    found: set[int] = set()
+    for n in body.order:
+        node = body.nodes[n]
+        if node.op in ASSIGN_OPS:
+            handles = [node.inputs[0]]
+        else:
+            handles = []
+            for name in called(node, lib):
+                inner = assigned_in(lib, lib.body(name))
+                if inner is None:
+                    return None
+                skip = 1 if node.op in IF_OPS or node.op in CASE_OPS else 0  # (the predicate, the branch index)
+                handles += [node.inputs[skip + k] for k in inner]
+        for tensor in handles:
+            while tensor[0] in body.nodes and body.nodes[tensor[0]].op == "Identity":
+                tensor = body.nodes[tensor[0]].inputs[0]
+            if tensor[0] not in body.inputs:
+                return None
+            found.add(body.inputs.index(tensor[0]))
+    return found
+
+
 def called(node: Node, lib: Library) -> list[str]:
     """The library functions ``node`` calls."""
     if node.op in lib:
@@ -297,6 +322,7 @@ class Evaluator:
         self.branches: list[tuple[int, int]] = []  # the lax.switch branches running: (index, branch count)
         self.looping = 0  # how many loops' bodies are running (a variable is assigned outside them only)
         self.assigned: set[str] = set()  # the variables this call assigned (their new values: self.params)
+        self.carried: set[str] = set()  # the variables the loops running carry (assigned in their bodies)
 
     def call(self, body: Body, args: list[Any]) -> list[Any]:
         env: dict[Tensor, Any] = {}
@@ -481,15 +507,15 @@ class Evaluator:
         """``AssignVariableOp`` (``Add``, ``Sub``): the variable's new value, which the reads after it in
         this call see (TensorFlow orders them by control edges); :func:`jta.import_function` returns it
         with ``with_updates=True``. Inside a loop's body or a run-time cond's branch it would be a value of
-        that loop or branch: refused."""
+        that branch: refused. (A loop carries the variables its body assigns: :func:`assigned_in`.)"""
         if self.probe:
             return []
         var, value = args
-        if self.looping or self.branches:
+        if (self.branches or self.looping) and var.name not in self.carried:
             GraphError.TF2_UNSUPPORTED.raise_(items=(
-                f"  - node {node.name} ({node.op}): a variable assigned inside a loop's body or a cond's branch "
-                "(its value would change from step to step): return the new value from the loop or cond, and "
-                "assign it after"))
+                f"  - node {node.name} ({node.op}): a variable assigned inside a run-time cond's branch, or in a "
+                "loop through a handle it does not take as a loop variable: return the new value from the cond, "
+                "and assign it after"))
         old = jnp.asarray(self.params[var.name])
         value = jnp.asarray(value, old.dtype)
         self.params[var.name] = {"AssignVariableOp": value, "AssignAddVariableOp": old + value,
@@ -519,13 +545,20 @@ class Evaluator:
             # TF's If: a scalar is true where nonzero; a non-scalar where it is not empty (a static fact)
             index = (jnp.asarray(pred) != 0).astype(jnp.int32) if jnp.ndim(pred) == 0 else \
                 jnp.int32(jnp.size(pred) > 0)
-        fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest) for k, b in enumerate(bodies)]
+        found = [assigned_in(self.lib, b) for b in bodies]  # (the variables a branch assigns are its outputs too)
+        start = {} if any(f is None for f in found) else {
+            rest[k].name: jnp.asarray(self.params[rest[k].name]) for f in found for k in f if isinstance(rest[k], Var)}
+        fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest, start) for k, b in enumerate(bodies)]
         if any(b.nodes[n].op in ("OptionalNone", "OptionalFromValue") for b in bodies for n in b.order):
             fns = _fill_optionals(fns)  # (TF may put values of different shapes in one slot: a union)
         fns = lists_agree(fns)
         try:
-            return list(jax.lax.switch(index, fns))
+            outs = list(jax.lax.switch(index, fns))
+            self.params.update(zip(start, outs[len(outs) - len(start):], strict=True))
+            self.assigned.update(start)
+            return outs[:len(outs) - len(start)]
         except TypeError as error:  # the branches' outputs differ in structure, shape or dtype
+            self.params.update(start)
             if not capacities.active():
                 raise GraphError.TF2_BRANCH.exception(node=node.name, op=node.op, error=str(error)[:500]) from error
         # under jta.checked: the branch taken is learned at run time, as a size the data decides is (one
@@ -534,13 +567,18 @@ class Evaluator:
                                       "which runs)", 0)
         return self.call(bodies[k], rest)
 
-    def _in_branch(self, k: int, count: int, body: Body, args: list[Any]) -> list[Any]:
-        """Branch ``k`` of ``count`` of a ``lax.switch`` (the optionals it reads know which it is)."""
+    def _in_branch(self, k: int, count: int, body: Body, args: list[Any], start: dict[str, Any]) -> list[Any]:
+        """Branch ``k`` of ``count`` of a ``lax.switch`` (the optionals it reads know which it is), from the
+        variables' values ``start``, which it outputs after its own."""
         self.branches.append((k, count))
+        added = set(start) - self.carried
+        self.params.update(start)
+        self.carried |= added
         try:
-            return _as_jax(self.call(body, args))
+            return _as_jax(self.call(body, args)) + [jnp.asarray(self.params[n], v.dtype) for n, v in start.items()]
         finally:
             self.branches.pop()
+            self.carried -= added
 
 
 def _static_bound(args: list[Any]) -> Optional[int]:

@@ -37,7 +37,7 @@ from jax.core import Tracer
 from .. import errors
 from .._core import capacities
 from ..loops import unbounded_while_loop
-from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete
+from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, assigned_in, concrete
 from ._list_value import value_key
 from ._lists import VARIANT, AtMost, TList, materialize, rows, sized_by_plan
 from ._messages import GraphError
@@ -139,8 +139,27 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
     if ev.probe and not all(_is_const(a) for a in args):
         return None
     steps, exact, final = _trips(ev, node, cond, body, args)
-    if steps is not None and not any(v is UNKNOWN for v in final):
+    assigned = _assigned(ev, cond, body, args)
+    if steps is not None and not any(v is UNKNOWN for v in final) and not assigned:
         return final  # every value static (shape arithmetic, or the probe ran it all): computed already
+    carried, ev.carried = ev.carried, ev.carried | set(assigned)
+    try:
+        return _run(ev, node, cond, body, args, steps, exact, final, assigned)
+    finally:
+        ev.carried = carried
+
+
+def _assigned(ev: Evaluator, cond: Body, body: Body, args: list[Any]) -> list[str]:
+    """The variables the loop assigns, which it carries (none where an assignment's handle is not a loop
+    variable: the assignment is then refused)."""
+    found = [assigned_in(ev.lib, cond), assigned_in(ev.lib, body)]
+    if any(f is None for f in found) or not all(isinstance(args[k], Var) for f in found for k in f):
+        return []
+    return sorted({args[k].name for f in found for k in f})
+
+
+def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], steps: Optional[int], exact: bool,
+         final: list[Any], assigned: list[str]) -> list[Any]:
     if exact and steps == 0:  # the body never runs (tracing it for a scan of no steps could fail: a push
         return args           # onto a buffer of no rows)
     if not exact and _concrete(args):
@@ -148,7 +167,7 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
     short = exact and steps is not None and steps <= MAX_UNROLL
     try:
         with capacities.learning_refused(short):
-            return _scan(ev, node, cond, body, args, steps, exact, final)
+            return _scan(ev, node, cond, body, args, steps, exact, final, assigned)
     except (errors.UnimplementedError, errors.InvalidArgumentError):
         if not (short or _concrete(args)):
             raise
@@ -160,8 +179,10 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
 
 
 def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], steps: Optional[int], exact: bool,
-          final: list[Any]) -> list[Any]:
-    """The loop as a ``lax.scan`` (``steps`` exact or a bound) or, without a bound, ``jta.while_loop``."""
+          final: list[Any], assigned: list[str]) -> list[Any]:
+    """The loop as a ``lax.scan`` (``steps`` exact or a bound) or, without a bound, ``jta.while_loop``; the
+    variables ``assigned`` in it are loop variables too."""
+    start = {name: jnp.asarray(ev.params[name]) for name in assigned}
     fixed = [k for k, a in enumerate(args) if isinstance(a, Var) or body.passthrough(k) == k]
     growth, shapes, consts, room, least = _discover(ev, body, args, fixed)
     capacity = steps if steps is not None else 0
@@ -184,13 +205,18 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
         _variant_templates(ev, node, body, args, carry, variants, capacity, growth, plan)
     if any(c is not None for c in consts.values()):
         _consts(ev, body, args, carry)
+    ev.params.update(start)  # (the abstract steps above assigned their own traces' values)
+    slots = {name: -1 - k for k, name in enumerate(assigned)}  # (the variables' keys in the carry: negative)
+    carry.update({slots[name]: value for name, value in start.items()})
 
     def merge(c: dict[int, Any]) -> list[Any]:
+        ev.params.update({name: c[slot] for name, slot in slots.items()})
         return [c[k] if k in c else args[k] for k in range(len(args))]
 
     def step_body(c: dict[int, Any]) -> dict[int, Any]:
         out = _in_carry(ev, body, merge(c))
-        return {k: _like(node, out[k], c[k]) for k in c}
+        new = {k: _like(node, out[k], c[k]) for k in c if k >= 0}
+        return {**new, **{slot: _like(node, ev.params[name], c[slot]) for name, slot in slots.items()}}
 
     def truth(c: dict[int, Any]) -> Any:
         return jnp.asarray(_in_carry(ev, cond, merge(c))[0]).astype(bool).reshape(())
@@ -202,7 +228,8 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
     else:
         out, _ = jax.lax.scan(lambda c, _: (jax.lax.cond(truth(c), step_body, lambda c: c, c), None),
                               carry, None, length=steps)
-    result = merge(out)
+    result = merge(out)  # (and the variables' values after the loop)
+    ev.assigned.update(assigned)
     if not exact and steps is not None:  # a counter of a bounded loop is at most its probe's final value
         for k, v in enumerate(final):
             if k in out and is_static(v) and np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.integer) \
