@@ -22,7 +22,7 @@ from tensorflow.python.framework import op_def_registry  # noqa: E402
 import jta  # noqa: E402
 from jta.graph_import import supported_ops  # noqa: E402
 
-UNARY = ("Abs Acos Acosh Asin Asinh Atan Atanh Ceil Cos Cosh Digamma Elu Erf Erfc Erfinv Exp Expm1 Floor Inv L2Loss LeakyRelu "
+UNARY = ("Abs Acos Acosh Asin Asinh Atan Atanh BesselI0 BesselI0e BesselI1 BesselI1e Ceil Cos Cosh Digamma Elu Erf Erfc Erfinv Exp Expm1 Floor Inv L2Loss LeakyRelu "
          "Lgamma Log Log1p LogSoftmax Neg Reciprocal Relu Relu6 Round Rsqrt Selu Sigmoid Sign Sin Sinh Softmax "
          "Softplus Softsign Sqrt Square Tan Tanh").split()
 BINARY = ("Add AddV2 Atan2 Div DivNoNan FloorDiv FloorMod Maximum Minimum Mul MulNoNan Pow RealDiv SquaredDifference "
@@ -37,6 +37,7 @@ NOT_HERE = {
                     "DepthwiseConv2dNative ExtractImagePatches MatMul MatrixSetDiag MatrixSolve MatrixTriangularSolve".split(),
                     "not elementwise, or not differentiated"),
     "Polygamma": "its first operand is the order",
+    "Zeta": "its domain (x > 1, q > 0) has none of the points; tests/test_tf2_ops_search.py checks it",
     "Igamma": "TensorFlow's IgammaGradA is not imported (the train step is refused)",
     "Igammac": "TensorFlow's IgammaGradA is not imported (the train step is refused)",
 }

@@ -1,5 +1,6 @@
-"""Searches, bins, spectra and the elementwise ops added with them, against TensorFlow: values eagerly
-and under ``jax.jit``, and ``jax.grad`` against the tape where TensorFlow differentiates the op."""
+"""Searches, bins, spectra, special functions and the other ops added with them, against TensorFlow:
+values eagerly and under ``jax.jit``, and ``jax.grad`` against the tape where TensorFlow differentiates
+the op."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ CASES = {
     "is_nan_inf": (lambda x: tf.where(tf.math.is_nan(tf.math.log(x)) | tf.math.is_inf(1.0 / x), 0.0, x), True),
     "inverse_trig": (lambda x: tf.atan(x) + tf.asin(x * 0.5) + tf.acos(x * 0.5), True),
     "diag_part": (lambda x: tf.linalg.tensor_diag_part(tf.reshape(x, [4, 4])), True),
+    "betainc_zeta": (lambda x: tf.math.betainc(tf.abs(x) + 1.0, 2.0 - x, tf.sigmoid(x * 3.0))
+                     + tf.math.zeta(tf.abs(x) + 2.0, tf.abs(x) + 0.5), True),
+    "scatter_norm_unravel": (lambda x: tf.tensor_scatter_nd_max(x, [[0], [5]], x[8:10] * 3.0)
+                             + tf.tensor_scatter_nd_sub(x, [[1], [1]], x[2:4]) + tf.math.reduce_euclidean_norm(x)
+                             + tf.cast(tf.reduce_sum(tf.unravel_index([5, 0, 7], [2, 4])), tf.float32), True),
 }
 
 

@@ -35,6 +35,7 @@ from . import (  # noqa: F401
     _ops_search,
     _ops_segments,
     _ops_sizes,
+    _ops_special,
     _ops_tf2jax,
     _unsupported,
 )

@@ -513,6 +513,17 @@ for _name, _fn_name in (("Sum", "sum"), ("Mean", "mean"), ("Prod", "prod"), ("Ma
     OPS[_name] = _reduction(_fn_name)
 
 
+@_reg("EuclideanNorm")
+def _euclidean_norm(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.math.reduce_euclidean_norm``: the square root of the sum of ``|x|**2`` over the axes."""
+    x, axes = args
+    axes = _ops_checks.reduction_axes(node, static_value(node, axes, "the axes"), np.ndim(x))
+    xp = xp_of(x)
+    squares = xp.abs(x) ** 2 if xp.iscomplexobj(x) else x * x
+    out = xp.sqrt(xp.sum(squares, axis=axes, keepdims=bool(node.attr("keep_dims", False))))
+    return [as_numpy(out.astype(xp.asarray(x).dtype))]
+
+
 @_reg("Select")
 def _select(node: Node, args: list[Any]) -> list[Any]:
     c, t, e = args

@@ -213,13 +213,28 @@ def _scatter_nd(node: Node, args: list[Any]) -> list[Any]:
     return [jnp.zeros(shape, jnp.asarray(updates).dtype).at[_nd_index(jnp.asarray(indices))].add(updates)]
 
 
-@_reg("TensorScatterUpdate", "TensorScatterAdd")
+_SCATTERS = {"TensorScatterUpdate": "set", "TensorScatterAdd": "add", "TensorScatterSub": "add",
+             "TensorScatterMax": "max", "TensorScatterMin": "min"}
+
+
+@_reg(*_SCATTERS)
 def _tensor_scatter(node: Node, args: list[Any]) -> list[Any]:
+    """``tensor`` with ``updates`` set, added, subtracted, or kept where larger (smaller) at ``indices``."""
     tensor, indices, updates = args
     _ops_checks.nd(node, indices, np.shape(tensor), GraphError.SCATTER_ND_RANGE)
     index = _nd_index(jnp.asarray(indices))
-    at = jnp.asarray(tensor).at[index]
-    return [at.set(updates) if node.op == "TensorScatterUpdate" else at.add(updates)]
+    updates = -jnp.asarray(updates) if node.op == "TensorScatterSub" else updates
+    return [getattr(jnp.asarray(tensor).at[index], _SCATTERS[node.op])(updates)]
+
+
+@_reg("UnravelIndex")
+def _unravel_index(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.unravel_index``: each flat index's coordinates in ``dims`` (a row per dimension)."""
+    indices, dims = args
+    shape = tuple(int(d) for d in static_value(node, dims, "dims"))
+    xp = xp_of(indices)
+    out = xp.stack(xp.unravel_index(indices, shape)) if shape else xp.zeros((0, *np.shape(indices)), np.int32)
+    return [as_numpy(out.astype(xp.asarray(indices).dtype))]
 
 
 @_reg("InplaceUpdate", "InplaceAdd")
