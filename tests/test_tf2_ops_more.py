@@ -601,6 +601,7 @@ def test_keras3_subclassed_model_params_are_keyed_by_path():
     """A Keras 3 subclassed model's tf.Variables are named by the model's scope alone (``m/kernel``
     twice); the params keys are the Keras paths (``m/dense/kernel``), as ``model.weights`` names them."""
     keras = pytest.importorskip("keras")
+    keras.utils.clear_session()  # (layer names count up per process: another test's Dense makes this one dense_2)
 
     class Model(keras.Model):
         def __init__(self) -> None:

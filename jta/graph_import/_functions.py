@@ -97,7 +97,7 @@ class Opt:
         """``OptionalGetValue`` of it (``node``'s ``output_types``/``output_shapes`` choose the part;
         ``branch``, the innermost branch running and the count of its cond's branches, where they do not)."""
         if self.value is None:
-            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error="The optional variant has no value.")
+            _ops_checks.invalid(node, "The optional variant has no value.")
         if self.kinds is None:
             return list(self.value)
         types, shapes = node.attr("output_types", []), node.attr("output_shapes", [])
@@ -106,7 +106,7 @@ class Opt:
             fitting = [k for k in fitting if branch[0] in self.owners[1][k]]
         fits = [self.value[k] for k in fitting]
         if len(fits) != 1:
-            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+            _ops_checks.invalid(node, (
                 f"the optional holds one of {len(self.kinds)} types, and {len(fits)} of them are {types} {shapes}"))
         return list(fits[0])
 
@@ -546,8 +546,8 @@ class Evaluator:
             index = (jnp.asarray(pred) != 0).astype(jnp.int32) if jnp.ndim(pred) == 0 else \
                 jnp.int32(jnp.size(pred) > 0)
         found = [assigned_in(self.lib, b) for b in bodies]  # (the variables a branch assigns are its outputs too)
-        start = {} if any(f is None for f in found) else {
-            rest[k].name: jnp.asarray(self.params[rest[k].name]) for f in found for k in f if isinstance(rest[k], Var)}
+        handles = [rest[k] for f in found if f is not None for k in f if isinstance(rest[k], Var)]
+        start = {} if None in found else {v.name: jnp.asarray(self.params[v.name]) for v in handles}
         fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest, start) for k, b in enumerate(bodies)]
         if any(b.nodes[n].op in ("OptionalNone", "OptionalFromValue") for b in bodies for n in b.order):
             fns = _fill_optionals(fns)  # (TF may put values of different shapes in one slot: a union)

@@ -18,6 +18,7 @@ import numpy as np
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import static_value
+from ._ops_checks import invalid
 
 __all__ = ["VARIANT", "TList"]
 
@@ -86,7 +87,7 @@ class TList:
 VARIANT = "variant"  # the element dtype of a list of lists
 
 def misuse(node: Node, error: str) -> NoReturn:
-    GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=error)
+    invalid(node, error)
 
 
 

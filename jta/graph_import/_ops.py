@@ -315,7 +315,7 @@ def _expand_dims(node: Node, args: list[Any]) -> list[Any]:
     x, axis = args
     axis, rank = np.reshape(static_value(node, axis, "the axis"), -1), np.ndim(x)  # (any shape of one value)
     if axis.size != 1:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error="'dim' must be a tensor with a single value")
+        _ops_checks.invalid(node, "'dim' must be a tensor with a single value")
     axis = int(axis[0])
     _ops_checks.axis_in(node, axis, rank + 1, f"Tried to expand dim index {axis} for tensor with {rank} dimensions.")
     return [as_numpy(xp_of(x).expand_dims(x, axis))]
@@ -547,7 +547,7 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
     rank = np.ndim(params)
     axis = int(static_value(node, args[2], "the axis")) if len(args) > 2 else 0
     if not -rank <= axis < rank:  # (TensorFlow's shape function, run by the kernel for a run-time axis)
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+        _ops_checks.invalid(node, (
             f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} but is rank {rank}"))
     axis = axis + rank if axis < 0 else axis
     batch = _ops_checks.gather_batch(node, int(node.attr("batch_dims", 0) or 0), axis, np.shape(params), np.shape(indices))

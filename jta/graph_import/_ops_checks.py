@@ -9,7 +9,7 @@ as TensorFlow writes it), eagerly and, for traced values, from compiled code
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 import jax
 import jax.numpy as jnp
@@ -196,7 +196,8 @@ def scan_axis(node: Node, axis: int, rank: int) -> int:
 
 
 # -- static arguments: an axis, a permutation, a shape, multiples (decided while tracing) ---------------
-def _invalid(node: Node, text: str) -> None:
+def invalid(node: Node, text: str) -> NoReturn:
+    """TensorFlow's ``InvalidArgumentError`` of an input its kernel rejects, with its ``text``."""
     GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=text)
 
 
@@ -205,9 +206,9 @@ def reduction_axes(node: Node, axes: Any, rank: int) -> tuple[int, ...]:
     out = []
     for a in (int(v) for v in np.reshape(axes, -1)):
         if not -rank <= a < rank:
-            _invalid(node, f"Invalid reduction dimension ({a} for input with {rank} dimension(s)")
+            invalid(node, f"Invalid reduction dimension ({a} for input with {rank} dimension(s)")
         if a % rank in out:
-            _invalid(node, f"Invalid reduction arguments: Axes contains duplicate dimension: {a % rank}")
+            invalid(node, f"Invalid reduction arguments: Axes contains duplicate dimension: {a % rank}")
         out.append(a % rank)
     return tuple(out)
 
@@ -215,25 +216,25 @@ def reduction_axes(node: Node, axes: Any, rank: int) -> tuple[int, ...]:
 def roll_axes(node: Node, axes: Any, shift: Any, rank: int) -> tuple[int, ...]:
     """``Roll``'s axes as non-negative axes: as many as shifts, each in range."""
     if np.shape(shift) != np.shape(axes):
-        _invalid(node, "shift and axis must have the same size")
+        invalid(node, "shift and axis must have the same size")
     axes = [int(v) for v in np.reshape(axes, -1)]
     for a in axes:
         if not -rank <= a < rank:
-            _invalid(node, f"axis {a + rank if a < 0 else a} is out of range")
+            invalid(node, f"axis {a + rank if a < 0 else a} is out of range")
     return tuple(a % rank for a in axes)
 
 
 def permutation(node: Node, perm: Any, rank: int) -> tuple[int, ...]:
     """A ``Transpose``'s permutation, negative entries counted from the end, after TensorFlow's checks."""
     if np.size(perm) != rank:
-        _invalid(node, f"transpose expects a vector of size {rank}. But input(1) is a vector of size {np.size(perm)}")
+        invalid(node, f"transpose expects a vector of size {rank}. But input(1) is a vector of size {np.size(perm)}")
     perm = [int(p) + rank if int(p) < 0 else int(p) for p in np.reshape(perm, -1)]
     for d in perm:
         if not 0 <= d < rank:
-            _invalid(node, f"{d} is out of range [0 .. {rank})")
+            invalid(node, f"{d} is out of range [0 .. {rank})")
     for i in range(rank):
         if i not in perm:
-            _invalid(node, f"{i} is missing from {{{','.join(str(p) for p in perm)}}}.")
+            invalid(node, f"{i} is missing from {{{','.join(str(p) for p in perm)}}}.")
     return tuple(perm)
 
 
@@ -242,9 +243,9 @@ def invertible_permutation(node: Node, perm: Any) -> None:
     seen: set[int] = set()
     for d in (int(v) for v in np.reshape(perm, -1)):
         if not 0 <= d < np.size(perm):
-            _invalid(node, f"{d} is not between 0 and {np.size(perm)}")
+            invalid(node, f"{d} is not between 0 and {np.size(perm)}")
         if d in seen:
-            _invalid(node, f"{d} is duplicated in the input.")
+            invalid(node, f"{d} is duplicated in the input.")
         seen.add(d)
 
 
@@ -252,13 +253,13 @@ def mirror_padding(node: Node, before: int, after: int, size: int, what: str) ->
     """A mirror padding of an axis of ``size``: non-negative, less than it (``REFLECT``), at most it
     (``SYMMETRIC``)."""
     if before < 0 or after < 0:  # (the gradient's text differs)
-        _invalid(node, f"Paddings must be non-negative: {before}, {after}" if node.op == "MirrorPadGrad" else
+        invalid(node, f"Paddings must be non-negative: {before}, {after}" if node.op == "MirrorPadGrad" else
                  f"paddings must be non-negative: {before} {after}")
     if str(node.attr("mode")).upper() == "SYMMETRIC":
         if before > size or after > size:
-            _invalid(node, f"paddings must be no greater than {what} size: {before}, {after} greater than {size}")
+            invalid(node, f"paddings must be no greater than {what} size: {before}, {after} greater than {size}")
     elif before >= size or after >= size:
-        _invalid(node, f"paddings must be less than {what} size: {before}, {after} not less than {size}")
+        invalid(node, f"paddings must be less than {what} size: {before}, {after} not less than {size}")
 
 
 def reshape(node: Node, shape: Any, size: int) -> tuple[int, ...]:
@@ -269,20 +270,20 @@ def reshape(node: Node, shape: Any, size: int) -> tuple[int, ...]:
     for k, d in enumerate(dims):
         if d == -1:
             if unknown is not None:
-                _invalid(node, f"Only one input size may be -1, not both {unknown} and {k}")
+                invalid(node, f"Only one input size may be -1, not both {unknown} and {k}")
             unknown = k
         elif d < 0:
-            _invalid(node, f"Size {k} must be non-negative, not {d}")
+            invalid(node, f"Size {k} must be non-negative, not {d}")
         else:
             product *= d
     if unknown is None and product != size:
-        _invalid(node, f"Input to reshape is a tensor with {size} values, but the requested shape has {product}")
+        invalid(node, f"Input to reshape is a tensor with {size} values, but the requested shape has {product}")
     if unknown is not None and product == 0:
-        _invalid(node, f"Input to reshape is a tensor with {size} values, but the requested shape has 0" if size else
+        invalid(node, f"Input to reshape is a tensor with {size} values, but the requested shape has 0" if size else
                  "Reshape cannot infer the missing input size for an empty tensor unless all specified input "
                  "sizes are non-zero")
     if unknown is not None and product and size % product:
-        _invalid(node, f"Input to reshape is a tensor with {size} values, but the requested shape requires a "
+        invalid(node, f"Input to reshape is a tensor with {size} values, but the requested shape requires a "
                        f"multiple of {product}")
     return dims
 
@@ -290,13 +291,13 @@ def reshape(node: Node, shape: Any, size: int) -> tuple[int, ...]:
 def multiples(node: Node, reps: Any, rank: int) -> tuple[int, ...]:
     """``Tile``'s multiples: one per dimension, each non-negative."""
     if np.ndim(reps) != 1:
-        _invalid(node, f"Expected multiples to be 1-D, but got shape {_shape_text(np.shape(reps))}")
+        invalid(node, f"Expected multiples to be 1-D, but got shape {_shape_text(np.shape(reps))}")
     if np.size(reps) != rank:
-        _invalid(node, f"Expected multiples argument to be a vector of length {rank} but got length {np.size(reps)}")
+        invalid(node, f"Expected multiples argument to be a vector of length {rank} but got length {np.size(reps)}")
     reps = tuple(int(r) for r in np.reshape(reps, -1))
     for i, r in enumerate(reps):
         if r < 0:
-            _invalid(node, f"Expected multiples[{i}] >= 0, but got {r}")
+            invalid(node, f"Expected multiples[{i}] >= 0, but got {r}")
     return reps
 
 
@@ -305,7 +306,7 @@ def dimensions(node: Node, dims: Any) -> tuple[int, ...]:
     dims = tuple(int(d) for d in np.reshape(dims, -1))
     for d in dims:
         if d < 0:
-            _invalid(node, f"Dimension {d} must be >= 0")
+            invalid(node, f"Dimension {d} must be >= 0")
     return dims
 
 
@@ -352,7 +353,7 @@ def _values_text(v: Any) -> str:
 def slice_lengths(node: Node, begin: Any, size: Any, rank: int) -> None:
     """``Slice``'s begin and size: vectors of one entry per dimension."""
     if np.ndim(begin) != 1 or np.ndim(size) != 1 or np.size(begin) != rank or np.size(size) != rank:
-        _invalid(node, f"Expected begin and size arguments to be 1-D tensors of size {rank}, but got shapes "
+        invalid(node, f"Expected begin and size arguments to be 1-D tensors of size {rank}, but got shapes "
                        f"{_shape_text(np.shape(begin))} and {_shape_text(np.shape(size))} instead.")
 
 
@@ -360,25 +361,25 @@ def strided_lengths(node: Node, begin: Any, end: Any, strides: Any) -> None:
     """``StridedSlice``'s begin, end and strides: vectors of one length, no stride 0."""
     shapes = [np.shape(v) for v in (begin, end, strides)]
     if any(len(s) != 1 for s in shapes) or len({s[0] for s in shapes}) != 1:
-        _invalid(node, f"Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
+        invalid(node, f"Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
                        f"{_shape_text(shapes[0])}, {_shape_text(shapes[1])}, and {_shape_text(shapes[2])} instead.")
     known = known_now(strides)
     for k, stride in enumerate(np.reshape(known, -1).tolist() if known is not None else ()):
         if stride == 0:
-            _invalid(node, f"strides[{k}] must be non-zero")
+            invalid(node, f"strides[{k}] must be non-zero")
 
 
 def concat_offset(node: Node, axis: int, shapes: list[np.ndarray]) -> int:
     """``ConcatOffset``'s axis in ``[-rank, rank)`` and its shapes equal off it, as a non-negative axis."""
     rank = np.size(shapes[0])
     if not -rank <= axis < rank:
-        _invalid(node, f"Concat dim is out of range: {axis} vs. {rank}")
+        invalid(node, f"Concat dim is out of range: {axis} vs. {rank}")
     axis %= rank
     for i, s in enumerate(shapes):
         if np.size(s) != rank:
-            _invalid(node, f"input {i} should contain {rank} elements, but got {np.size(s)}")
+            invalid(node, f"input {i} should contain {rank} elements, but got {np.size(s)}")
         if any(int(a) != int(b) for k, (a, b) in enumerate(zip(s, shapes[0], strict=True)) if k != axis):
-            _invalid(node, f"All dimensions except {axis} must match. Input {i} has shape {_values_text(s)} and "
+            invalid(node, f"All dimensions except {axis} must match. Input {i} has shape {_values_text(s)} and "
                            f"doesn't match input 0 with shape {_values_text(shapes[0])}.")
     return axis
 
@@ -388,21 +389,21 @@ def split_sizes(node: Node, sizes: Any, count: int, size: int) -> list[int]:
     ``-1``, a total that fits the dimension of ``size``, none negative), the ``-1`` filled in; one output
     is the whole input."""
     if np.ndim(sizes) != 1 or np.size(sizes) != count:
-        _invalid(node, f"size of the split_tensor must be 1-D and have the same elements as outputs got "
+        invalid(node, f"size of the split_tensor must be 1-D and have the same elements as outputs got "
                        f"{np.ndim(sizes)} -D and {np.size(sizes)} elements")
     sizes = [int(s) for s in np.reshape(sizes, -1)]
     if count == 1:  # (TensorFlow's kernel returns the input whatever the size)
         return [size]
     if sizes.count(-1) > 1:
-        _invalid(node, "There can only be one -1 in the input.")
+        invalid(node, "There can only be one -1 in the input.")
     known = sum(s for s in sizes if s != -1)
     if known > size or (-1 not in sizes and known != size):
-        _invalid(node, "Determined shape must either match input shape along split_dim exactly if fully specified, "
+        invalid(node, "Determined shape must either match input shape along split_dim exactly if fully specified, "
                        f"or be less than the size of the input along split_dim if not fully specified.  Got: {known}")
     sizes = [size - known if s == -1 else s for s in sizes]
     for i, s in enumerate(sizes):
         if s < 0:
-            _invalid(node, f"Split size at index {i} must be >= 0. Got: {s}")
+            invalid(node, f"Split size at index {i} must be >= 0. Got: {s}")
     return sizes
 
 
@@ -410,13 +411,13 @@ def paddings(node: Node, pads: Any, shape: tuple[int, ...]) -> None:
     """A pad's paddings: a ``[rank, 2]`` matrix; for ``Pad``, each entry non-negative (a mirror pad checks
     its own, :func:`mirror_padding`)."""
     if np.ndim(pads) != 2 or np.shape(pads)[1] != 2:
-        _invalid(node, f"paddings must be a matrix with 2 columns: {_shape_text(np.shape(pads))}")
+        invalid(node, f"paddings must be a matrix with 2 columns: {_shape_text(np.shape(pads))}")
     if np.shape(pads)[0] != len(shape):
-        _invalid(node, f"The first dimension of paddings must be the rank of inputs{_shape_text(np.shape(pads))}"
+        invalid(node, f"The first dimension of paddings must be the rank of inputs{_shape_text(np.shape(pads))}"
                        f"{',' if node.op == 'MirrorPad' else ''} {_shape_text(shape)}")
     for before, after in np.asarray(pads).tolist() if not node.op.startswith("MirrorPad") else ():
         if before < 0 or after < 0:
-            _invalid(node, f"Paddings must be non-negative: {before} {after}")
+            invalid(node, f"Paddings must be non-negative: {before} {after}")
 
 
 def space_to_batch(node: Node, block: list[int], pairs: list[tuple[int, int]], spatial: tuple[int, ...]) -> None:
@@ -424,12 +425,12 @@ def space_to_batch(node: Node, block: list[int], pairs: list[tuple[int, int]], s
     padded dimension a multiple of the block."""
     for k, b in enumerate(block):
         if b < 1:
-            _invalid(node, f"All values in block_shape must be positive, got value, {b} at index {k}.")
+            invalid(node, f"All values in block_shape must be positive, got value, {b} at index {k}.")
     for k, ((lo, hi), b, n) in enumerate(zip(pairs, block, spatial, strict=False)):
         if lo < 0 or hi < 0:
-            _invalid(node, "Paddings must be non-negative")
+            invalid(node, "Paddings must be non-negative")
         if (n + lo + hi) % b:
-            _invalid(node, f"padded_shape[{k}]={n + lo + hi} is not divisible by block_shape[{k}]={b}")
+            invalid(node, f"padded_shape[{k}]={n + lo + hi} is not divisible by block_shape[{k}]={b}")
 
 
 def batch_to_space(node: Node, block: list[int], pairs: list[tuple[int, int]], shape: tuple[int, ...]) -> None:
@@ -437,16 +438,16 @@ def batch_to_space(node: Node, block: list[int], pairs: list[tuple[int, int]], s
     that does something (a block of 1, no crop: none): non-negative, no more than the dimension."""
     product = int(np.prod(block))
     if product <= 0:
-        _invalid(node, f"Product of block sizes must be positive, got {product}")
+        invalid(node, f"Product of block sizes must be positive, got {product}")
     if shape[0] % product:
-        _invalid(node, f"Input batch dimension ({shape[0]}) is not divisible by product of block sizes ({product})")
+        invalid(node, f"Input batch dimension ({shape[0]}) is not divisible by product of block sizes ({product})")
     for k, ((lo, hi), b, n) in enumerate(zip(pairs, block, shape[1:], strict=False)):
         if (lo, hi, b) == (0, 0, 1):
             continue
         if lo < 0 or hi < 0:
-            _invalid(node, "Crops must be non-negative")
+            invalid(node, "Crops must be non-negative")
         if n * b - lo - hi < 0:
-            _invalid(node, f"cropped_shape[{k}]={n * b - lo - hi} must be non-negative")
+            invalid(node, f"cropped_shape[{k}]={n * b - lo - hi} must be non-negative")
 
 
 # -- the diagonals of MatrixDiag, MatrixDiagPart, MatrixSetDiag --------------------------------
@@ -454,10 +455,10 @@ def diagonal_index(node: Node, k: Any) -> tuple[int, int]:
     """``k``: one diagonal or a band of two, as ``(lower, upper)``."""
     k = np.reshape(k, -1)
     if not k.size:
-        _invalid(node, "diag_index must have at least one element" if node.op.startswith("MatrixSetDiag") else
+        invalid(node, "diag_index must have at least one element" if node.op.startswith("MatrixSetDiag") else
                  "Expected diag_index to have at least 1 element")
     if k.size > 2:
-        _invalid(node, f"diag_index must have only one or two elements, received {k.size} elements.")
+        invalid(node, f"diag_index must have only one or two elements, received {k.size} elements.")
     return int(k[0]), int(k[-1])
 
 
@@ -467,11 +468,11 @@ def diagonal_band(node: Node, k: tuple[int, int], rows: int, cols: int) -> None:
     lo, hi = k
     stop = "." if node.op.startswith("MatrixDiagPart") else ""  # (TensorFlow's texts differ in this)
     if not (-rows < lo < cols or lo == 0):
-        _invalid(node, f"lower_diag_index is out of bound: {lo}{stop} It must be between {-rows} and {cols}")
+        invalid(node, f"lower_diag_index is out of bound: {lo}{stop} It must be between {-rows} and {cols}")
     if not (-rows < hi < cols or hi == 0):
-        _invalid(node, f"upper_diag_index is out of bound: {hi} It must be between {-rows} and {cols}")
+        invalid(node, f"upper_diag_index is out of bound: {hi} It must be between {-rows} and {cols}")
     if lo > hi:
-        _invalid(node, f"lower_diag_index must not be larger than upper_diag_index: {lo} > {hi}")
+        invalid(node, f"lower_diag_index must not be larger than upper_diag_index: {lo} > {hi}")
 
 
 def set_diagonals(node: Node, k: tuple[int, int], shape: tuple[int, ...], diagonal: tuple[int, ...]) -> None:
@@ -479,11 +480,11 @@ def set_diagonals(node: Node, k: tuple[int, int], shape: tuple[int, ...], diagon
     (lo, hi), (rows, cols) = k, shape[-2:]
     diagonal_band(node, k, rows, cols)
     if lo != hi and (len(diagonal) < 2 or diagonal[-2] != hi - lo + 1):
-        _invalid(node, "The number of diagonals provided in `diag` is not consistent with `lower_diag_index` and "
+        invalid(node, "The number of diagonals provided in `diag` is not consistent with `lower_diag_index` and "
                        "`upper_diag_index`")
     expected = (*shape[:-2], *((hi - lo + 1,) if lo != hi else ()), min(rows + min(hi, 0), cols - max(lo, 0)))
     if tuple(diagonal) != expected:
-        _invalid(node, "Either first dimensions of diagonal don't match input.shape[:-2], or diagonal.shape[:-1] is "
+        invalid(node, "Either first dimensions of diagonal don't match input.shape[:-2], or diagonal.shape[:-1] is "
                        "not equal to the longests diagonal in range [lower_diag_index:upper_diag_index].\nInput "
                        f"shape: {_shape_text(shape)}\nDiagonal shape: {_shape_text(diagonal)}\nExpected diagonal "
                        f"shape: {_shape_text(expected)}")
@@ -494,17 +495,17 @@ def diagonal_matrix(node: Node, k: tuple[int, int], diagonal: tuple[int, ...], r
     enough to hold the diagonals, and one of them the least that does)."""
     lo, hi = k
     if lo > hi:
-        _invalid(node, f"lower_diag_index must not be larger than upper_diag_index: {lo} > {hi}")
+        invalid(node, f"lower_diag_index must not be larger than upper_diag_index: {lo} > {hi}")
     if lo != hi and (len(diagonal) < 2 or diagonal[-2] != hi - lo + 1):
-        _invalid(node, "The number of diagonals provided in the input does not match the lower_diag_index and "
+        invalid(node, "The number of diagonals provided in the input does not match the lower_diag_index and "
                        "upper_diag_index range.")
     least_rows, least_cols = diagonal[-1] - min(hi, 0), diagonal[-1] + max(lo, 0)
     if rows != -1 and rows < least_rows:
-        _invalid(node, "The number of rows is too small.")
+        invalid(node, "The number of rows is too small.")
     if cols != -1 and cols < least_cols:
-        _invalid(node, "The number of columns is too small.")
+        invalid(node, "The number of columns is too small.")
     if rows != -1 and cols != -1 and rows != least_rows and cols != least_cols:
-        _invalid(node, "The number of rows or columns is not consistent with the specified d_lower, d_upper, and "
+        invalid(node, "The number of rows or columns is not consistent with the specified d_lower, d_upper, and "
                        "diagonal.")
 
 
@@ -513,20 +514,20 @@ def scatter_shapes(node: Node, indices: tuple[int, ...], updates: tuple[int, ...
     none into an empty ``shape``."""
     outer = len(indices) - 1
     if tuple(updates[:outer]) != tuple(indices[:outer]):
-        _invalid(node, f"Dimensions [0,{outer}) of indices[shape={_shape_text(indices)}] must match dimensions "
+        invalid(node, f"Dimensions [0,{outer}) of indices[shape={_shape_text(indices)}] must match dimensions "
                        f"[0,{outer}) of updates[shape={_shape_text(updates)}]")
     depth = indices[-1]
     if len(updates) - outer != len(shape) - depth or tuple(updates[outer:]) != tuple(shape[depth:]):
-        _invalid(node, f"Dimensions [{depth},{len(shape)}) of input[shape={_shape_text(shape)}] must match "
+        invalid(node, f"Dimensions [{depth},{len(shape)}) of input[shape={_shape_text(shape)}] must match "
                        f"dimensions [{outer},{len(updates)}) of updates[shape={_shape_text(updates)}]")
     if not np.prod(shape) and (np.prod(indices) or np.prod(updates)):
-        _invalid(node, f"Indices and updates specified for empty output.  indices shape: {_shape_text(indices)}")
+        invalid(node, f"Indices and updates specified for empty output.  indices shape: {_shape_text(indices)}")
 
 
 def axis_in(node: Node, axis: int, rank: int, text: str) -> int:
     """An axis in ``[-rank, rank)`` (else TensorFlow's ``text`` for the op), as a non-negative axis."""
     if not -rank <= axis < rank:
-        _invalid(node, text)
+        invalid(node, text)
     return axis % rank
 
 
@@ -538,10 +539,10 @@ def concat_axis(node: Node, axis: int, shapes: list[tuple[int, ...]]) -> int:
                                      f"but got {axis}")
     for i, shape in enumerate(shapes):
         if len(shape) != rank:
-            _invalid(node, f"ConcatOp : Ranks of all input tensors should match: shape[0] = {_shape_text(shapes[0])} "
+            invalid(node, f"ConcatOp : Ranks of all input tensors should match: shape[0] = {_shape_text(shapes[0])} "
                            f"vs. shape[{i}] = {_shape_text(shape)}")
         for j in (j for j in range(rank) if j != axis and shape[j] != shapes[0][j]):
-            _invalid(node, f"ConcatOp : Dimension {j} in both shapes must be equal: shape[0] = "
+            invalid(node, f"ConcatOp : Dimension {j} in both shapes must be equal: shape[0] = "
                            f"{_shape_text(shapes[0])} vs. shape[{i}] = {_shape_text(shape)}")
     return axis
 
@@ -551,7 +552,7 @@ def split_axis(node: Node, axis: int, shape: tuple[int, ...], count: int) -> int
     rank = len(shape)
     axis = axis_in(node, axis, rank, f"-input rank(-{rank}) <= split_dim < input rank ({rank}), but got {axis}")
     if shape[axis] % count:
-        _invalid(node, f"Number of ways to split should evenly divide the split dimension, but got split_dim {axis} "
+        invalid(node, f"Number of ways to split should evenly divide the split dimension, but got split_dim {axis} "
                        f"(size = {shape[axis]}) and num_split {count}")
     return axis
 
@@ -562,7 +563,7 @@ def reverse_axes(node: Node, axes: Any, rank: int) -> tuple[int, ...]:
     for i, a in enumerate(np.reshape(axes, -1).tolist()):
         axis = axis_in(node, a, rank, f"'axis'[{i}] = {a} is out of valid range [0, {rank - 1}")
         if axis in out:
-            _invalid(node, f"axis {axis} specified more than once.")
+            invalid(node, f"axis {axis} specified more than once.")
         out.append(axis)
     return tuple(out)
 
@@ -573,7 +574,7 @@ def broadcast(node: Node, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, 
     out = []
     for x, y in zip((1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b), strict=True):
         if x != y and 1 not in (x, y):
-            _invalid(node, f"Incompatible shapes: {_shape_text(a)} vs. {_shape_text(b)}")
+            invalid(node, f"Incompatible shapes: {_shape_text(a)} vs. {_shape_text(b)}")
         out.append(y if x == 1 else x)
     return tuple(out)
 
@@ -584,21 +585,21 @@ def gather_batch(node: Node, batch: int, axis: int, params: tuple[int, ...], ind
     if not batch:
         return 0
     if not -len(indices) <= batch <= len(indices):
-        _invalid(node, f"Expected batch_dims in the range [{-len(indices)}, {len(indices)}], but got {batch}")
+        invalid(node, f"Expected batch_dims in the range [{-len(indices)}, {len(indices)}], but got {batch}")
     batch = batch + len(indices) if batch < 0 else batch
     if batch >= len(params):
-        _invalid(node, f"batch_dims ({batch}) must be less than rank(params) ({len(params)}).")
+        invalid(node, f"batch_dims ({batch}) must be less than rank(params) ({len(params)}).")
     if axis < batch:
-        _invalid(node, f"batch_dims ({batch}) must be less than or equal to axis ({axis}).")
+        invalid(node, f"batch_dims ({batch}) must be less than or equal to axis ({axis}).")
     for i in (i for i in range(batch) if params[i] != indices[i]):
-        _invalid(node, f"params.shape[{i}]: {params[i]} should be equal to indices.shape[{i}]: {indices[i]}")
+        invalid(node, f"params.shape[{i}]: {params[i]} should be equal to indices.shape[{i}]: {indices[i]}")
     return batch
 
 
 def broadcast_rank(node: Node, rank: int, out_rank: int) -> None:
     """``BroadcastTo``'s shape: no fewer dimensions than the input's."""
     if rank > out_rank:
-        _invalid(node, f"Rank of input ({rank}) must be no greater than rank of output shape ({out_rank}).")
+        invalid(node, f"Rank of input ({rank}) must be no greater than rank of output shape ({out_rank}).")
 
 
 def strided_grad(node: Node, shape: tuple[int, ...], index: tuple[Any, ...], dy: tuple[int, ...]) -> None:
@@ -606,4 +607,4 @@ def strided_grad(node: Node, shape: tuple[int, ...], index: tuple[Any, ...], dy:
     if all(isinstance(i, (int, slice, type(None), type(Ellipsis))) for i in index):
         expected = np.broadcast_to(np.zeros((), np.int8), shape)[index].shape
         if expected != tuple(dy):
-            _invalid(node, f"shape of dy was {_shape_text(dy)} instead of {_shape_text(expected)}")
+            invalid(node, f"shape of dy was {_shape_text(dy)} instead of {_shape_text(expected)}")

@@ -27,7 +27,7 @@ from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, learned_size, registrar, result_dtype, static_value
-from ._ops_checks import dims, known_now
+from ._ops_checks import dims, invalid, known_now
 
 _reg = registrar(OPS)
 
@@ -110,7 +110,7 @@ def _checked_crop(node: Node, image: Any, boxes: Any, box_ind: Any, crop: tuple[
               (min(crop) <= 0, "crop dimensions must be positive"))
     for bad, text in checks:
         if bad:
-            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=text)
+            invalid(node, text)
     known = known_now(box_ind)
     ids = jnp.asarray(box_ind if known is None else known)
     outside = np.any((known < 0) | (known >= shape[0])) if known is not None else jnp.any((ids < 0) | (ids >= shape[0]))
@@ -186,7 +186,7 @@ def _size(node: Node, size: Any) -> tuple[int, int]:
     """A resize's ``[height, width]``, positive (TensorFlow's check; a gradient's text differs)."""
     height, width = (int(s) for s in static_value(node, size, "the size"))
     if height <= 0 or width <= 0:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+        invalid(node, (
             "shape_t's elements must be positive" if node.op.endswith("Grad") else "output dimensions must be positive"))
     return height, width
 
@@ -379,10 +379,10 @@ def _non_max_suppression(node: Node, args: list[Any]) -> list[Any]:
               (size < 0, "output size must be non-negative"))
     for bad, text in checks:
         if bad:
-            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=text)
+            invalid(node, text)
     known_iou = known_now(iou)
     if known_iou is not None and not 0 <= float(known_iou) <= 1:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error="iou_threshold must be in [0, 1]")
+        invalid(node, "iou_threshold must be in [0, 1]")
     boxes, scores = jnp.asarray(boxes, np.float32), jnp.asarray(scores)
     n = boxes.shape[0]
     order = jnp.argsort(-scores, stable=True)

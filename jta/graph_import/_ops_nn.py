@@ -136,11 +136,11 @@ def _depths(node: Node, x_shape: Sequence[int], w_shape: Sequence[int]) -> None:
         return
     depth, patch, out = x_shape[1 if _channels_first(node) else -1], w_shape[-2], w_shape[-1]
     if patch > 0 and depth % patch:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+        _ops_checks.invalid(node, (
             f"input depth must be evenly divisible by filter depth: {depth} vs {patch}"))
     groups = depth // patch if patch > 0 else 0
     if groups and (out % groups or out < groups):
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+        _ops_checks.invalid(node, (
             f"output depth must be evenly divisible by number of groups: {out} vs {groups}"))
 
 
@@ -193,9 +193,9 @@ def _pool_params(node: Node, args: list[Any], shape: Sequence[int]) -> _Pool:
     if node.op in ("MaxPoolGrad", "MaxPoolGradV2", "MaxPoolGradGrad", "MaxPoolGradGradV2"):
         _forward_shape(node, shape, ksize, strides, np.shape(args[1]))
     if min(ksize) <= 0:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error="Sliding window ksize must be positive.")
+        _ops_checks.invalid(node, "Sliding window ksize must be positive.")
     if min(strides) <= 0:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"Stride must be > 0, but got {min(strides)}")
+        _ops_checks.invalid(node, f"Stride must be > 0, but got {min(strides)}")
     pads = _pads(node, shape, ksize, strides, [1] * ndim, range(ndim))
     return _Pool(tuple(ksize), tuple(strides), tuple(pads))
 
@@ -206,7 +206,7 @@ def _forward_shape(node: Node, shape: Sequence[int], ksize: list[int], strides: 
     pads = _pads(node, shape, ksize, strides, [1] * len(shape), range(len(shape)))
     expected = tuple((n + b + a - k) // s + 1 for n, k, s, (b, a) in zip(shape, ksize, strides, pads, strict=True))
     if min(expected) >= 0 and expected != tuple(got):
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+        _ops_checks.invalid(node, (
             f"Expected orig_output shape to be [{','.join(map(str, expected))}], but got [{','.join(map(str, got))}]"))
 
 
@@ -333,7 +333,7 @@ def _avg_pool_grad_op(node: Node, args: list[Any]) -> list[Any]:
     """``(orig_input_shape, grad)``: each window's ``grad`` spread evenly over its unpadded elements."""
     shape = tuple(int(v) for v in static_value(node, args[0], "orig_input_shape"))
     for d in (d for d in shape if d < 0):  # (TensorFlow's TensorShape::AddDimWithStatus)
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"Expected a non-negative size, got {d}")
+        _ops_checks.invalid(node, f"Expected a non-negative size, got {d}")
     return [_avg_pool_grad(_pool_params(node, args, shape), shape, jnp.asarray(args[1]))]
 
 

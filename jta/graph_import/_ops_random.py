@@ -539,7 +539,7 @@ def _multinomial(node: Node, args: list[Any]) -> list[Any]:
     logits, count, seed = args
     n = int(static_value(node, count, "num_samples"))
     if n < 0:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"num_samples should be non-negative, got {n}")
+        _ops_checks.invalid(node, f"num_samples should be non-negative, got {n}")
 
     def run() -> Any:
         key, counter = _seed_key_counter(node, seed)

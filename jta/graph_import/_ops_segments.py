@@ -21,7 +21,7 @@ from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, Op, is_static, learned_size, learned_value, registrar
-from ._ops_checks import dims, known_or_traced
+from ._ops_checks import dims, invalid, known_or_traced
 
 _reg = registrar(OPS)
 
@@ -129,7 +129,7 @@ def _unsorted(name: str) -> Op:
         data, ids, n = args
         n = int(learned_value(node, n, "num_segments"))  # (a run-time count, max(ids) + 1: learned by jta.checked)
         if n < 0:
-            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+            invalid(node, (
                 f"Input num_segments == {n} must not be negative."))
         data = jnp.asarray(data).reshape((-1,) + np.shape(data)[np.ndim(ids):])
         ids = _checked_unsorted(node, ids, n)

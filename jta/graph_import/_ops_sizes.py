@@ -21,7 +21,7 @@ from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, as_numpy, is_static, learned_size, registrar, static_value, xp_of
-from ._ops_checks import dims, known_now
+from ._ops_checks import dims, invalid, known_now
 
 _reg = registrar(OPS)
 
@@ -251,7 +251,7 @@ def _range(node: Node, args: list[Any]) -> list[Any]:
         raise AssertionError  # unreachable: static_value raised (the value is traced)
     step = step.item()
     if step == 0:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"Requires delta != 0: {_number(step)}")
+        invalid(node, f"Requires delta != 0: {_number(step)}")
     check = GraphError.RANGE_UP if step > 0 else GraphError.RANGE_DOWN
     if first is not None and last is not None:
         if (first > last) if step > 0 else (first < last):
@@ -284,9 +284,9 @@ def _unique(node: Node, args: list[Any]) -> list[Any]:
                       (where.size == 0 and rank != 1, "unique expects a 1D vector."),
                       (not -rank <= a < rank, f"axis has to be between [0, {rank})")):
         if bad:
-            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=text)
+            invalid(node, text)
     known = known_now(x)
-    xp = np if known is not None else jnp  # (numpy keeps an eager call's 64-bit values without x64)
+    xp: Any = np if known is not None else jnp  # (numpy keeps an eager call's 64-bit values without x64)
     moved = xp.moveaxis(xp.asarray(x if known is None else known), a % rank, 0)
     firsts, idx, count = _first_occurrences(xp, moved.reshape(moved.shape[0], int(np.prod(moved.shape[1:]))))
     size = int(count) if known is not None else learned_size(

@@ -138,7 +138,7 @@ def _one_hot(node: Node, args: list[Any]) -> list[Any]:
     indices, depth, on, off = args
     depth = int(static_value(node, depth, "the depth"))
     if depth < 0:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"depth must be non-negative, got: {depth}")
+        _ops_checks.invalid(node, f"depth must be non-negative, got: {depth}")
     xp = xp_of(indices, on, off)
     hot = xp.expand_dims(indices, -1) == xp.arange(depth).astype(result_dtype(indices))
     axis = int(node.attr("axis", -1))
@@ -157,7 +157,7 @@ def _matrix_band_part(node: Node, args: list[Any]) -> list[Any]:
     rows, cols = np.shape(x)[-2:]
     for what, count, dim, of in (("num_lower", lower, rows, "rows"), ("num_upper", upper, cols, "columns")):
         if count > dim:  # (TensorFlow's check, in its order)
-            GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+            _ops_checks.invalid(node, (
                 f"{what} must be negative or less or equal to number of {of} ({dim}) got: {count}"))
     offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]
     keep = ((lower < 0) | (-offset <= lower)) & ((upper < 0) | (offset <= upper))
@@ -183,11 +183,11 @@ def _gather_nd(node: Node, args: list[Any]) -> list[Any]:
     params, indices = args
     batch = int(node.attr("batch_dims", 0) or 0)
     if not 0 <= batch < np.ndim(indices) or np.shape(params)[:batch] != np.shape(indices)[:batch]:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+        _ops_checks.invalid(node, (
             f"batch_dims={batch} must be in [0, rank(indices)) and params and indices must agree on those "
             f"dimensions (shapes {np.shape(params)} and {np.shape(indices)})"))
     if np.ndim(indices) and np.shape(indices)[-1] > np.ndim(params) - batch:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+        _ops_checks.invalid(node, (
             "index innermost dimension length must be <= params rank; saw: "
             f"{np.shape(indices)[-1]} vs. {np.ndim(params) - batch}"))
     _ops_checks.nd(node, indices, np.shape(params)[batch:], GraphError.GATHER_ND_RANGE)
@@ -260,9 +260,9 @@ def _top_k(node: Node, args: list[Any]) -> list[Any]:
     them), so the indices are sorted by keys with zeros made positive and the values gathered."""
     x, k = jnp.asarray(args[0]), int(static_value(node, args[1], "k"))
     if k < 0:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=f"Need k >= 0, got {k}")
+        _ops_checks.invalid(node, f"Need k >= 0, got {k}")
     if x.ndim and x.shape[-1] < k:
-        GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=(
+        _ops_checks.invalid(node, (
             f"input must have at least k columns. Had {x.shape[-1]}, needed {k}"))
     if not jnp.issubdtype(x.dtype, jnp.floating):
         values, indices = jax.lax.top_k(x, k)

@@ -153,9 +153,10 @@ def _assigned(ev: Evaluator, cond: Body, body: Body, args: list[Any]) -> list[st
     """The variables the loop assigns, which it carries (none where an assignment's handle is not a loop
     variable: the assignment is then refused)."""
     found = [assigned_in(ev.lib, cond), assigned_in(ev.lib, body)]
-    if any(f is None for f in found) or not all(isinstance(args[k], Var) for f in found for k in f):
+    handles = [args[k] for f in found if f is not None for k in f]
+    if None in found or not all(isinstance(h, Var) for h in handles):
         return []
-    return sorted({args[k].name for f in found for k in f})
+    return sorted({h.name for h in handles})
 
 
 def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], steps: Optional[int], exact: bool,
