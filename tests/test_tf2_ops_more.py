@@ -521,15 +521,24 @@ def test_shape_arithmetic_through_ops_of_jax_code_stays_static():
 
 def test_values_that_decide_shapes_are_learned_under_checked():
     """``unsorted_segment_sum(..., num_segments=max(ids) + 1)`` (the segment softmax idiom) and a cond whose
-    branches give different shapes (``x[:2]`` or ``x[:3]``): a bare jit refuses them, naming
-    ``jta.checked``, which learns the count and the branch at run time (each value its compilation)."""
+    branches give different shapes (``x[:2]`` or ``x[:3]``), and its train step: a bare jit refuses them,
+    naming ``jta.checked``, which learns the count and the branch at run time (each value its compilation)."""
     seg = tf.function(lambda x, i: tf.math.unsorted_segment_sum(x, i, tf.reduce_max(i) + 1),
                       input_signature=[tf.TensorSpec([6], tf.float32), tf.TensorSpec([6], tf.int32)])
     cond = tf.function(lambda x: tf.cond(tf.reduce_sum(x) > 0, lambda: x[:2] * 2.0, lambda: x[:3]),
                        input_signature=[tf.TensorSpec([4], tf.float32)])
+    w = tf.Variable(np.array([0.5, -1.0, 2.0, 0.3], np.float32), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([4], tf.float32)])
+    def train(x: Any) -> Any:  # (the gradient's cond reads the forward's predicate: it takes the same branch)
+        with tf.GradientTape() as tape:
+            y = tf.cond(tf.reduce_sum(x * w) > 0, lambda: x[:2] * w[:2], lambda: x[:3] * w[:3])
+            loss = tf.reduce_sum(tf.square(y))
+        return loss, tape.gradient(loss, w)
+
     x = np.arange(6, dtype=np.float32) - 2.0
     for f, runs in ((seg, [(x, np.array([0, 2, 1, 0, 2, 2], np.int32)), (x, np.array([3, 0, 0, 1, 1, 1], np.int32))]),
-                    (cond, [(x[:4],), (-x[:4],), (x[:4],)])):
+                    (cond, [(x[:4],), (-x[:4],), (x[:4],)]), (train, [(x[2:],), (-x[2:],)])):
         fn, params = jta.import_function(f, *runs[0])
         with pytest.raises(jta.errors.UnimplementedError, match="jta.checked"):
             jax.jit(fn)(params, *runs[0])

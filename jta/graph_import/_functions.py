@@ -323,6 +323,7 @@ class Evaluator:
         self.looping = 0  # how many loops' bodies are running (a variable is assigned outside them only)
         self.assigned: set[str] = set()  # the variables this call assigned (their new values: self.params)
         self.carried: set[str] = set()  # the variables the loops running carry (assigned in their bodies)
+        self.taken: dict[int, tuple[Any, int]] = {}  # id(predicate) -> (it, the branch jta.checked learned)
 
     def call(self, body: Body, args: list[Any]) -> list[Any]:
         env: dict[Tensor, Any] = {}
@@ -537,6 +538,9 @@ class Evaluator:
             return self.call(bodies[k], rest)
         if self.probe:
             return None
+        seen = self.taken.get(id(args[0]))
+        if seen is not None and seen[0] is args[0]:  # (a gradient's cond of a cond whose branch was learned:
+            return self.call(bodies[seen[1]], rest)  # the same predicate takes the same branch)
         if node.op in CASE_OPS:
             n = len(bodies)
             index = jnp.asarray(pred, jnp.int32)
@@ -565,6 +569,7 @@ class Evaluator:
         # compilation per branch): TensorFlow's outputs have the shapes the branch taken gives
         k = learned_size(node, index, "the predicate (its branches' outputs differ in shape; jta.checked learns "
                                       "which runs)", 0)
+        self.taken[id(args[0])] = (args[0], k)
         return self.call(bodies[k], rest)
 
     def _in_branch(self, k: int, count: int, body: Body, args: list[Any], start: dict[str, Any]) -> list[Any]:
