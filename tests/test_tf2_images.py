@@ -15,6 +15,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import jta  # noqa: E402
+from tests.helpers.compare import assert_grad_is_the_tapes  # noqa: E402
 
 IMAGE = np.sin(np.arange(2 * 5 * 6 * 3, dtype=np.float32)).reshape(2, 5, 6, 3)
 BOXES = np.array([[0.1, 0.2, 0.9, 0.8], [-0.2, 0.0, 1.2, 0.5], [0.7, 0.9, 0.2, 0.1], [0.3, 0.3, 0.6, 0.55],
@@ -132,8 +133,7 @@ def test_bicubic_resize_matches_tensorflow(size, align: bool, half: bool) -> Non
         return tape.gradient(loss, x)
 
     jax_step, step_params = jta.import_function(step, IMAGE)
-    grad = jax.jit(jax.grad(lambda x: jnp.sum(weights * jax_fn(params, x))))(IMAGE)
-    np.testing.assert_allclose(grad, step(IMAGE).numpy(), rtol=1e-5, atol=1e-5)
+    assert_grad_is_the_tapes(build, jax_fn, params, IMAGE, atol=1e-5)
     np.testing.assert_allclose(jax.jit(jax_step)(step_params, IMAGE), step(IMAGE).numpy(), rtol=1e-5, atol=1e-5)
 
 
@@ -151,13 +151,7 @@ def test_extract_patches_matches_tensorflow(sizes, strides, rates, padding) -> N
     jax_fn, params = jta.import_function(f, IMAGE)
     want = f(IMAGE).numpy()
     np.testing.assert_array_equal(jax.jit(jax_fn)(params, IMAGE), want)
-    weights = np.cos(np.arange(want.size, dtype=np.float32)).reshape(want.shape)
-    x = tf.constant(IMAGE)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        loss = tf.reduce_sum(weights * build(x))
-    grad = jax.jit(jax.grad(lambda v: jnp.sum(weights * jax_fn(params, v))))(IMAGE)
-    np.testing.assert_allclose(grad, tape.gradient(loss, x).numpy(), rtol=1e-5, atol=1e-6)
+    assert_grad_is_the_tapes(build, jax_fn, params, IMAGE)
 
 
 def _boxes(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

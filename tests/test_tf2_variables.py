@@ -20,6 +20,16 @@ import jta  # noqa: E402
 from tests.test_tf2_import import _close  # noqa: E402
 
 
+def _train_step(model: Any, shape: list[int]) -> Any:
+    """A train step of ``model`` in training mode: the loss and its tape gradients."""
+    @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32)])
+    def step(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x, training=True) ** 2)
+        return loss, tape.gradient(loss, model.trainable_variables)
+    return step
+
+
 def test_reads_see_the_assignments_before_them() -> None:
     v = tf.Variable(np.array([1.0, 2.0], np.float32), name="v")
     u = tf.Variable(np.float32(3.0), name="u")
@@ -52,13 +62,7 @@ def test_a_batch_norm_train_step_updates_its_moving_statistics() -> None:
     model = tf_keras.Sequential([tf_keras.layers.Dense(4), tf_keras.layers.BatchNormalization(),
                                  tf_keras.layers.Dense(1)])
     model.build((None, 3))
-
-    @tf.function(input_signature=[tf.TensorSpec([5, 3], tf.float32)])
-    def step(x: Any) -> Any:
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(model(x, training=True) ** 2)
-        return loss, tape.gradient(loss, model.trainable_variables)
-
+    step = _train_step(model, [5, 3])
     x = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
     fn, params = jta.import_function(step, x, with_updates=True)
     out, new = jax.jit(fn)(params, x)
@@ -75,13 +79,7 @@ def test_a_keras_3_dropout_draws_tensorflows_masks_call_after_call() -> None:
         pytest.skip("Keras 3 runs on another backend")
     model = keras.Sequential([keras.layers.Input((5,)), keras.layers.Dense(8), keras.layers.Dropout(0.5),
                               keras.layers.Dense(1)])
-
-    @tf.function(input_signature=[tf.TensorSpec([3, 5], tf.float32)])
-    def step(x: Any) -> Any:
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(model(x, training=True) ** 2)
-        return loss, tape.gradient(loss, model.trainable_variables)
-
+    step = _train_step(model, [3, 5])
     x = np.random.default_rng(1).normal(size=(3, 5)).astype(np.float32)
     fn, params = jta.import_function(step, x, with_updates=True)
     run = jax.jit(fn)

@@ -78,3 +78,20 @@ def assert_same_outcome(got: tuple[Any, ...], want: tuple[Any, ...], rtol: float
     else:
         assert got[1] == want[1], (got, want)
         assert got[2].split("): ", 1)[1] in want[2], (got, want)
+
+
+def assert_grad_is_the_tapes(build: Any, jax_fn: Any, params: Any, x: np.ndarray, rtol: float = 1e-5,
+                             atol: float = 1e-6) -> None:
+    """``jax.grad`` (under ``jit``) of ``sum(weights * jax_fn(params, x))`` in ``x`` is TensorFlow's tape
+    gradient of ``sum(weights * build(x))``, for fixed weights of no symmetry (``cos`` of the positions)."""
+    import jax.numpy as jnp
+    import tensorflow as tf
+
+    out = np.asarray(jax_fn(params, x))
+    weights = np.cos(np.arange(out.size, dtype=np.float32)).reshape(out.shape)
+    v = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(v)
+        loss = tf.reduce_sum(weights * build(v))
+    got = jax.jit(jax.grad(lambda u: jnp.sum(weights * jax_fn(params, u))))(x)
+    np.testing.assert_allclose(got, tape.gradient(loss, v).numpy(), rtol=rtol, atol=atol)
