@@ -32,6 +32,8 @@ CASES = {
     "is_nan_inf": (lambda x: tf.where(tf.math.is_nan(tf.math.log(x)) | tf.math.is_inf(1.0 / x), 0.0, x), True),
     "inverse_trig": (lambda x: tf.atan(x) + tf.asin(x * 0.5) + tf.acos(x * 0.5), True),
     "diag_part": (lambda x: tf.linalg.tensor_diag_part(tf.reshape(x, [4, 4])), True),
+    "lu": (lambda x: tf.linalg.lu_solve(*tf.linalg.lu(tf.reshape(x, [4, 4]) + 3.0 * tf.eye(4)), x[:4, None])
+           + tf.cast(tf.linalg.lu(tf.reshape(x, [4, 4]))[1][:, None], tf.float32), False),  # (TF: no gradient)
     "betainc_zeta": (lambda x: tf.math.betainc(tf.abs(x) + 1.0, 2.0 - x, tf.sigmoid(x * 3.0))
                      + tf.math.zeta(tf.abs(x) + 2.0, tf.abs(x) + 0.5), True),
     "scatter_norm_unravel": (lambda x: tf.tensor_scatter_nd_max(x, [[0], [5]], x[8:10] * 3.0)

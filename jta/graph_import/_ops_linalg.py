@@ -125,6 +125,14 @@ def _qr(node: Node, args: list[Any]) -> list[Any]:
     return [q, r]
 
 
+@_reg("Lu")
+def _lu(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.linalg.lu``: ``L`` and ``U`` packed in one matrix, and the row permutation ``p`` with
+    ``x[p] = L U`` (LAPACK's partial pivoting, as TensorFlow's Eigen kernel)."""
+    lu, _, perm = jax.lax.linalg.lu(jnp.asarray(args[0]))
+    return [lu, perm.astype(jax.dtypes.canonicalize_dtype(node.attr("output_idx_type", np.dtype("int32"))))]
+
+
 @_reg("Svd")
 def _svd(node: Node, args: list[Any]) -> list[Any]:
     """(s, u, v) with ``x = u diag(s) v^H``, ``s`` in the input's dtype (as the raw op gives it);
