@@ -123,3 +123,20 @@ def test_fused_batch_norm_differentiates_as_tensorflows_gradient() -> None:
     got = jax.jit(jax.grad(fn))(params, x)
     for name, w in zip(stats, want, strict=True):
         np.testing.assert_allclose(got[name], w.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("exclusive, reverse", [(False, False), (True, True), (True, False)])
+def test_cumprod_differentiates_as_tensorflows_gradient(exclusive: bool, reverse: bool) -> None:
+    """TensorFlow's gradient of ``cumprod`` divides by ``x`` with ``div_no_nan``: 0 at a zero entry, where
+    the derivative is not (``jax.grad`` of ``jnp.cumprod`` gave it; stick-breaking with a 1 hit it)."""
+    x = np.array([1.0, 0.0, 2.0, 0.0, 3.0], np.float32)
+    up = np.arange(1.0, 6.0, dtype=np.float32)
+    f = tf.function(lambda v: tf.math.cumprod(v, exclusive=exclusive, reverse=reverse),
+                    input_signature=[tf.TensorSpec([5], tf.float32)])
+    v = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(v)
+        loss = tf.reduce_sum(f(v) * up)
+    fn, params = jta.import_function(f, x)
+    got = jax.jit(jax.grad(lambda u: (fn(params, u) * up).sum()))(x)
+    np.testing.assert_allclose(got, tape.gradient(loss, v).numpy(), rtol=1e-6)

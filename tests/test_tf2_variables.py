@@ -92,7 +92,7 @@ def test_a_keras_3_dropout_draws_tensorflows_masks_call_after_call() -> None:
 def test_a_loop_carries_the_variables_it_assigns(loop: str) -> None:
     """Running statistics updated in a loop (a scan of a static trip count, a bounded one with an early
     exit, a jta.while_loop): the variables are loop variables, eagerly and under jit, and jax.grad of the
-    outputs goes through them."""
+    outputs is the tape's (a read is the variable's, never the assignment's)."""
     total = tf.Variable(np.float32(0.0), name="total")
     mean = tf.Variable(np.zeros(2, np.float32), name="mean")
 
@@ -119,8 +119,14 @@ def test_a_loop_carries_the_variables_it_assigns(loop: str) -> None:
         total.assign(0.0), mean.assign(np.zeros(2, np.float32))
         _close(out, f(x))
         np.testing.assert_allclose(new["total"], total.numpy(), rtol=1e-6)
-    grad = jax.grad(lambda p, v: fn(p, v)[0][0], argnums=1)(params, x)
-    assert np.all(np.isfinite(grad)) and np.any(grad != 0)
+    with tf.GradientTape() as tape:  # (no gradient through an assignment: total's reads are the variable's)
+        xv = tf.constant(x)
+        tape.watch(xv)
+        loss = f(xv)[0]
+    want = tape.gradient(loss, [total, mean, xv], unconnected_gradients="zero")
+    got = jax.grad(lambda p, v: fn(p, v)[0][0], argnums=(0, 1))(params, x)
+    for g, w in zip((got[0]["total"], got[0]["mean"], got[1]), want, strict=True):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)
 
 
 def test_a_run_time_cond_outputs_the_variables_its_branches_assign() -> None:
@@ -141,3 +147,30 @@ def test_a_run_time_cond_outputs_the_variables_its_branches_assign() -> None:
         v.assign(1.0)
         _close(out, f(x))
         np.testing.assert_allclose(new["v"], v.numpy())
+
+
+def test_jax_grad_differentiates_no_assignment() -> None:
+    """TensorFlow's tape differentiates no assignment: a read after one is a read of the variable, whose
+    gradient sums over its reads (spectral normalization assigns the kernel it then uses). ``jax.grad``
+    chained through the assignments."""
+    v = tf.Variable(np.array([1.0, 2.0], np.float32), name="v")
+
+    def body(x: Any) -> Any:
+        v.assign(v * 0.5 + x)
+        a = v.read_value()
+        v.assign_add(a)
+        return tf.reduce_sum(v * x) + tf.reduce_sum(a)
+
+    f = tf.function(body, input_signature=[tf.TensorSpec([2], tf.float32)])
+    x = np.array([0.3, -0.2], np.float32)
+    fn, params = jta.import_function(f, x, with_updates=True)
+    start = v.numpy()
+    with tf.GradientTape() as tape:
+        xv = tf.constant(x)
+        tape.watch(xv)
+        loss = body(xv)
+    want = tape.gradient(loss, [v, xv])
+    v.assign(start)
+    got = jax.grad(lambda p, u: fn(p, u)[0], argnums=(0, 1))(params, x)
+    np.testing.assert_allclose(got[0]["v"], want[0].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got[1], want[1].numpy(), rtol=1e-6)

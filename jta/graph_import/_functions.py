@@ -313,6 +313,7 @@ class Evaluator:
                  probe: bool = False, pad_stacks: bool = False, handles: Optional[dict[int, Var]] = None):
         # ``loop(evaluator, node, args)`` runs a While (jta.graph_import._tf2_loops.run, which imports this module)
         self.lib, self.params, self.loop, self.probe, self.pad_stacks = lib, params, loop, probe, pad_stacks
+        self.leaves = dict(params)  # the variables' values the call was given (what jax.grad differentiates)
         self.bounds: dict[int, tuple[Any, int]] = {}  # id(traced count) -> (the count, its static bound)
         self.carry_depth = 0  # how many loop bodies on their prepared carry are running (see _tf2_loops)
         self.envs: list[dict[Tensor, Any]] = []  # the values of the bodies running, innermost last
@@ -519,8 +520,12 @@ class Evaluator:
                 "and assign it after"))
         old = jnp.asarray(self.params[var.name])
         value = jnp.asarray(value, old.dtype)
-        self.params[var.name] = {"AssignVariableOp": value, "AssignAddVariableOp": old + value,
-                                 "AssignSubVariableOp": old - value}[node.op]
+        new = {"AssignVariableOp": value, "AssignAddVariableOp": old + value, "AssignSubVariableOp": old - value}[node.op]
+        # TensorFlow's tape differentiates no assignment: a read after one is a read of the variable (its
+        # gradient is the variable's, summed over its reads), so the value is the variable's to jax.grad
+        leaf, fixed = jnp.asarray(self.leaves[var.name]), jax.lax.stop_gradient
+        zero = jnp.where(jnp.isfinite(leaf), leaf - fixed(leaf), 0) if jnp.issubdtype(leaf.dtype, jnp.inexact) else 0
+        self.params[var.name] = fixed(new) + jnp.asarray(zero, old.dtype) if leaf.shape == new.shape else fixed(new)
         self.assigned.add(var.name)
         return []
 

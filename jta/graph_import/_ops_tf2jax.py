@@ -7,6 +7,7 @@ helpers of :mod:`jta.graph_import._ops`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -116,19 +117,39 @@ def _conjugate_transpose(node: Node, args: list[Any]) -> list[Any]:
 @_reg("Cumsum", "Cumprod")
 def _cumulative(node: Node, args: list[Any]) -> list[Any]:
     """The running sum (product) along an axis; ``exclusive`` shifts in the identity, ``reverse`` runs
-    from the end."""
+    from the end. A product is differentiated as TensorFlow's gradient does it (:func:`_cumprod`)."""
     x, axis = args
     axis = _ops_checks.scan_axis(node, int(static_value(node, axis, "the axis")), np.ndim(x))
+    order = (bool(node.attr("exclusive", False)), bool(node.attr("reverse", False)))
     xp = xp_of(x)
-    if node.attr("reverse", False):
+    if node.op == "Cumprod" and xp is jnp and jnp.issubdtype(jnp.result_type(x), jnp.inexact):
+        return [_cumprod(jnp.asarray(x), axis, *order)]
+    return [as_numpy(_running(xp, x, axis, node.op == "Cumsum", *order))]
+
+
+def _running(xp: Any, x: Any, axis: int, sum_: bool, exclusive: bool, reverse: bool) -> Any:
+    if reverse:
         x = xp.flip(x, axis)
-    out = (xp.cumsum if node.op == "Cumsum" else xp.cumprod)(x, axis=axis, dtype=x.dtype)
-    if node.attr("exclusive", False):
-        first = (xp.zeros_like if node.op == "Cumsum" else xp.ones_like)(xp.take(out, np.arange(1), axis=axis))
+    out = (xp.cumsum if sum_ else xp.cumprod)(x, axis=axis, dtype=x.dtype)
+    if exclusive:
+        first = (xp.zeros_like if sum_ else xp.ones_like)(xp.take(out, np.arange(1), axis=axis))
         out = xp.concatenate([first, xp.take(out, np.arange(np.shape(x)[axis] - 1), axis=axis)], axis=axis)
-    if node.attr("reverse", False):
-        out = xp.flip(out, axis)
-    return [as_numpy(out)]
+    return xp.flip(out, axis) if reverse else out
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
+def _cumprod(x: Any, axis: int, exclusive: bool, reverse: bool) -> Any:
+    return _running(jnp, x, axis, False, exclusive, reverse)
+
+
+@_cumprod.defjvp
+def _cumprod_jvp(axis: int, exclusive: bool, reverse: bool, primals: Any, tangents: Any) -> Any:
+    # TensorFlow's gradient is div_no_nan(cumsum(prod * dy, exclusive, not reverse), x): 0 where x is 0
+    # (a product with a zero entry has a nonzero derivative there; TensorFlow's is 0). Its transpose:
+    (x,), (t,) = primals, tangents
+    prod = _cumprod(x, axis, exclusive, reverse)
+    inverse = jnp.where(x == 0, 0, 1 / jnp.where(x == 0, 1, x))
+    return prod, prod * _running(jnp, t * inverse, axis, True, exclusive, reverse)
 
 
 @_reg("OneHot")
