@@ -32,7 +32,13 @@ mode of every combination. The counts, default / ``--long``:
   random-program regressions (``inner_bounded_growth``, ``minimum_bound``, ``nested_growth``,
   ``bounded_read_grad``) and the train steps through conds of different intermediates under ``--long`` only, sizes learned by
   ``jta.checked`` in one of forward, train step and ``jax.grad``, in rotation / all three; a list
-  written at the steps a counter picks without a bound / with and without;
+  written at the steps a counter picks without a bound / with and without; per-step counts of a
+  short loop, a split in a loop under a tape and float64 slots under ``--long`` only;
+* ``tests/test_tf2_images.py``: one crop method, one bicubic kernel, half the patches, two of four
+  non-max suppressions / all;
+* ``tests/test_tf2_variables.py``: loops carrying variables in one of three forms / all, and Keras 3
+  dropout under ``--long`` only; ``tests/test_tf2_unique.py``: the embedding train step under
+  ``--long`` only;
 * ``tests/test_op_fuzz.py``: the op-table fuzzer's specs (ops with integer arguments, fed bad values)
   every 32nd / all 208;
 * ``tests/test_tf2_ops_more.py``: shapes an argument decides for three ops / seven, the partition and

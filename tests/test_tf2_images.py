@@ -34,8 +34,8 @@ def _build(name: str):
                                                               extrapolation_value=fill)
 
 
-@pytest.mark.parametrize("name", [n if k < 2 else pytest.param(n, marks=pytest.mark.long_only)
-                                  for k, n in enumerate(CASES)])  # (both methods by default, all under --long)
+@pytest.mark.parametrize("name", [n if k == 0 else pytest.param(n, marks=pytest.mark.long_only)
+                                  for k, n in enumerate(CASES)])  # (bilinear by default, all under --long)
 def test_crops_and_gradients_match_tensorflow(name: str) -> None:
     build = _build(name)
     f = tf.function(build, input_signature=SPECS)
@@ -112,8 +112,8 @@ def test_crops_of_boxes_of_tenths_are_bit_exact_under_jit(method: str) -> None:
 BICUBIC = [((5, 7), False, True), ((2, 9), False, False), ((7, 3), True, False), ((1, 1), False, True)]
 
 
-@pytest.mark.parametrize("size, align, half", [c if k < 2 else pytest.param(*c, marks=pytest.mark.long_only)
-                                               for k, c in enumerate(BICUBIC)])
+@pytest.mark.parametrize("size, align, half", [c if k == 1 else pytest.param(*c, marks=pytest.mark.long_only)
+                                               for k, c in enumerate(BICUBIC)])  # (the legacy kernel by default)
 def test_bicubic_resize_matches_tensorflow(size, align: bool, half: bool) -> None:
     """Values bit for bit (TensorFlow's weight table and order of sums), under ``jit``; ``jax.grad``
     against the tape and the imported train step (``ResizeBicubicGrad``)."""
@@ -142,7 +142,8 @@ PATCHES = [([1, 2, 3, 1], [1, 2, 2, 1], [1, 1, 1, 1], "VALID"), ([1, 2, 3, 1], [
            ([1, 7, 3, 1], [1, 3, 3, 1], [1, 1, 1, 1], "VALID"), ([1, 3, 2, 1], [1, 1, 3, 1], [1, 1, 2, 1], "SAME")]
 
 
-@pytest.mark.parametrize("sizes, strides, rates, padding", PATCHES)
+@pytest.mark.parametrize("sizes, strides, rates, padding", [c if k % 2 else pytest.param(*c, marks=pytest.mark.long_only)
+                                                            for k, c in enumerate(PATCHES)])
 def test_extract_patches_matches_tensorflow(sizes, strides, rates, padding) -> None:
     """Values under ``jit`` (row, column, depth order; ``SAME``'s zero padding, the smaller half before;
     a window larger than the image: no patches) and ``jax.grad`` against the tape."""
@@ -173,7 +174,8 @@ NMS = {
 }
 
 
-@pytest.mark.parametrize("name", NMS)
+@pytest.mark.parametrize("name", [n if n in ("v3_half", "v4_padded") else pytest.param(n, marks=pytest.mark.long_only)
+                                  for n in NMS])  # (a learned count and a padded one by default)
 def test_non_max_suppression_matches_tensorflow(name: str) -> None:
     """Eagerly and under ``jta.checked`` (the count is the data's; padded: under a bare ``jit`` too), for
     three sets of 40 boxes."""

@@ -613,7 +613,8 @@ def test_a_growing_loop_variable_of_a_run_time_trip_count() -> None:
     assert GraphError.TF2_LOOP.matches(caught.value)
 
 
-@pytest.mark.parametrize("program", ["split_in_a_loop", "rows_of_their_own_shapes", "rows_in_a_loop"])
+@pytest.mark.parametrize("program", [pytest.param("split_in_a_loop", marks=pytest.mark.long_only),  # (5 s)
+                                     "rows_of_their_own_shapes", "rows_in_a_loop"])
 def test_elements_of_different_shapes_under_a_tape(program: str) -> None:
     """A TensorArray split into pieces of different lengths inside a loop, and one of ``infer_shape=False``
     written with rows of different lengths then concatenated: the forward, the train step (whose gradient
@@ -961,7 +962,8 @@ def _train_matches(train: Any, *args: Any) -> None:
     _close(jax.jit(step)(params, *args), want)
 
 
-@pytest.mark.parametrize("program", ["shapes_in_a_loop", "shapes_outside", "float64_nested"])
+@pytest.mark.parametrize("program", ["shapes_in_a_loop", "shapes_outside",
+                                     pytest.param("float64_nested", marks=pytest.mark.long_only)])  # (4 s)
 def test_tape_slots_of_one_dtype_and_other_shapes(program: str) -> None:
     """TF's cond may put intermediates of one dtype and different shapes (matvec's ``[3, 1]`` operand, a
     ``[3]`` product) in one optional slot of its branches, with no empty optional among them; and a
@@ -1209,6 +1211,7 @@ def test_where_and_boolean_mask_under_checked() -> None:
         jax.jit(jax_fn)(params, x)
 
 
+@pytest.mark.long_only  # (6 s; test_graph_control_flow's short-loop Where keeps the class by default)
 def test_sizes_the_data_decides_per_step_of_a_short_loop() -> None:
     """A ``boolean_mask``/``tf.where`` in a loop body whose count differs from step to step: a loop of a
     static trip count up to 64 is unrolled under ``jta.checked``, so each step learns its own count

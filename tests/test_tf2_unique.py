@@ -71,6 +71,7 @@ def _compare(build, x: np.ndarray) -> None:
             jax.jit(jax_fn)(params, x)
 
 
+@pytest.mark.long_only  # (4 s; the cases above run unique under jta.checked by default)
 def test_embedding_of_unique_ids_trains_as_tensorflow() -> None:
     """The deduplicated lookup: gather the distinct ids' rows once, then each id's row by ``idx``. The
     tape's gradient (a gather's, of the table) and ``jax.grad`` under ``jta.checked`` agree with TF's,

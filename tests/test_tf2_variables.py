@@ -73,6 +73,7 @@ def test_a_batch_norm_train_step_updates_its_moving_statistics() -> None:
         np.testing.assert_allclose(new[k], want, rtol=1e-6)
 
 
+@pytest.mark.long_only  # (3 s; the batch norm keeps the class by default)
 def test_a_keras_3_dropout_draws_tensorflows_masks_call_after_call() -> None:
     keras = pytest.importorskip("keras")
     if keras.backend.backend() != "tensorflow":
@@ -88,7 +89,8 @@ def test_a_keras_3_dropout_draws_tensorflows_masks_call_after_call() -> None:
         _close(out, step(x))
 
 
-@pytest.mark.parametrize("loop", ["static", "bounded", "unbounded"])
+@pytest.mark.parametrize("loop", [pytest.param("static", marks=pytest.mark.long_only), "bounded",
+                                  pytest.param("unbounded", marks=pytest.mark.long_only)])  # (a cond in a loop)
 def test_a_loop_carries_the_variables_it_assigns(loop: str) -> None:
     """Running statistics updated in a loop (a scan of a static trip count, a bounded one with an early
     exit, a jta.while_loop): the variables are loop variables, eagerly and under jit, and jax.grad of the
