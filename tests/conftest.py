@@ -37,8 +37,10 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_tf2_images.py``: one crop method, one bicubic kernel, half the patches, two of four
   non-max suppressions / all;
 * ``tests/test_tf2_variables.py``: loops carrying variables in one of three forms / all, and Keras 3
-  dropout under ``--long`` only; ``tests/test_tf2_unique.py``: the embedding train step under
-  ``--long`` only;
+  dropout under ``--long`` only; ``tests/test_tf2_unique.py``: four of nine cases / all, the
+  embedding train step under ``--long`` only; a cond in a loop (``test_tf2_import.py``), the loop of
+  ``test_tf2_random.py``'s noisy programs and a scan in a foldl in a cond
+  (``test_graph_nested_loops.py``) under ``--long`` only;
 * ``tests/test_op_fuzz.py``: the op-table fuzzer's specs (ops with integer arguments, fed bad values)
   every 32nd / all 208;
 * ``tests/test_tf2_ops_more.py``: shapes an argument decides for three ops / seven, the partition and
@@ -49,7 +51,7 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_tf2_segments.py``: run-time ids in a loop with gradients under ``--long`` only;
 * ``tests/test_capacity_learning.py``: one run learning three arrays' sizes written forwards / also
   backwards;
-* ``tests/test_graph_control_flow.py``: its three heaviest tests under ``--long`` only;
+* ``tests/test_graph_control_flow.py``: its four heaviest tests under ``--long`` only;
 * ``tests/test_graph_import.py``: half of the graph corpus matched against ``Session.run`` / all of it;
 * ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 1 / 60 per family (7 families; 3 of
   the bound family, one per exit);

@@ -217,6 +217,7 @@ def test_gradient_of_a_while_loop_with_a_cond_in_its_body():
 
 
 # -- nested loops: an inner loop's stacks pushed again in each step of an unrolled outer loop ----
+@pytest.mark.long_only  # (4 s; test_graph_map_fn keeps map_fn's gradients by default)
 def test_gradient_of_map_fn_over_a_recurrent_loop():
     """``tf.map_fn`` whose function runs an RNN-like while loop over TensorArrays: the inner forward
     loop pushes onto the gradient's stacks once per outer step (the outer loop is unrolled), so each

@@ -53,6 +53,7 @@ def _check(g, feeds: dict[str, Any], x: str = "x:0", jax_grad: bool = True) -> N
     np.testing.assert_allclose(np.asarray(jax.jit(jax.grad(loss))(args[k])), expected[1], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.long_only  # (4 s; the other nested loops here keep the class by default)
 def test_scan_nested_in_foldl_inside_a_cond():
     """F8: the gradient arrays of a loop created in an outer loop's body, with a cond around both (a fed
     predicate; a constant one failed the same way). The forward graph had no fault: jax.grad is not rerun."""

@@ -143,6 +143,7 @@ def test_nested_loops(name: str) -> None:
     _check_program(tf2_programs.NESTED[name](), ("jit", "eager"))
 
 
+@pytest.mark.long_only  # (4 s; the tape slots in a loop below keep the class by default)
 def test_cond_in_a_loop() -> None:
     """A data-dependent if in a scanned loop: its gradient's optionals are accumulated per step."""
     _check_program(tf2_programs.cond_in_loop(), ("jit",))

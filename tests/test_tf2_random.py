@@ -247,7 +247,8 @@ def _in_loop(x: Any, seed: Any) -> Any:
     return ta.stack()
 
 
-@pytest.mark.parametrize("build", [_noisy, _in_loop], ids=["dropout", "loop"])
+@pytest.mark.parametrize("build", [_noisy, pytest.param(_in_loop, marks=pytest.mark.long_only)],
+                         ids=["dropout", "loop"])  # (the loop: 4 s, under --long)
 def test_programs_with_noise_forward_grad_and_train_step(build):
     x = np.linspace(-1, 1, 3).astype(np.float32)
     seed = SEEDS[0]
