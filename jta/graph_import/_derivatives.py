@@ -31,6 +31,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.special as special
 import numpy as np
 from jax._src import core
 from jax._src.interpreters import ad
@@ -156,6 +157,11 @@ _SELU = _with_tangent(_on_jax(_selu), lambda y, x, t: selu_grad(jnp, t, y))
 # TensorFlow's _AcoshGrad is dy / sinh(y): NaN outside the domain, where JAX's formula is finite
 _ACOSH = _with_tangent(jnp.arccosh, lambda y, x, t: t / jnp.sinh(y))
 _ABS = _with_tangent(jnp.abs, lambda y, x, t: t * jnp.sign(x))
+# TensorFlow's _BesselI0Grad is I1 (JAX's rule of exp(|x|) i0e(x) gives |x|'s 1 at 0); _BesselI1Grad is
+# I0 - I1 / x with 1 at 0 (TensorFlow's choice; the limit is 1/2). (On JAX values only: the op is JAX's.)
+bessel_i0 = _with_tangent(special.i0, lambda y, x, t: special.i1(x) * t)
+bessel_i1 = _with_tangent(special.i1, lambda y, x, t: jnp.where(
+    x == 0, 1, special.i0(x) - y / jnp.where(x == 0, 1, x)).astype(t.dtype) * t)
 # TensorFlow's _MaximumGrad/_MinimumGrad: on a tie the whole gradient goes to x
 _MAXIMUM = _with_tangent(jnp.maximum, lambda out, x, y, tx, ty: jnp.where(x >= y, tx, ty))
 _MINIMUM = _with_tangent(jnp.minimum, lambda out, x, y, tx, ty: jnp.where(x <= y, tx, ty))
