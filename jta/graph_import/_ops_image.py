@@ -204,17 +204,6 @@ def _bilinear(node: Node, images: Any, out_hw: tuple[int, int]) -> Any:
     return top + _multiply(bottom - top, y_lerp[:, None, None])
 
 
-@_reg("ResizeBilinear")
-def _resize_bilinear(node: Node, args: list[Any]) -> list[Any]:
-    images, size = args
-    return [_bilinear(node, images, _size(node, size))]
-
-
-@_reg("ResizeBilinearGrad")
-def _resize_bilinear_grad(node: Node, args: list[Any]) -> list[Any]:
-    return [_adjoint(_bilinear, node, *args)]
-
-
 def _nearest_index(in_size: int, out_size: int, node: Node) -> np.ndarray:
     """The source position per output position: TensorFlow's nearest-neighbor rule (round with
     ``align_corners``, floor otherwise; half-pixel centers without the -0.5)."""
@@ -299,24 +288,25 @@ def _bicubic(node: Node, images: Any, out_hw: tuple[int, int]) -> Any:
     return combine([along_y[:, :, cols[:, k]] for k in range(4)], col_weights, (-1, 1))
 
 
-@_reg("ResizeBicubic")
-def _resize_bicubic(node: Node, args: list[Any]) -> list[Any]:
+# -- the interpolating resizes and their gradients --------------------------------------------------
+_INTERPOLATING = {"ResizeBilinear": _bilinear, "ResizeBicubic": _bicubic}
+
+
+@_reg(*_INTERPOLATING)
+def _resize(node: Node, args: list[Any]) -> list[Any]:
     images, size = args
-    return [_bicubic(node, images, _size(node, size))]
+    return [_INTERPOLATING[node.op](node, images, _size(node, size))]
 
 
-@_reg("ResizeBicubicGrad")
-def _resize_bicubic_grad(node: Node, args: list[Any]) -> list[Any]:
-    return [_adjoint(_bicubic, node, *args)]
-
-
-def _adjoint(resize: Any, node: Node, grads: Any, original: Any) -> Any:
-    """A resize's gradient (``Resize*Grad``): the adjoint of ``resize`` at ``original_image``'s shape, in its
-    dtype."""
+@_reg(*(f"{op}Grad" for op in _INTERPOLATING))
+def _resize_grad(node: Node, args: list[Any]) -> list[Any]:
+    """The adjoint of the resize at ``original_image``'s shape, in its dtype."""
+    grads, original = args
+    resize = _INTERPOLATING[node.op.removesuffix("Grad")]
     grads = jnp.asarray(grads).astype(np.float32)
     _, pullback = jax.vjp(lambda x: resize(node, x, (grads.shape[1], grads.shape[2])),
                           jnp.zeros(np.shape(original), np.float32))
-    return pullback(grads)[0].astype(result_dtype(original))
+    return [pullback(grads)[0].astype(result_dtype(original))]
 
 
 # -- patches -----------------------------------------------------------------------------------
