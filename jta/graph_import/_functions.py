@@ -209,6 +209,7 @@ class Library:
     def __init__(self, library: Any):
         self.fdefs = {f.signature.name: f for f in library.function}
         self.bodies: dict[str, Body] = {}
+        self.assignments: dict[str, Optional[set[int]]] = {}
 
     def __contains__(self, name: str) -> bool:
         return name in self.fdefs
@@ -219,6 +220,12 @@ class Library:
             calls = any(node.op in self.fdefs for node in fdef.node_def)
             self.bodies[name] = _convert(fdef, self.fdefs.values() if calls else ())
         return self.bodies[name]
+
+    def assigned(self, name: str) -> Optional[set[int]]:
+        """:func:`assigned_in` of function ``name``, found once (every trace of a loop or a cond asks)."""
+        if name not in self.assignments:
+            self.assignments[name] = assigned_in(self, self.body(name))
+        return self.assignments[name]
 
 
 def _convert(fdef: Any, library: Any = ()) -> Body:
@@ -266,7 +273,7 @@ def assigned_in(lib: Library, body: Body) -> Optional[set[int]]:
         else:
             handles = []
             for name in called(node, lib):
-                inner = assigned_in(lib, lib.body(name))
+                inner = lib.assigned(name)
                 if inner is None:
                     return None
                 skip = 1 if node.op in IF_OPS or node.op in CASE_OPS else 0  # (the predicate, the branch index)
@@ -554,7 +561,7 @@ class Evaluator:
             # TF's If: a scalar is true where nonzero; a non-scalar where it is not empty (a static fact)
             index = (jnp.asarray(pred) != 0).astype(jnp.int32) if jnp.ndim(pred) == 0 else \
                 jnp.int32(jnp.size(pred) > 0)
-        found = [assigned_in(self.lib, b) for b in bodies]  # (the variables a branch assigns are its outputs too)
+        found = [self.lib.assigned(n) for n in names]  # (the variables a branch assigns are its outputs too)
         handles = [rest[k] for f in found if f is not None for k in f if isinstance(rest[k], Var)]
         start = {} if None in found else {v.name: jnp.asarray(self.params[v.name]) for v in handles}
         fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest, start) for k, b in enumerate(bodies)]

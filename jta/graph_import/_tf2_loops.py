@@ -37,7 +37,7 @@ from jax.core import Tracer
 from .. import errors
 from .._core import capacities
 from ..loops import unbounded_while_loop
-from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, assigned_in, concrete
+from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete
 from ._list_value import value_key
 from ._lists import VARIANT, AtMost, TList, materialize, rows, sized_by_plan
 from ._messages import GraphError
@@ -139,7 +139,7 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
     if ev.probe and not all(_is_const(a) for a in args):
         return None
     steps, exact, final = _trips(ev, node, cond, body, args)
-    assigned = _assigned(ev, cond, body, args)
+    assigned = _assigned(ev, node, args)
     if steps is not None and not any(v is UNKNOWN for v in final) and not assigned:
         return final  # every value static (shape arithmetic, or the probe ran it all): computed already
     carried, ev.carried = ev.carried, ev.carried | set(assigned)
@@ -149,10 +149,10 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
         ev.carried = carried
 
 
-def _assigned(ev: Evaluator, cond: Body, body: Body, args: list[Any]) -> list[str]:
+def _assigned(ev: Evaluator, node: Node, args: list[Any]) -> list[str]:
     """The variables the loop assigns, which it carries (none where an assignment's handle is not a loop
     variable: the assignment is then refused)."""
-    found = [assigned_in(ev.lib, cond), assigned_in(ev.lib, body)]
+    found = [ev.lib.assigned(node.attr("cond")), ev.lib.assigned(node.attr("body"))]
     handles = [args[k] for f in found if f is not None for k in f]
     if None in found or not all(isinstance(h, Var) for h in handles):
         return []
