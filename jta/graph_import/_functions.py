@@ -32,12 +32,13 @@ from jax.core import Tracer
 
 from .._core import capacities
 from .._records.catalogue import Error
-from . import _list_vectors, _lists, _ops_checks
+from . import _list_vectors, _lists, _ops_checks, _random_kernels
 from ._branches import lists_agree
 from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
 from ._ops import is_static, learned_size, run_op
+from ._random_kernels import KERNEL_OPS, key_of
 
 __all__ = ["Body", "Evaluator", "Library", "UNKNOWN", "Var", "CONTROL_OPS"]
 
@@ -142,7 +143,7 @@ IF_OPS = ("If", "StatelessIf")
 CASE_OPS = ("Case", "StatelessCase")
 WHILE_OPS = ("While", "StatelessWhile")
 VAR_OPS = ("ReadVariableOp", "VariableShape", "ResourceGather")
-ASSIGN_OPS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
+ASSIGN_OPS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "RngReadAndSkip")
 PASS_OPS = ("Identity", "IdentityN", "NoOp", "Placeholder", "StopGradient", "PreventGradient",
             "EnsureShape")
 CONTROL_OPS = (*CALL_OPS, *IF_OPS, *CASE_OPS, *WHILE_OPS, *VAR_OPS, *ASSIGN_OPS, *PASS_OPS, *OPTIONAL_OPS)
@@ -210,6 +211,7 @@ class Library:
         self.fdefs = {f.signature.name: f for f in library.function}
         self.bodies: dict[str, Body] = {}
         self.assignments: dict[str, Optional[set[int]]] = {}
+        self.generators: dict[str, frozenset[str]] = {}
 
     def __contains__(self, name: str) -> bool:
         return name in self.fdefs
@@ -226,6 +228,17 @@ class Library:
         if name not in self.assignments:
             self.assignments[name] = assigned_in(self, self.body(name))
         return self.assignments[name]
+
+    def kernels(self, name: str) -> frozenset[str]:
+        """The ``params`` keys of the stateful random kernels function ``name`` runs, or a function it
+        calls (their generators are state, as assigned variables are)."""
+        if name not in self.generators:
+            body = self.body(name)
+            found = {key_of(name, body.nodes[n]) for n in body.order if body.nodes[n].op in KERNEL_OPS}
+            for n in body.order:
+                found.update(*(self.kernels(inner) for inner in called(body.nodes[n], self)))
+            self.generators[name] = frozenset(found)
+        return self.generators[name]
 
 
 def _convert(fdef: Any, library: Any = ()) -> Body:
@@ -438,6 +451,8 @@ class Evaluator:
                 return self.loop(self, node, args)
             finally:
                 self.looping -= 1
+        if op in KERNEL_OPS:
+            return None if self.probe else self._draw(node, args)
         if self.probe:
             unknown = [a is UNKNOWN or isinstance(a, _lists.TList) or
                        (not is_static(a) and not isinstance(a, Var)) for a in args]
@@ -512,29 +527,43 @@ class Evaluator:
         _ops_checks.gather(node, args[1], np.shape(value)[0])
         return [jnp.take(value, jnp.asarray(args[1]), axis=0)]
 
-    def _assign(self, node: Node, args: list[Any]) -> list[Any]:
+    def _assign(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
         """``AssignVariableOp`` (``Add``, ``Sub``): the variable's new value, which the reads after it in
         this call see (TensorFlow orders them by control edges); :func:`jta.import_function` returns it
         with ``with_updates=True``. Inside a loop's body or a run-time cond's branch it would be a value of
-        that branch: refused. (A loop carries the variables its body assigns: :func:`assigned_in`.)"""
+        that branch: refused. (A loop carries the variables its body assigns: :func:`assigned_in`.)
+        ``RngReadAndSkip`` (a ``tf.random.Generator``'s draw) outputs its state and assigns it stepped."""
         if self.probe:
-            return []
-        var, value = args
+            return None if node.op == "RngReadAndSkip" else []
+        var = args[0]
         if (self.branches or self.looping) and var.name not in self.carried:
             GraphError.TF2_UNSUPPORTED.raise_(items=(
                 f"  - node {node.name} ({node.op}): a variable assigned inside a run-time cond's branch, or in a "
                 "loop through a handle it does not take as a loop variable: return the new value from the cond, "
                 "and assign it after"))
         old = jnp.asarray(self.params[var.name])
-        value = jnp.asarray(value, old.dtype)
-        new = {"AssignVariableOp": value, "AssignAddVariableOp": old + value, "AssignSubVariableOp": old - value}[node.op]
+        if node.op == "RngReadAndSkip":  # (a tf.random.Generator's draw: its state, which it steps)
+            new, out = _random_kernels.read_and_skip(node, old, *args[1:]), [old]
+        else:
+            value, out = jnp.asarray(args[1], old.dtype), []
+            new = {"AssignVariableOp": value, "AssignAddVariableOp": old + value,
+                   "AssignSubVariableOp": old - value}[node.op]
         # TensorFlow's tape differentiates no assignment: a read after one is a read of the variable (its
         # gradient is the variable's, summed over its reads), so the value is the variable's to jax.grad
         leaf, fixed = jnp.asarray(self.leaves[var.name]), jax.lax.stop_gradient
         zero = jnp.where(jnp.isfinite(leaf), leaf - fixed(leaf), 0) if jnp.issubdtype(leaf.dtype, jnp.inexact) else 0
         self.params[var.name] = fixed(new) + jnp.asarray(zero, old.dtype) if leaf.shape == new.shape else fixed(new)
         self.assigned.add(var.name)
-        return []
+        return out
+
+    def _draw(self, node: Node, args: list[Any]) -> list[Any]:
+        """A stateful random op: values from its kernel's generator in ``params``, which it steps."""
+        key = key_of(self.bodies[-1].name, node)
+        if key not in self.params:
+            GraphError.TF2_PARAMS.raise_(name=key, known=", ".join(sorted(self.params)) or "nothing")
+        out, self.params[key] = KERNEL_OPS[node.op](node, args, self.params[key])
+        self.assigned.add(key)
+        return out
 
     def _branch(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
         """``If``/``Case``: the branch taken where the predicate is static, else ``lax.cond``/``lax.switch``."""
@@ -564,6 +593,8 @@ class Evaluator:
         found = [self.lib.assigned(n) for n in names]  # (the variables a branch assigns are its outputs too)
         handles = [rest[k] for f in found if f is not None for k in f if isinstance(rest[k], Var)]
         start = {} if None in found else {v.name: jnp.asarray(self.params[v.name]) for v in handles}
+        start.update({k: jnp.asarray(self.params[k]) for n in names for k in sorted(self.lib.kernels(n))
+                      if k in self.params})
         fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest, start) for k, b in enumerate(bodies)]
         if any(b.nodes[n].op in ("OptionalNone", "OptionalFromValue") for b in bodies for n in b.order):
             fns = _fill_optionals(fns)  # (TF may put values of different shapes in one slot: a union)

@@ -72,8 +72,8 @@ class GraphError(Message):
     TF2_SOURCE = (431, TypeError, "jta.import_function takes a tf.function (traced with the example arguments) or "
                        "a ConcreteFunction, not {given}.")
     TF2_ARGUMENTS = (432, TypeError, "The imported function takes {expected} arguments ({names}), got {given}.")
-    TF2_PARAMS = (433, KeyError, "The imported function reads variable {name!r}, which params lacks (params holds: "
-                       "{known}).")
+    TF2_PARAMS = (433, KeyError, "The imported function reads {name!r} (a variable, or a random op's "
+                       "generator), which params lacks (params holds: {known}).")
     INVALID_ARGUMENT = (434, InvalidArgumentError, "Node {node} ({op}): {error}")  # (TF's text of a check)
     LIST_CAPACITY = (435, UnimplementedError, "Node {node} ({op}): {what} The ways out: call the imported function "
                           "through jta.checked (jta.checked(jax.jit(fn))), which learns the buffer's rows at run time "

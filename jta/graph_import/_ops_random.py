@@ -49,7 +49,7 @@ _reg = registrar(OPS)
 _M = (0xD2511F53, 0xCD9E8D57)  # Philox's round multipliers (kPhiloxM4x32A, kPhiloxM4x32B)
 _W = (0x9E3779B9, 0xBB67AE85)  # its key increments (kPhiloxW32A, kPhiloxW32B)
 _SCRAMBLE_KEY = (0x3EC8F720, 0x02461E29)  # GenerateKey's key
-_PHILOX, _THREEFRY, _AUTO_SELECT = 1, 2, 3  # rng_alg.h
+PHILOX, _THREEFRY, _AUTO_SELECT = 1, 2, 3  # rng_alg.h
 _TRUNCATE_SKIP = 256  # kReservedSamplesPerOutput of FillPhiloxRandomTask<..., true>
 U32 = np.uint32
 
@@ -106,7 +106,7 @@ def _philox(key: Words, counter: Words) -> Words:
     return state[:4]
 
 
-def _skip(counter: Words, blocks: np.ndarray) -> Words:
+def skip(counter: Words, blocks: np.ndarray) -> Words:
     """``counter`` stepped by ``blocks`` (int64, static) as ``PhiloxRandom::Skip`` does, carries and all."""
     lo, hi = (blocks & 0xFFFFFFFF).astype(U32), (blocks >> 32).astype(U32)
     c0, c1, c2, c3 = counter
@@ -121,7 +121,7 @@ def _skip(counter: Words, blocks: np.ndarray) -> Words:
 def _blocks(key: Words, counter: Words, blocks: np.ndarray) -> Any:
     """The four words of the blocks at ``counter + blocks``, stacked on a last axis."""
     xp = np if all(is_static(w) for w in (*key, *counter)) else jnp
-    return xp.stack(_philox(key, _skip(counter, blocks)), axis=-1)
+    return xp.stack(_philox(key, skip(counter, blocks)), axis=-1)
 
 
 # -- seeds, keys and counters -------------------------------------------------------------------
@@ -183,7 +183,7 @@ def _key_counter_v2(node: Node, args: list[Any]) -> tuple[Words, Words]:
             items=f"  - node {node.name} ({node.op}): the ThreeFry algorithm (alg=2), which TensorFlow runs "
                   "only under XLA (its CPU kernel refuses it too); use alg='philox' or 'auto_select' (the "
                   "default), whose streams jta reproduces")
-    if alg not in (_PHILOX, _AUTO_SELECT):
+    if alg not in (PHILOX, _AUTO_SELECT):
         GraphError.TF2_UNSUPPORTED.raise_(items=f"  - node {node.name} ({node.op}): unknown algorithm id {alg}")
     key, counter = _words_of(node, args[1], "key"), _words_of(node, args[2], "counter")
     return key[:2], counter[:4]
@@ -372,7 +372,7 @@ def _float_draw(kind: str, shape: tuple[int, ...], dtype: Any, key: Words, count
     return _output(_fill(key, counter, size, _width(dtype), lambda w: make(w, dtype)), shape, dtype)
 
 
-def _float_values(kind: str, key: Words, counter: Words, shape: tuple[int, ...], dtype: Any) -> Any:
+def float_values(kind: str, key: Words, counter: Words, shape: tuple[int, ...], dtype: Any) -> Any:
     """:func:`_float_draw` through :func:`_run`; an empty shape draws nothing."""
     if not np.prod(shape, dtype=np.int64):
         return np.zeros(shape, dtype)
@@ -432,7 +432,7 @@ def _int_draw(shape: tuple[int, ...], dtype: Any, key: Words, counter: Words, lo
                    dtype)
 
 
-def _int_values(node: Node, key: Words, counter: Words, shape: tuple[int, ...], dtype: Any,
+def int_values(node: Node, key: Words, counter: Words, shape: tuple[int, ...], dtype: Any,
                 bounds: tuple[Any, Any] | None) -> Any:
     """:func:`_int_draw` through :func:`_run`, after TensorFlow's checks of the bounds (only where it
     draws: an empty shape draws nothing)."""
@@ -451,11 +451,11 @@ def _check_bounds(node: Node, lo: Any, hi: Any) -> None:
     _ops_checks.uniform_bounds(node, lo, hi)
 
 
-def _shape(node: Node, v: Any) -> tuple[int, ...]:
+def shape_of(node: Node, v: Any) -> tuple[int, ...]:
     return _ops_checks.dimensions(node, static_value(node, v, "the output's shape"))
 
 
-def _quietly(fn: Callable[[], Any]) -> Any:
+def quietly(fn: Callable[[], Any]) -> Any:
     """``fn()`` without numpy's overflow warnings: the uint32 arithmetic wraps on purpose."""
     with np.errstate(over="ignore", divide="ignore"):
         return fn()
@@ -470,21 +470,21 @@ def _get_key_counter(node: Node, args: list[Any]) -> list[Any]:
         key, counter = _seed_key_counter(node, args[0])
         xp = np if is_static(key[0]) else jnp
         return [_as_uint64(xp, key), _as_uint64(xp, counter)]
-    out = _quietly(run)
-    return out + [np.asarray(_PHILOX, np.int32)] if node.op.endswith("Alg") else out
+    out = quietly(run)
+    return out + [np.asarray(PHILOX, np.int32)] if node.op.endswith("Alg") else out
 
 
 @_reg("StatelessRandomGetAlg")
 def _get_alg(node: Node, args: list[Any]) -> list[Any]:
-    return [np.asarray(_PHILOX, np.int32)]
+    return [np.asarray(PHILOX, np.int32)]
 
 
 def _v2(kind: str) -> Callable[[Node, list[Any]], list[Any]]:
     def op(node: Node, args: list[Any]) -> list[Any]:
         def run() -> Any:
             key, counter = _key_counter_v2(node, args)
-            return _float_values(kind, key, counter, _shape(node, args[0]), node.attr("dtype"))
-        return [_quietly(run)]
+            return float_values(kind, key, counter, shape_of(node, args[0]), node.attr("dtype"))
+        return [quietly(run)]
     op.__doc__ = f"The V2 op of {kind} floats: shape, key, counter, alg (``stateless_random_ops_v2.cc``)."
     return op
 
@@ -493,8 +493,8 @@ def _v1(kind: str) -> Callable[[Node, list[Any]], list[Any]]:
     def op(node: Node, args: list[Any]) -> list[Any]:
         def run() -> Any:
             key, counter = _seed_key_counter(node, args[1])
-            return _float_values(kind, key, counter, _shape(node, args[0]), node.attr("dtype"))
-        return [_quietly(run)]
+            return float_values(kind, key, counter, shape_of(node, args[0]), node.attr("dtype"))
+        return [quietly(run)]
     op.__doc__ = f"The v1 op of {kind} floats: shape, seed (``stateless_random_ops.cc``)."
     return op
 
@@ -512,8 +512,8 @@ def _int_v2(node: Node, args: list[Any]) -> list[Any]:
     def run() -> Any:
         key, counter = _key_counter_v2(node, args)
         bounds = (args[4], args[5]) if node.op == "StatelessRandomUniformIntV2" else None
-        return _int_values(node, key, counter, _shape(node, args[0]), node.attr("dtype"), bounds)
-    return [_quietly(run)]
+        return int_values(node, key, counter, shape_of(node, args[0]), node.attr("dtype"), bounds)
+    return [quietly(run)]
 
 
 @_reg("StatelessRandomUniformInt", "StatelessRandomUniformFullInt")
@@ -522,8 +522,8 @@ def _int_v1(node: Node, args: list[Any]) -> list[Any]:
     def run() -> Any:
         key, counter = _seed_key_counter(node, args[1])
         bounds = (args[2], args[3]) if node.op == "StatelessRandomUniformInt" else None
-        return _int_values(node, key, counter, _shape(node, args[0]), node.attr("dtype"), bounds)
-    return [_quietly(run)]
+        return int_values(node, key, counter, shape_of(node, args[0]), node.attr("dtype"), bounds)
+    return [quietly(run)]
 
 
 @_reg("StatelessMultinomial")
@@ -538,16 +538,17 @@ def _multinomial(node: Node, args: list[Any]) -> list[Any]:
     differ between machines, and jta's (one block) match only its first block of rows."""
     logits, count, seed = args
     n = int(static_value(node, count, "num_samples"))
+    return [quietly(lambda: categorical(node, *_seed_key_counter(node, seed), logits, n))]
+
+
+def categorical(node: Node, key: Words, counter: Words, logits: Any, n: int) -> Any:
+    """``n`` samples a row of ``logits`` from the stream at ``key``, ``counter``."""
     if n < 0:
         _ops_checks.invalid(node, f"num_samples should be non-negative, got {n}")
-
-    def run() -> Any:
-        key, counter = _seed_key_counter(node, seed)
-        batch = np.shape(logits)[0]
-        if batch * n == 0:
-            return np.zeros((batch, n), node.attr("output_dtype"))
-        return _run(_categorical, (n, np.dtype(node.attr("output_dtype"))), key, counter, logits)
-    return [_quietly(run)]
+    batch = np.shape(logits)[0]
+    if batch * n == 0:
+        return np.zeros((batch, n), node.attr("output_dtype"))
+    return _run(_categorical, (n, np.dtype(node.attr("output_dtype"))), key, counter, logits)
 
 
 def _categorical(n: int, dtype: Any, key: Words, counter: Words, logits: Any) -> Any:

@@ -23,6 +23,7 @@ from ._functions import ASSIGN_OPS, CONTROL_OPS, Body, Evaluator, Library, Var, 
 from ._messages import GraphError
 from ._nodes import parse, tensor_name
 from ._ops import OPS, is_static
+from ._random_kernels import KERNEL_OPS, initial_state, key_of
 
 __all__ = ["import_function", "import_saved_model", "supported_tf2_ops"]
 
@@ -37,7 +38,7 @@ def supported_tf2_ops() -> list[str]:
 
     ```
     """
-    return sorted({*OPS, *_lists.LIST_OPS, *CONTROL_OPS})
+    return sorted({*OPS, *_lists.LIST_OPS, *CONTROL_OPS, *KERNEL_OPS})
 
 
 def _concrete_function(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -132,15 +133,19 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: boo
                                              else concrete.outputs[:len(tensors)])]
     top = Body("<top>", nodes, inputs, outputs)
     _check(lib, top)
-    assigning = sorted({body.nodes[n].op for body in reached(lib, top) for n in body.order
-                        if body.nodes[n].op in ASSIGN_OPS})
+    bodies = reached(lib, top)
+    assigning = sorted({body.nodes[n].op for body in bodies for n in body.order
+                        if body.nodes[n].op in ASSIGN_OPS or body.nodes[n].op in KERNEL_OPS})
     if assigning and not with_updates:
         name = concrete.name.decode() if isinstance(concrete.name, bytes) else str(concrete.name)
-        warnings.warn(f"{name} assigns variables ({', '.join(assigning)}): the imported function "
-                      "computes its outputs with the new values, as TensorFlow does, but returns the outputs "
-                      "only; pass with_updates=True to get (outputs, new_params).", stacklevel=3)
+        warnings.warn(f"{name} assigns variables or steps random generators ({', '.join(assigning)}): the "
+                      "imported function computes its outputs with the new values, as TensorFlow does, but "
+                      "returns the outputs only (a random op draws the same values every call); pass "
+                      "with_updates=True to get (outputs, new_params).", stacklevel=3)
     names = _unique_names(variables)
     params = {names[n]: jnp.asarray(v.numpy()) for n, v in variables.items()}
+    params.update({key_of(body.name, body.nodes[n]): jnp.asarray(initial_state(body.nodes[n]))
+                   for body in bodies for n in body.order if body.nodes[n].op in KERNEL_OPS})
     # a captured eager tensor (a closure's tf.constant, a Keras 3 Normalization's adapted mean) is a constant
     constants = {internal.op.name: ext.numpy() for ext, internal in concrete.graph.captures
                  if id(ext) not in by_handle and hasattr(ext, "numpy") and ext.dtype.is_numpy_compatible}
@@ -263,11 +268,10 @@ def _argument_names(concrete: Any, n_args: int) -> list[str]:
 
 
 _ASSIGN = ("ResourceApplyGradientDescent", "ResourceApplyAdam", "ResourceApplyMomentum", "ResourceApplyKerasMomentum")
-# Stateful random ops (a hidden seed or a generator variable): their streams are not reproduced. (The
-# stateless ones with explicit seeds run bit for bit: jta.graph_import._ops_random.)
-_RANDOM = ("RandomUniform", "RandomStandardNormal", "RandomUniformInt", "TruncatedNormal", "RandomShuffle",
-           "Multinomial", "RandomGammaV2", "RandomPoissonV2", "StatefulUniform", "StatefulUniformInt",
-           "StatefulUniformFullInt", "StatefulStandardNormalV2", "StatefulTruncatedNormal", "RngReadAndSkip",
+# Random ops whose streams are not reproduced (the stateless ones with explicit seeds run bit for bit,
+# jta.graph_import._ops_random, and the stateful kernels of uniform/normal draws, ._random_kernels)
+_RANDOM = ("RandomShuffle", "RandomGamma", "RandomGammaV2", "RandomPoissonV2", "StatefulUniform", "StatefulUniformInt",
+           "StatefulUniformFullInt", "StatefulStandardNormalV2", "StatefulTruncatedNormal",
            "RngSkip")
 
 _V1_CONTROL_FLOW = ("Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond", "TensorArrayV3",
@@ -308,13 +312,12 @@ def _check(lib: Library, top: Body) -> None:
                     "(assign, assign_add, assign_sub) run, with_updates=True returns their values.")
     random = sorted(op for op in found if op in _RANDOM or "Random" in op or op.startswith(("Stateful", "Rng")))
     if random:
-        ways.append(f"Random numbers ({', '.join(random)}): jta reproduces TensorFlow's stateless random ops bit "
-                    "for bit (tf.random.stateless_uniform, stateless_normal, stateless_truncated_normal, "
-                    "stateless_categorical, tf.random.split and fold_in, tf.nn.experimental.stateless_dropout), "
-                    "but not the streams of stateful ones (tf.random.uniform/normal, tf.random.Generator, "
-                    "unseeded dropout) nor other distributions: draw with the stateless ops from an explicit "
-                    "seed argument (e.g. seed + tf.stack([step, 0])), or pass the random values (a dropout "
-                    "mask, noise) as arguments of the tf.function.")
+        ways.append(f"Random numbers ({', '.join(random)}): jta draws TensorFlow's values for its stateless ops "
+                    "(tf.random.stateless_*, tf.random.split and fold_in) and for the stateful kernels of "
+                    "tf.random.uniform, normal, truncated_normal and categorical (dropout, noise), not for other "
+                    "distributions, shuffles nor tf.random.Generator: draw with the stateless ops from an "
+                    "explicit seed argument (e.g. seed + tf.stack([step, 0])), or pass the random values as "
+                    "arguments of the tf.function.")
     v1 = sorted(op for op in found if op in _V1_CONTROL_FLOW)
     if v1:
         ways.append(f"Control flow v1 ({', '.join(v1)}): the function was traced after "

@@ -150,13 +150,15 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
 
 
 def _assigned(ev: Evaluator, node: Node, args: list[Any]) -> list[str]:
-    """The variables the loop assigns, which it carries (none where an assignment's handle is not a loop
-    variable: the assignment is then refused)."""
-    found = [ev.lib.assigned(node.attr("cond")), ev.lib.assigned(node.attr("body"))]
+    """The variables the loop assigns and the random generators it steps, which it carries (no variable
+    where an assignment's handle is not a loop variable: the assignment is then refused)."""
+    names = (node.attr("cond"), node.attr("body"))
+    kernels = {k for n in names for k in ev.lib.kernels(n) if k in ev.params}  # (random generators)
+    found = [ev.lib.assigned(n) for n in names]
     handles = [args[k] for f in found if f is not None for k in f]
     if None in found or not all(isinstance(h, Var) for h in handles):
-        return []
-    return sorted({h.name for h in handles})
+        return sorted(kernels)
+    return sorted(kernels | {h.name for h in handles})
 
 
 def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], steps: Optional[int], exact: bool,
