@@ -71,6 +71,8 @@ mode of every combination. The counts, default / ``--long``:
   frozen and run by TensorFlow, then imported eagerly, under ``jit`` and differentiated).
 * ``tests/test_tf2_programs.py``: generated TF2 programs 1 / 300 (about 3-13 s each: forward and train
   step eagerly, under ``jit`` and under ``jta.checked``, ``jax.grad`` against the tape).
+* ``tests/test_tf2_pfor.py``: one pfor program (a loop's jacobian) under ``jit`` / five, also eagerly,
+  a 100-step loop's jacobian and a Keras LSTM's batch jacobian.
 """
 
 from __future__ import annotations

@@ -1326,14 +1326,6 @@ def _jacobian_of_a_loop(pfor: bool) -> Any:
     return f
 
 
-def test_a_jacobian_of_a_loop_names_its_ways_out() -> None:
-    """``tape.jacobian`` of a loop vectorizes the gradient loop (pfor: reserved lists of lists), which
-    is refused naming ``experimental_use_pfor=False``."""
-    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)
-    with pytest.raises(jta.errors.UnimplementedError, match="experimental_use_pfor=False.*jax.jacrev"):
-        jta.import_function(_jacobian_of_a_loop(True), x)
-
-
 @pytest.mark.long_only  # (about 10 s)
 def test_a_jacobian_of_a_loop_without_pfor() -> None:
     x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)

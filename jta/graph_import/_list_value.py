@@ -14,10 +14,12 @@ from typing import Any, NoReturn, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
+from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import static_value
+from ._ops import is_static, static_value
 from ._ops_checks import invalid
 
 __all__ = ["VARIANT", "TList"]
@@ -259,3 +261,31 @@ def rows(items: Any) -> int:
     """The capacity of a buffer (of arrays, or of lists of one structure); 0 where it has no leaves."""
     leaves = jax.tree_util.tree_leaves(items)
     return int(leaves[0].shape[0]) if leaves else 0
+
+
+def check(node: Node, bad: Any, message: GraphError, *fields: Any, plan: Optional[tuple[int, int, int]] = None
+           ) -> None:
+    """TensorFlow's check of an index or a length: raised now when static or concrete, else
+    reported from compiled code through jta's error channel (never a silently clamped index).
+    Compute ``bad`` with NumPy from values known while tracing (:func:`index_of`): then nothing is
+    staged into the program. ``plan``: the check is of a buffer that ``jta.checked``'s plan sizes
+    (:class:`TList`'s ``plan``), which grows it to hold element ``fields[0]`` and runs again."""
+    extra = {"op": node.op}
+    if plan is not None:
+        extra.update(zip(("grows", "base", "per"), map(str, plan), strict=True))
+    value_ops.report(node.name, bad, message, *fields, extra=extra, learns=plan is not None)
+
+
+def index_of(index: Any) -> Any:
+    """``index`` as an int32 scalar: NumPy when it is known while tracing, so that the checks on it
+    are decided then."""
+    i = static_int(index)
+    return np.int32(i) if i is not None else jnp.asarray(index, jnp.int32)
+
+
+def static_int(v: Any) -> Optional[int]:
+    if isinstance(v, int) or is_static(v):
+        return int(v)
+    if isinstance(v, jax.Array) and not isinstance(v, Tracer):
+        return int(v)
+    return None

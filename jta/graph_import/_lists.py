@@ -18,7 +18,8 @@ is passed by value through ``While``/``If`` like any tensor. A plain buffer is t
   ``None`` marks an element never set, which reads as zeros of the shape the set ones agree on.
 
 Outside loops a list grows by concatenation (lengths are static); inside a loop the loop sizes the
-buffer first (:mod:`jta.graph_import._tf2_loops`) and a write lands in place.
+buffer first (:mod:`jta.graph_import._tf2_loops`) and a write lands in place. Lists of lists (the
+tape's accumulators of inner lists, pfor's) are :mod:`jta.graph_import._list_nesting`'s.
 """
 
 from __future__ import annotations
@@ -30,20 +31,21 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.core import Tracer
 
 from .._core import capacities
-from .._delivery import value_ops
+from ._list_nesting import materialize_lists, push_list, set_list
 from ._list_value import (
     VARIANT,
     TList,
     add_parts,
     admits,
+    check,
     concat_pieces,
     elements,
     hole,
     hole_shape,
     incompatible,
+    index_of,
     is_full,
     merge_shape,
     merged_shape,
@@ -52,6 +54,7 @@ from ._list_value import (
     rows,
     shape_text,
     split_offsets,
+    static_int,
     unparts,
     value_key,
 )
@@ -67,29 +70,9 @@ LIST_OPS: dict[str, Callable[[Node, list[Any]], list[Any]]] = {}
 _reg = registrar(LIST_OPS)
 
 
-def _check(node: Node, bad: Any, message: GraphError, *fields: Any, plan: Optional[tuple[int, int, int]] = None
-           ) -> None:
-    """TensorFlow's check of an index or a length: raised now when static or concrete, else
-    reported from compiled code through jta's error channel (never a silently clamped index).
-    Compute ``bad`` with NumPy from values known while tracing (:func:`_index`): then nothing is
-    staged into the program. ``plan``: the check is of a buffer that ``jta.checked``'s plan sizes
-    (:class:`TList`'s ``plan``), which grows it to hold element ``fields[0]`` and runs again."""
-    extra = {"op": node.op}
-    if plan is not None:
-        extra.update(zip(("grows", "base", "per"), map(str, plan), strict=True))
-    value_ops.report(node.name, bad, message, *fields, extra=extra, learns=plan is not None)
-
-
-def _index(index: Any) -> Any:
-    """``index`` as an int32 scalar: NumPy when it is known while tracing, so that the checks on it
-    are decided then."""
-    i = _static_int(index)
-    return np.int32(i) if i is not None else jnp.asarray(index, jnp.int32)
-
-
 def _first_out_of_range(indices: Any, size: Any) -> tuple[Any, Any]:
     """Whether any of ``indices`` is outside ``[0, size)``, and the first such (TF's kernels stop there)."""
-    xp = np if is_static(indices) and _static_int(size) is not None else jnp
+    xp = np if is_static(indices) and static_int(size) is not None else jnp
     indices = xp.atleast_1d(xp.asarray(indices, np.int32))
     bad = (indices < 0) | (indices >= size)
     return xp.any(bad), indices[xp.argmax(bad)] if indices.size else np.int32(0)
@@ -123,18 +106,10 @@ def element_dtype(node: Node) -> Any:
                                             f"{dtype}, {why}")
 
 
-def _static_int(v: Any) -> Optional[int]:
-    if isinstance(v, int) or is_static(v):
-        return int(v)
-    if isinstance(v, jax.Array) and not isinstance(v, Tracer):
-        return int(v)
-    return None
-
-
 def materialize(lst: TList, node: Node, capacity: int, shape: Any = None) -> TList:
     """``lst`` with a buffer of at least ``capacity`` rows (unset rows zeros): needs the element shape."""
     if lst.dtype == VARIANT:
-        return _materialize_lists(lst, capacity, shape)
+        return materialize_lists(lst, capacity, shape)
     if lst.parts is not None:
         lst = unparts(lst, node, shape)
     shape = merge_shape(lst.element_shape(), shape)
@@ -172,9 +147,9 @@ def _check_shape(node: Node, shape: Optional[tuple[Optional[int], ...]], item: A
 def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> TList:
     """``lst`` with element ``index`` set to ``item`` (growing a static list where allowed)."""
     item = jnp.asarray(item, lst.dtype)
-    i = _static_int(index)
+    i = static_int(index)
     if i is not None and one_by_one(lst):
-        _check(node, i < 0 or (i >= lst.length and not resize), GraphError.LIST_MODIFY, i, lst.length, 0)
+        check(node, i < 0 or (i >= lst.length and not resize), GraphError.LIST_MODIFY, i, lst.length, 0)
         _check_shape(node, lst.shape, item)
         length = max(lst.length, i + 1)
         parts = [*(lst.parts or (None,) * lst.length), *(None,) * (length - lst.length)]
@@ -183,7 +158,7 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
     if lst.parts is not None:
         lst = unparts(lst, node)
     if lst.static and i is not None:
-        _check(node, i < 0 or (i >= lst.length and not resize), GraphError.LIST_MODIFY, i, lst.length, 0)
+        check(node, i < 0 or (i >= lst.length and not resize), GraphError.LIST_MODIFY, i, lst.length, 0)
         length = max(lst.length, i + 1)
         _check_shape(node, lst.element_shape(), item)
         lst = materialize(TList(lst.items, lst.length, lst.dtype, lst.shape, limit=lst.limit), node, length, item.shape)
@@ -196,21 +171,21 @@ def _with_item(lst: TList, node: Node, index: Any, item: Any, resize: bool) -> T
             GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
                 "a write at an index only known at run time may grow the list outside a loop that sized it."))
         lst = sized_by_plan(node, lst, item.shape, plans, 1)  # (under jta.checked: rows from its plan)
-    at = _index(index)
+    at = index_of(index)
     if resize:  # grows the list, within the buffer its loop sized
-        _check(node, at < 0, GraphError.LIST_MODIFY, at, lst.length, 0)
+        check(node, at < 0, GraphError.LIST_MODIFY, at, lst.length, 0)
         length = jnp.maximum(lst.length, at + 1)
     else:
-        _check(node, (at < 0) | (at >= lst.length), GraphError.LIST_MODIFY, at, lst.length, 0)
+        check(node, (at < 0) | (at >= lst.length), GraphError.LIST_MODIFY, at, lst.length, 0)
         length = lst.length
-    _check(node, at >= rows(lst.items), GraphError.LIST_BEYOND_CAPACITY, at, rows(lst.items), 0, plan=lst.plan)
+    check(node, at >= rows(lst.items), GraphError.LIST_BEYOND_CAPACITY, at, rows(lst.items), 0, plan=lst.plan)
     return TList(_set_rows(lst.items, index, item), length, lst.dtype, lst.shape, limit=lst.limit, plan=lst.plan)
 
 
 # -- construction -----------------------------------------------------------------------------
 @_reg("EmptyTensorList")
 def _empty(node: Node, args: list[Any]) -> list[Any]:
-    limit = _static_int(args[1]) if len(args) > 1 else None
+    limit = static_int(args[1]) if len(args) > 1 else None
     return [TList(None, 0, element_dtype(node), _decl_shape(node, args[0]), limit=limit if limit is not None and limit >= 0
                   else None)]
 
@@ -220,7 +195,7 @@ def _reserve(node: Node, args: list[Any]) -> list[Any]:
     # A traced element shape is one a gradient loop popped from the accumulator of a static shape (its
     # value is the shape of what is set later): an unknown shape here, learned from the first write.
     shape = _decl_shape(node, args[0]) if known_now(args[0]) is not None else None
-    n = _static_int(args[1])
+    n = static_int(args[1])
     planned = capacities.planned_rows() if n is None else None
     if planned is not None:  # under jta.checked: the rows its plan gives; more make it grow them and run again
         rows_, number = planned
@@ -229,7 +204,9 @@ def _reserve(node: Node, args: list[Any]) -> list[Any]:
         GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=(
             "the number of elements (a size only known at run time has a static bound where it is "
             "tf.minimum(n, c); or call the function through jta.checked, which learns it at run time)"))
-    _check(node, n < 0, GraphError.LIST_RESERVE_NEGATIVE, n)
+    check(node, n < 0, GraphError.LIST_RESERVE_NEGATIVE, n)
+    if element_dtype(node) == VARIANT:  # a list of lists (pfor's): its elements are set one by one
+        return [TList(None, n, VARIANT, shape, (None,) * n)]
     items = jnp.zeros((n, *(shape or ())), element_dtype(node)) if is_full(shape) else None
     return [TList(items, n, element_dtype(node), shape)]
 
@@ -242,11 +219,12 @@ def reserve_bounded(node: Node, args: list[Any], bound: int, plan: Optional[tupl
     checked against it, which makes ``jta.checked`` grow it."""
     shape = _decl_shape(node, args[0]) if is_static(args[0]) else None
     length = jnp.asarray(args[1], jnp.int32)
-    _check(node, length < 0, GraphError.LIST_RESERVE_NEGATIVE, length)
+    check(node, length < 0, GraphError.LIST_RESERVE_NEGATIVE, length)
     if plan is not None:
-        _check(node, length > bound, GraphError.LIST_BEYOND_CAPACITY, length - 1, bound, 0, plan=plan)
+        check(node, length > bound, GraphError.LIST_BEYOND_CAPACITY, length - 1, bound, 0, plan=plan)
     # without a full element shape the buffer waits for the first write (a loop sizes it for its steps)
-    items = jnp.zeros((bound, *(shape or ())), element_dtype(node)) if is_full(shape) else None
+    items = jnp.zeros((bound, *(shape or ())), element_dtype(node)) if is_full(shape) and \
+        element_dtype(node) != VARIANT else None
     return [TList(items, jnp.maximum(length, 0), element_dtype(node), shape, rows_hint=bound, plan=plan)]
 
 
@@ -287,14 +265,16 @@ def _set_rows(items: jax.Array, index: Any, values: Any) -> jax.Array:
 @_reg("TensorListSetItem")
 def _set_item(node: Node, args: list[Any]) -> list[Any]:
     lst, index, item = args
+    if lst.dtype == VARIANT:
+        return [set_list(node, lst, index, item)]
     return [_with_item(lst, node, index, item, bool(node.attr("resize_if_index_out_of_bounds", False)))]
 
 
 @_reg("TensorListGetItem")
 def _get_item(node: Node, args: list[Any]) -> list[Any]:
     lst, index, shape = args
-    at = _index(index)
-    _check(node, (at < 0) | (at >= lst.length), GraphError.LIST_ACCESS, at, lst.length, 0)
+    at = index_of(index)
+    check(node, (at < 0) | (at >= lst.length), GraphError.LIST_ACCESS, at, lst.length, 0)
     parts = elements(lst)
     if parts is not None and isinstance(at, np.integer):
         part = parts[at]
@@ -315,7 +295,7 @@ def check_push(node: Node, lst: TList, item: Any, at: str = "") -> None:
         misuse(node, f"Tried to append a tensor with incompatible shape to a list{' at index ' + at if at else ''}. "
                       f"Op element shape: {list(np.shape(item))} list shape: {shape_text(shape)}")
     if lst.limit is not None:
-        _check(node, lst.length >= lst.limit if lst.static else lst.length >= np.int32(lst.limit),
+        check(node, lst.length >= lst.limit if lst.static else lst.length >= np.int32(lst.limit),
                GraphError.LIST_FULL, lst.length, lst.limit)
 
 
@@ -332,7 +312,7 @@ def push_back(node: Node, args: list[Any]) -> list[Any]:
     if lst.dtype != VARIANT:
         check_push(node, lst, item)
     if lst.dtype == VARIANT:
-        return [_push_list(node, lst, item)]
+        return [push_list(node, lst, item)]
     empty = lst.static and lst.length == 0
     if lst.static and lst.items is None and (empty or lst.parts is not None):
         # pushed where the length is static (outside loops, in an unrolled one): the elements are kept one
@@ -377,7 +357,7 @@ def push_bounded(node: Node, args: list[Any], bound: int) -> list[Any]:
 @_reg("TensorListPopBack")
 def _pop_back(node: Node, args: list[Any]) -> list[Any]:
     lst, shape = args
-    _check(node, lst.length <= 0, GraphError.LIST_POP_EMPTY, lst.length)
+    check(node, lst.length <= 0, GraphError.LIST_POP_EMPTY, lst.length)
     parts = elements(lst) if lst.dtype != VARIANT else None
     if parts is not None:
         last = parts[-1]
@@ -422,8 +402,8 @@ def _element_shape(node: Node, args: list[Any]) -> list[Any]:
 @_reg("TensorListResize")
 def _resize(node: Node, args: list[Any]) -> list[Any]:
     lst, size = args
-    n = _static_int(size)
-    _check(node, (n if n is not None else jnp.asarray(size)) < 0, GraphError.LIST_RESIZE_NEGATIVE,
+    n = static_int(size)
+    check(node, (n if n is not None else jnp.asarray(size)) < 0, GraphError.LIST_RESIZE_NEGATIVE,
            n if n is not None else size)
     if lst.parts is not None and n is not None and lst.static:  # one by one: the new elements unset
         parts = (*lst.parts[:n], *(None,) * (n - lst.length))
@@ -456,7 +436,7 @@ def _stacked(node: Node, args: list[Any], rows_: Optional[int]) -> list[Any]:
     lst, shape = args
     expected = int(node.attr("num_elements", -1))  # (a TensorArray's size; -1: any)
     if expected != -1:
-        _check(node, lst.length != expected, GraphError.LIST_STACK_COUNT, expected, lst.length)
+        check(node, lst.length != expected, GraphError.LIST_STACK_COUNT, expected, lst.length)
     merged_shape(node, _decl_shape(node, shape), lst.shape)
     parts = elements(lst)
     if parts is not None:
@@ -495,7 +475,7 @@ def _gather(node: Node, args: list[Any]) -> list[Any]:
     if lst.parts is not None:
         lst = unparts(lst, node)
     bad, first = _first_out_of_range(indices, lst.length)
-    _check(node, bad, GraphError.LIST_GATHER, first, lst.length, 0)
+    check(node, bad, GraphError.LIST_GATHER, first, lst.length, 0)
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
     return [_rows_at(lst.items, indices)]
 
@@ -510,8 +490,8 @@ def _scatter(node: Node, lst: TList, tensor: Any, indices: Any, length: int) -> 
     if flat.size:
         bad = (flat < 0) | (flat >= length)
         first = flat[bad.argmax()]
-        _check(node, bad.any() & (first < 0), GraphError.LIST_SCATTER_NEGATIVE)
-        _check(node, bad.any() & (first >= 0), GraphError.LIST_SCATTER_RANGE, first, length)
+        check(node, bad.any() & (first < 0), GraphError.LIST_SCATTER_NEGATIVE)
+        check(node, bad.any() & (first >= 0), GraphError.LIST_SCATTER_RANGE, first, length)
     lst = materialize(lst, node, length, tuple(tensor.shape[1:]))
     return TList(_set_rows(lst.items, indices, tensor), length, lst.dtype, lst.shape, limit=lst.limit)
 
@@ -536,7 +516,7 @@ def _scatter_existing(node: Node, args: list[Any]) -> list[Any]:
         # under a bare jit the list keeps its length: an index past it is refused from compiled code
         indices = jnp.asarray(indices, jnp.int32).reshape(-1)
         past = indices >= lst.length
-        _check(node, past.any(), GraphError.LIST_SCATTER_GROWS, indices[past.argmax()], lst.length)
+        check(node, past.any(), GraphError.LIST_SCATTER_GROWS, indices[past.argmax()], lst.length)
         return [_scatter(node, lst, tensor, indices, lst.length)]
     indices, top = _indices_and_top(node, indices)
     return [_scatter(node, lst, tensor, indices, max(lst.length, top))]
@@ -624,50 +604,3 @@ def add_n(node: Node, lists: list[TList]) -> TList:
 # With a static length they hold their elements one by one (``parts``: an unrolled loop's inner lists
 # may differ in length); as a loop's carry, a buffer: a list whose leaves have one more leading axis,
 # row k of every leaf element k (the elements must then have one structure).
-def _materialize_lists(lst: TList, capacity: int, template: Any) -> TList:
-    """A list of lists with room for ``capacity`` elements (``template``: an element buffer's abstract value)."""
-    if lst.parts is not None:
-        if len({jax.tree_util.tree_structure(p) for p in lst.parts}) > 1:
-            GraphError.TF2_LOOP.raise_(node="a list of lists", op="TensorListPushBack", what=(
-                "its lists differ in structure (inner loops of different lengths), so it cannot be a loop's carry."))
-        stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *lst.parts) if lst.parts else None
-        lst = TList(stacked, lst.length, lst.dtype, lst.shape, limit=lst.limit)
-    items = lst.items if lst.items is not None else template
-    if items is None:
-        return lst
-    have = 0 if lst.items is None else rows(items)
-    if have >= capacity and lst.items is not None:
-        return lst
-
-    def grow(leaf: Any) -> Any:
-        pad = jnp.zeros((capacity - have, *leaf.shape[1:]), leaf.dtype)
-        return pad if lst.items is None else jnp.concatenate([leaf, pad])
-    return TList(jax.tree_util.tree_map(grow, items), lst.length, lst.dtype, lst.shape, limit=lst.limit)
-
-
-def _push_list(node: Node, lst: TList, item: Any) -> TList:
-    if isinstance(item, (np.ndarray, np.generic, jax.Array)):  # elements are lists or optionals
-        misuse(node, f"Tried to push a tensor into a list of variants: {item!r}")
-    if lst.items is not None and jax.tree_util.tree_structure(lst.items) != jax.tree_util.tree_structure(item):
-        GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what=(
-            f"the lists pushed into a list of lists differ in structure ({lst.items!r} and {item!r})."))
-    if lst.static and lst.items is None:
-        parts = lst.parts or ()
-        if len(parts) != lst.length:
-            GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what="a list of lists with unset elements.")
-        return TList(None, lst.length + 1, lst.dtype, lst.shape, (*parts, item), limit=lst.limit)
-    one = jax.tree_util.tree_map(lambda e: jnp.asarray(e)[None], item)
-    if lst.static:
-        if rows(lst.items) > lst.length:
-            items = jax.tree_util.tree_map(lambda b, e: b.at[lst.length].set(e[0]), lst.items, one)
-        else:
-            items = jax.tree_util.tree_map(lambda b, e: jnp.concatenate([b[:lst.length], e]), lst.items, one)
-        return TList(items, lst.length + 1, lst.dtype, lst.shape, limit=lst.limit)
-    if lst.items is None:
-        GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what="a list of lists is pushed where its "
-                                        "length is only known at run time, before its buffer was sized.")
-    if lst.plan is not None:  # a buffer jta.checked's plan sizes (the loop sized the others for all its steps)
-        _check(node, lst.length >= rows(lst.items), GraphError.LIST_BEYOND_CAPACITY, lst.length, rows(lst.items), 0,
-               plan=lst.plan)
-    items = jax.tree_util.tree_map(lambda b, e: b.at[lst.length].set(e[0].astype(b.dtype)), lst.items, one)
-    return TList(items, lst.length + 1, lst.dtype, lst.shape, limit=lst.limit, plan=lst.plan)

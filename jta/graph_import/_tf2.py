@@ -282,25 +282,15 @@ def _check(lib: Library, top: Body) -> None:
     """One ``UnimplementedError`` listing every unsupported op of every function the outputs reach."""
     known = set(supported_tf2_ops())
     found: dict[str, list[str]] = {}
-    nested: list[str] = []  # reserved lists of lists (pushed ones, a tape's accumulators of inner lists, run)
     for body in reached(lib, top):
         for n in body.order:
             op = body.nodes[n].op
             where = f"{body.name}/{n}" if body.name != "<top>" else n
             if op not in known and op not in lib:
                 found.setdefault(op, []).append(where)
-            elif op == "TensorListReserve" and body.nodes[n].attr("element_dtype") == "variant":
-                nested.append(where)
-    if not found and not nested:
+    if not found:
         return
     items = []
-    if nested:
-        more = f" and {len(nested) - 3} more" if len(nested) > 3 else ""
-        items.append(f"  - TensorListReserve of TensorLists ({len(nested)}: {', '.join(nested[:3])}{more}): only "
-                     "lists of lists that are pushed to (a tape's accumulators of an inner loop's lists) run; "
-                     "tape.jacobian and tape.batch_jacobian of a loop make these (pfor vectorizes the gradient "
-                     "loop): pass experimental_use_pfor=False to them, or import the forward and take "
-                     "jax.jacrev of it")
     for op, where in sorted(found.items()):
         more = f" and {len(where) - 3} more" if len(where) > 3 else ""
         items.append(f"  - op type {op} ({len(where)} node{'s' * (len(where) > 1)}: {', '.join(where[:3])}{more})")
@@ -328,9 +318,6 @@ def _check(lib: Library, top: Body) -> None:
         ways.append(f"Other op types ({', '.join(rest)}): jta.graph_import.supported_tf2_ops() lists what runs; "
                     "compute these outside the tf.function and pass the results as arguments, or please report "
                     "the op with the function.")
-    if nested:
-        ways.append("Reserved lists of lists: build the list with push_back (TensorListPushBack), or take the "
-                    "gradient outside the tf.function: import its forward and differentiate it with jax.grad.")
     GraphError.TF2_UNSUPPORTED.raise_(items="\n".join(items + ways))
 
 
