@@ -1,5 +1,5 @@
-"""Stateful random ops (``tf.random.uniform`` / ``normal`` / ``truncated_normal`` / ``categorical``,
-integer ``uniform``, tf_keras ``Dropout`` and ``GaussianNoise`` in training): each kernel's generator is
+"""Stateful random ops (``tf.random.uniform`` / ``normal`` / ``truncated_normal`` / ``categorical`` /
+``shuffle``, integer ``uniform``, tf_keras ``Dropout`` and ``GaussianNoise`` in training): each kernel's generator is
 state in ``params`` (``"random:..."``), drawn from and stepped as TensorFlow's kernel does, so that with
 ``tf.random.set_seed`` the imported function draws TensorFlow's values call after call: eagerly, under
 ``jit``, in loops (carried) and in run-time conds' branches (output), and in a train step."""
@@ -40,14 +40,15 @@ def test_each_op_draws_tensorflows_values_call_after_call() -> None:
             return (tf.random.uniform([5]) * x, tf.random.normal([3, 3], dtype=tf.float64),
                     tf.random.truncated_normal([7]), tf.random.uniform([4], -3, 10, tf.int32),
                     tf.random.categorical(tf.math.log([[0.2, 0.3, 0.5], [0.6, 0.2, 0.2]]), 5),
-                    tf.random.uniform([0, 2]))
+                    tf.random.uniform([0, 2]), tf.random.shuffle(tf.range(1000)),
+                    tf.random.shuffle(tf.reshape(tf.range(12.0), [6, 2]) * x, seed=4))
         return f
 
     _calls(make, (np.float32(2.0),), calls=3)
     tf.random.set_seed(11)
     _, params = jta.import_function(make(), np.float32(2.0), with_updates=True)
     assert all(k.startswith("random:") and v.dtype == np.uint32 and v.shape == (6,) for k, v in params.items())
-    assert len(params) == 6
+    assert len(params) == 8
 
 
 @pytest.mark.parametrize("loop", ["static", "bounded", "unbounded"])

@@ -32,7 +32,7 @@ from jax.core import Tracer
 
 from .._core import capacities
 from .._records.catalogue import Error
-from . import _list_vectors, _lists, _ops_checks, _random_kernels
+from . import _list_vectors, _lists, _no_gradient, _ops_checks, _random_kernels
 from ._branches import lists_agree
 from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
@@ -561,7 +561,7 @@ class Evaluator:
         key = key_of(self.bodies[-1].name, node)
         if key not in self.params:
             GraphError.TF2_PARAMS.raise_(name=key, known=", ".join(sorted(self.params)) or "nothing")
-        out, self.params[key] = KERNEL_OPS[node.op](node, args, self.params[key])
+        out, self.params[key] = KERNEL_OPS[node.op](node, _no_gradient.guard(node.op, args), self.params[key])
         self.assigned.add(key)
         return out
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import errors
 from .._core import capacities
-from . import _derivatives, _folding, _ops_checks
+from . import _derivatives, _folding, _no_gradient, _ops_checks
 from ._messages import GraphError
 from ._nodes import Node
 
@@ -51,7 +51,9 @@ def run_op(node: Node, args: list[Any]) -> list[Any]:
     zero dimension) is bad input
     to TensorFlow's kernel too: it fails with TensorFlow's class, ``InvalidArgumentError``, naming the
     node. (An op that checks an input itself gives TensorFlow's text; tracer errors pass through.) An op
-    of small static inputs runs now (:func:`._folding.folded`)."""
+    of small static inputs runs now (:func:`._folding.folded`); ``jax.grad`` goes through it as
+    TensorFlow's gradient registry says (:mod:`._no_gradient`)."""
+    args = _no_gradient.guard(node.op, args)
     try:
         folded = _folding.folded(OPS[node.op], node, args)
         return folded if folded is not None else OPS[node.op](node, args)

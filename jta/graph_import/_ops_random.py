@@ -124,6 +124,11 @@ def _blocks(key: Words, counter: Words, blocks: np.ndarray) -> Any:
     return xp.stack(_philox(key, skip(counter, blocks)), axis=-1)
 
 
+def words(key: Words, counter: Words, count: int) -> Any:
+    """The first ``count`` words of the stream at ``counter``, in order (``SingleSampleAdapter``)."""
+    return _blocks(key, counter, np.arange(-(-count // 4), dtype=np.int64)).reshape(-1)[:count]
+
+
 # -- seeds, keys and counters -------------------------------------------------------------------
 def _low_high(xp: Any, v: Any) -> tuple[Any, Any]:
     """The low and high words of the integers ``v`` as 64-bit two's complement (int32 sign-extended,

@@ -1,5 +1,5 @@
 """TensorFlow's stateful random ops (``tf.random.uniform`` / ``normal`` / ``truncated_normal`` /
-``categorical``, integer ``uniform``; a tf_keras ``Dropout`` or ``GaussianNoise`` in training): each node
+``categorical`` / ``shuffle``, integer ``uniform``; a tf_keras ``Dropout`` or ``GaussianNoise`` in training): each node
 is a kernel that owns a Philox generator (``GuardedPhiloxRandom``), seeded once from the node's
 ``seed``/``seed2`` attributes and stepped on every run.
 
@@ -121,3 +121,24 @@ def read_and_skip(node: Node, state: Any, alg: Any, delta: Any) -> Any:
     low = wide[0] + jnp.asarray(delta).astype(jnp.uint64) * jnp.uint64(_PER_VALUE)
     high = wide[1] + (low < wide[0]).astype(jnp.uint64)
     return jnp.concatenate([jax.lax.bitcast_convert_type(jnp.stack([low, high]), jnp.int64), state[2:]])
+
+
+@_kernel("RandomShuffle")
+def _shuffle(node: Node, args: list[Any], state: State) -> tuple[list[Any], State]:
+    """``tf.random.shuffle``: the rows permuted by Fisher-Yates from the first row up, row ``i`` swapped
+    with row ``i + word % (n - i)``, the words drawn one by one (``SingleSampleAdapter``) from
+    ``ReserveSamples32(n - 1)``: ``ceil((n - 1) / 4)`` blocks."""
+    value = jnp.asarray(args[0])
+    n = value.shape[0] if value.ndim else 0
+    if n <= 1:
+        return [value], state
+    key, counter = _words(state)
+    words = jnp.asarray(_ops_random.quietly(lambda: _ops_random.words(key, counter, n - 1)))
+
+    def swap(i: Any, order: Any) -> Any:
+        j = i + (words[i] % (n - i).astype(jnp.uint32)).astype(jnp.int32)
+        return order.at[i].set(order[j]).at[j].set(order[i])
+
+    order = jax.lax.fori_loop(0, n - 1, swap, jnp.arange(n, dtype=jnp.int32))
+    stepped = _ops_random.skip(counter, np.int64(-(-(n - 1) // 4)))
+    return [jnp.take(value, order, axis=0)], jnp.stack([*key, *stepped]).astype(jnp.uint32)

@@ -270,7 +270,7 @@ def _argument_names(concrete: Any, n_args: int) -> list[str]:
 _ASSIGN = ("ResourceApplyGradientDescent", "ResourceApplyAdam", "ResourceApplyMomentum", "ResourceApplyKerasMomentum")
 # Random ops whose streams are not reproduced (the stateless ones with explicit seeds run bit for bit,
 # jta.graph_import._ops_random, and the stateful kernels of uniform/normal draws, ._random_kernels)
-_RANDOM = ("RandomShuffle", "RandomGamma", "RandomGammaV2", "RandomPoissonV2", "StatefulUniform", "StatefulUniformInt",
+_RANDOM = ("RandomGamma", "RandomGammaV2", "RandomPoissonV2", "StatefulUniform", "StatefulUniformInt",
            "StatefulUniformFullInt", "StatefulStandardNormalV2", "StatefulTruncatedNormal",
            "RngSkip")
 
@@ -304,8 +304,8 @@ def _check(lib: Library, top: Body) -> None:
     if random:
         ways.append(f"Random numbers ({', '.join(random)}): jta draws TensorFlow's values for its stateless ops "
                     "(tf.random.stateless_*, tf.random.split and fold_in) and for the stateful kernels of "
-                    "tf.random.uniform, normal, truncated_normal and categorical (dropout, noise), not for other "
-                    "distributions, shuffles nor tf.random.Generator: draw with the stateless ops from an "
+                    "tf.random.uniform, normal, truncated_normal, categorical and shuffle (dropout, noise), not "
+                    "for other distributions (gamma, Poisson): draw with the stateless ops from an "
                     "explicit seed argument (e.g. seed + tf.stack([step, 0])), or pass the random values as "
                     "arguments of the tf.function.")
     v1 = sorted(op for op in found if op in _V1_CONTROL_FLOW)
