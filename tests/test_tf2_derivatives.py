@@ -23,9 +23,9 @@ import jta  # noqa: E402
 from jta.graph_import import supported_ops  # noqa: E402
 
 UNARY = ("Abs Acos Acosh Asin Asinh Atan Atanh BesselI0 BesselI0e BesselI1 BesselI1e Ceil Cos Cosh Digamma Elu Erf Erfc Erfinv Exp Expm1 Floor Inv L2Loss LeakyRelu "
-         "Lgamma Log Log1p LogSoftmax Neg Reciprocal Relu Relu6 Round Rsqrt Selu Sigmoid Sign Sin Sinh Softmax "
+         "Lgamma Log Log1p LogSoftmax Ndtri Neg Reciprocal Relu Relu6 Round Rsqrt Selu Sigmoid Sign Sin Sinh Softmax "
          "Softplus Softsign Sqrt Square Tan Tanh").split()
-BINARY = ("Add AddV2 Atan2 Div DivNoNan FloorDiv FloorMod Maximum Minimum Mul MulNoNan Pow RealDiv SquaredDifference "
+BINARY = ("Add AddV2 Atan2 Div DivNoNan FloorDiv FloorMod Igamma Igammac Maximum Minimum Mul MulNoNan Pow RealDiv SquaredDifference "
           "Sub Xdivy Xlog1py Xlogy").split()
 # Ops of the table with one or two inputs of the float type ``T`` that are not elementwise in ``x`` (or take
 # no gradient, or are control flow), and why an elementwise one is left out.
@@ -38,8 +38,9 @@ NOT_HERE = {
                     "not elementwise, or not differentiated"),
     "Polygamma": "its first operand is the order",
     "Zeta": "its domain (x > 1, q > 0) has none of the points; tests/test_tf2_ops_search.py checks it",
-    "Igamma": "TensorFlow's IgammaGradA is not imported (the train step is refused)",
-    "Igammac": "TensorFlow's IgammaGradA is not imported (the train step is refused)",
+    "IgammaGradA": "TensorFlow has no gradient of it (tests/test_tf2_ops_extra.py checks its values)",
+    **dict.fromkeys("Dilation2D HSVToRGB MatrixSquareRoot RGBToHSV".split(),
+                    "not elementwise (tests/test_tf2_ops_extra.py checks values and gradients)"),
 }
 
 X = np.array([0.0, -0.0, 1.0, -1.0, 6.0, 0.5, 2.0, -2.5, 3.0], np.float32)

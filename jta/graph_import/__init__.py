@@ -28,10 +28,12 @@ from .._records.catalogue import Error
 from . import (  # noqa: F401
     _control_flow,
     _nodes,
+    _ops_color,
     _ops_image,
     _ops_linalg,
     _ops_nn,
     _ops_random,
+    _ops_resize,
     _ops_search,
     _ops_segments,
     _ops_sizes,

@@ -1,6 +1,9 @@
 """Images: resizes (``tf.image.resize``: bilinear, nearest-neighbor, bicubic) and crops
-(``tf.image.crop_and_resize``) with their gradients, patches (``tf.image.extract_patches``), and
-non-max suppression of boxes.
+(``tf.image.crop_and_resize``) with their gradients, patches (``tf.image.extract_patches``),
+non-max suppression of boxes (``CombinedNonMaxSuppression`` too: per class, then merged by score),
+and morphological dilation (``tf.nn.dilation2d``, ``tf.nn.erosion2d``) with
+its backprop ops: the largest sum of pixel and filter tap, whose gradient goes to the first largest tap
+in the order of TensorFlow's loop (row-major).
 
 A resize computes its source positions in float32 with the scale rule of TensorFlow's
 ``CalculateResizeScale`` and its (half-pixel) scalers, so the interpolation weights are TensorFlow's
@@ -50,18 +53,18 @@ def _positions(low: Any, high: Any, count: int, size: int) -> tuple[Any, Any]:
 # zero does, and a divisor that is an array in memory stops the reciprocal
 # (tests/test_tf2_crop_and_resize.py enumerates the positions against NumPy's).
 @jax.custom_jvp
-def _stored(x: Any) -> Any:
+def stored(x: Any) -> Any:
     """``x``, rounded to its dtype before any sum that reads it."""
     bits = jax.lax.bitcast_convert_type(x, jnp.int32)
     return jax.lax.bitcast_convert_type(bits + jnp.minimum(jnp.abs(bits | 1), 0), x.dtype)  # (|bits | 1| >= 1)
 
 
-_stored.defjvp(lambda primals, tangents: (_stored(*primals), tangents[0]))
+stored.defjvp(lambda primals, tangents: (stored(*primals), tangents[0]))
 
 
 def _multiply(a: Any, b: Any) -> Any:
     """``a * b``, rounded as TensorFlow's kernel rounds it."""
-    return _stored(a * b)
+    return stored(a * b)
 
 
 def _divide(a: Any, divisor: int) -> Any:
@@ -164,7 +167,7 @@ def _crop_and_resize_grad_boxes(node: Node, args: list[Any]) -> list[Any]:
 
 
 # -- bilinear and nearest-neighbor resizing ---------------------------------------------------
-def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
+def resize_scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
     """TensorFlow's ``CalculateResizeScale``, in float32."""
     if align_corners and out_size > 1:
         return np.float32(in_size - 1) / np.float32(out_size - 1)
@@ -173,7 +176,7 @@ def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
 
 def _bilinear_weights(in_size: int, out_size: int, node: Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(lower, upper, lerp) per output position: TensorFlow's ``compute_interpolation_weights``."""
-    scale = _scale(in_size, out_size, bool(node.attr("align_corners", False)))
+    scale = resize_scale(in_size, out_size, bool(node.attr("align_corners", False)))
     i = np.arange(out_size, dtype=np.float32)
     pos = (i + np.float32(0.5)) * scale - np.float32(0.5) if node.attr("half_pixel_centers", False) else i * scale
     floor = np.floor(pos)
@@ -182,7 +185,7 @@ def _bilinear_weights(in_size: int, out_size: int, node: Node) -> tuple[np.ndarr
     return lower, upper, (pos - floor).astype(np.float32)
 
 
-def _size(node: Node, size: Any) -> tuple[int, int]:
+def resize_size(node: Node, size: Any) -> tuple[int, int]:
     """A resize's ``[height, width]``, positive (TensorFlow's check; a gradient's text differs)."""
     height, width = (int(s) for s in static_value(node, size, "the size"))
     if height <= 0 or width <= 0:
@@ -207,7 +210,7 @@ def _bilinear(node: Node, images: Any, out_hw: tuple[int, int]) -> Any:
 def _nearest_index(in_size: int, out_size: int, node: Node) -> np.ndarray:
     """The source position per output position: TensorFlow's nearest-neighbor rule (round with
     ``align_corners``, floor otherwise; half-pixel centers without the -0.5)."""
-    scale = _scale(in_size, out_size, bool(node.attr("align_corners", False)))
+    scale = resize_scale(in_size, out_size, bool(node.attr("align_corners", False)))
     i = np.arange(out_size, dtype=np.float32)
     half = bool(node.attr("half_pixel_centers", False))
     pos = (i + np.float32(0.5)) * scale if half else i * scale
@@ -220,7 +223,7 @@ def _nearest_index(in_size: int, out_size: int, node: Node) -> np.ndarray:
 @_reg("ResizeNearestNeighbor")
 def _resize_nearest(node: Node, args: list[Any]) -> list[Any]:
     images, size = args
-    height, width = _size(node, size)
+    height, width = resize_size(node, size)
     x = jnp.asarray(images)
     return [x[:, _nearest_index(x.shape[1], height, node)][:, :, _nearest_index(x.shape[2], width, node)]]
 
@@ -229,7 +232,7 @@ def _resize_nearest(node: Node, args: list[Any]) -> list[Any]:
 def _resize_nearest_grad(node: Node, args: list[Any]) -> list[Any]:
     """Each gradient entry added to the source pixel its output position copied."""
     grads, size = args
-    height, width = _size(node, size)
+    height, width = resize_size(node, size)
     grads = jnp.asarray(grads)
     rows = _nearest_index(height, grads.shape[1], node)
     cols = _nearest_index(width, grads.shape[2], node)
@@ -256,7 +259,7 @@ def _cubic_weights(in_size: int, out_size: int, node: Node) -> tuple[np.ndarray,
     ``GetWeightsAndIndices`` (half-pixel centers: Keys' kernel, ``a = -0.5``, whose taps outside the
     image get no weight and the rest renormalized; else ``a = -0.75`` and the edge pixels repeated)."""
     half = bool(node.attr("half_pixel_centers", False))
-    scale = _scale(in_size, out_size, bool(node.attr("align_corners", False)))
+    scale = resize_scale(in_size, out_size, bool(node.attr("align_corners", False)))
     i = np.arange(out_size, dtype=np.float32)
     at = (i + np.float32(0.5)) * scale - np.float32(0.5) if half else i * scale
     floor = np.floor(at).astype(np.int64)
@@ -295,7 +298,7 @@ _INTERPOLATING = {"ResizeBilinear": _bilinear, "ResizeBicubic": _bicubic}
 @_reg(*_INTERPOLATING)
 def _resize(node: Node, args: list[Any]) -> list[Any]:
     images, size = args
-    return [_INTERPOLATING[node.op](node, images, _size(node, size))]
+    return [_INTERPOLATING[node.op](node, images, resize_size(node, size))]
 
 
 @_reg(*(f"{op}Grad" for op in _INTERPOLATING))
@@ -395,3 +398,151 @@ def _non_max_suppression(node: Node, args: list[Any]) -> list[Any]:
     if node.op == "NonMaxSuppressionV5":
         return [indices, jnp.where(at < n, scores[indices], 0).astype(scores.dtype), count]
     return [indices, count] if node.op == "NonMaxSuppressionV4" else [indices]
+
+
+def _kept_per_class(overlaps: Any, candidate: Any, limit: int, iou: Any) -> Any:
+    """Which boxes (in order of decreasing score) one class keeps: each candidate unless it overlaps one
+    kept before by more than ``iou``, at most ``limit``."""
+    n = candidate.shape[0]
+
+    def visit(k: Any, state: tuple[Any, Any]) -> tuple[Any, Any]:
+        kept, count = state
+        keep = candidate[k] & (count < limit) & ~jnp.any(kept & (overlaps[k] > iou))
+        return kept.at[k].set(keep), count + keep
+
+    return jax.lax.fori_loop(0, n, visit, (jnp.zeros(n, bool), jnp.zeros((), np.int32)))[0]
+
+
+@_reg("CombinedNonMaxSuppression")
+def _combined_non_max_suppression(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.image.combined_non_max_suppression``: per image and class, the non-max suppression of its boxes
+    (``boxes[:, :, q]``, ``q`` the class or the one shared) of scores above ``score_threshold``, at most
+    ``max_output_size_per_class``; per image, every class's kept boxes by decreasing score (the unused
+    slots score -1, as TensorFlow's), the first ``max_total_size`` (with ``pad_per_class``: at most the
+    classes' total), padded with zeros; boxes clipped to ``[0, 1]`` unless ``clip_boxes`` is false.
+    Returns ``(boxes, scores, classes as float, valid detections)``. (Equal scores are taken in index
+    order; TensorFlow's heap and ``std::sort`` leave their order unspecified.)"""
+    boxes, scores, per_class, total, iou, threshold = args
+    per_class = int(static_value(node, per_class, "max_output_size_per_class"))
+    total = int(static_value(node, total, "max_total_size"))
+    shape, score_shape = np.shape(boxes), np.shape(scores)
+    checks = ((len(shape) != 4, f"boxes must be 4-D{dims(shape)}"),
+              (len(score_shape) != 3, f"scores must be 3-D{dims(score_shape)}"),
+              (len(shape) == 4 and shape[3] != 4, f"boxes must have 4 columns{dims(shape)}"),
+              (per_class <= 0, "max_size_per_class must be positive"),
+              (total <= 0, "max_total_size must be > 0"))
+    for bad, text in checks:
+        if bad:
+            invalid(node, text)
+    known_iou = known_now(iou)
+    if known_iou is not None and not 0 <= float(known_iou) <= 1:
+        invalid(node, "iou_threshold must be in [0, 1]")
+    boxes, scores = jnp.asarray(boxes, np.float32), jnp.asarray(scores, np.float32)
+    batch, n, q, _ = boxes.shape
+    classes = scores.shape[2]
+    limit = min(per_class, n)
+    pad_per_class = bool(node.attr("pad_per_class", False))
+    per_batch = min(total, per_class * classes) if pad_per_class else total
+    iou, threshold = jnp.asarray(iou, np.float32), jnp.asarray(threshold, np.float32)
+
+    def one_class(class_boxes: Any, class_scores: Any) -> tuple[Any, Any, Any]:
+        order = jnp.argsort(-class_scores, stable=True)
+        kept = _kept_per_class(_overlaps(class_boxes)[order][:, order], (class_scores > threshold)[order], limit, iou)
+        at = jnp.nonzero(kept, size=limit, fill_value=n)[0]  # (the kept, in order of selection)
+        found = at < n
+        index = order[jnp.minimum(at, n - 1)]
+        return (jnp.where(found, class_scores[index], -1.0), jnp.where(found[:, None], class_boxes[index], 0.0),
+                found)
+
+    def one_image(image_boxes: Any, image_scores: Any) -> tuple[Any, ...]:
+        per_box = jnp.broadcast_to(image_boxes, (n, classes, 4)) if q == 1 else image_boxes
+        cand_scores, cand_boxes, found = jax.vmap(one_class, in_axes=(1, 1))(per_box, image_scores)
+        cand_classes = jnp.where(found, jnp.arange(classes, dtype=np.float32)[:, None], -1.0)
+        cand_scores, cand_boxes, cand_classes = (cand_scores.reshape(-1), cand_boxes.reshape(-1, 4),
+                                                 cand_classes.reshape(-1))
+        valid = jnp.sum(found)
+        detections = jnp.minimum(valid, per_batch)
+        order = jnp.argsort(-cand_scores, stable=True)[:per_batch]
+        slots = min(per_batch, order.shape[0])
+        order = jnp.concatenate([order, jnp.zeros(per_batch - slots, order.dtype)])
+        used = jnp.arange(per_batch) < detections
+        out_boxes = cand_boxes[order]
+        if bool(node.attr("clip_boxes", True)):
+            out_boxes = jnp.maximum(jnp.minimum(out_boxes, 1.0), 0.0)
+        return (jnp.where(used[:, None], out_boxes, 0.0), jnp.where(used, cand_scores[order], 0.0),
+                jnp.where(used, cand_classes[order], 0.0), detections.astype(np.int32))
+
+    return list(jax.vmap(one_image)(boxes, scores))
+
+
+# -- morphological dilation ------------------------------------------------------------------------
+def _dilation_taps(node: Node, shape: tuple[int, ...], filter_shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """Per spatial axis, each output position's source index per filter tap (``(out, taps)``), whether
+    it lies in the image, and the index TensorFlow's backprop uses where none does (the window's start,
+    clamped): after TensorFlow's checks."""
+    if len(shape) != 4:
+        invalid(node, f"input must be 4-dimensional{dims(shape)}")
+    if len(filter_shape) != 3:
+        invalid(node, f"filter must be 3-dimensional: [{dims(filter_shape)}]")
+    if shape[3] != filter_shape[2]:
+        invalid(node, f"input and filter must have the same depth: {shape[3]} vs {filter_shape[2]}")
+    strides, rates = list(node.attr("strides")), list(node.attr("rates"))
+    for name, v in (("Stride", strides), ("Rate", rates)):
+        if v[0] != 1 or v[3] != 1:
+            GraphError.TF_UNIMPLEMENTED.raise_(node=node.name, op=node.op,
+                                               error=f"{name} is only supported across spatial dimensions.")
+    padding = node.attr("padding", b"VALID")
+    same = (padding.decode() if isinstance(padding, bytes) else str(padding)) == "SAME"
+    out = []
+    for size, k, s, r in zip(shape[1:3], filter_shape[:2], strides[1:3], rates[1:3], strict=True):
+        span = (k - 1) * r + 1
+        count = -(-size // s) if same else max(-(-(size - span + 1) // s), 0)
+        before = max((count - 1) * s + span - size, 0) // 2 if same else 0
+        begin = np.arange(count) * s - before
+        at = begin[:, None] + np.arange(k)[None, :] * r
+        out += [np.clip(at, 0, size - 1), (at >= 0) & (at < size), np.clip(begin, 0, size - 1)]
+    return tuple(out)
+
+
+def _dilation(node: Node, x: Any, f: Any) -> Any:
+    """``max`` over the filter's taps inside the image of ``x[tap] + filter[tap]``, TensorFlow's loop:
+    the first largest tap in row-major order (``val > cur``: NaN never wins), ``lowest()`` with no tap,
+    so the gradient goes to that tap's pixel and filter entry (with none: the window's first pixel, clamped,
+    and the filter's first entry)."""
+    x, f = jnp.asarray(x), jnp.asarray(f)
+    rows, row_in, row_none, cols, col_in, col_none = _dilation_taps(node, x.shape, f.shape)
+    kh, kw, depth = f.shape
+    lowest = jnp.asarray(jnp.finfo(x.dtype).min if jnp.issubdtype(x.dtype, jnp.floating) else jnp.iinfo(x.dtype).min,
+                         x.dtype)
+    # (batch, out_rows, out_cols, taps, depth), taps row-major over the filter
+    taps = x[:, rows[:, None, :, None], cols[None, :, None, :]] + f[None, None, None]
+    taps = taps.reshape(*taps.shape[:3], kh * kw, depth)
+    inside = (row_in[:, None, :, None] & col_in[None, :, None, :]).reshape(rows.shape[0], cols.shape[0], kh * kw, 1)
+    usable = inside & (taps > lowest)  # (TensorFlow's strict comparison with its start, lowest())
+    best = jnp.argmax(jnp.where(usable, taps, lowest), axis=3)  # (the first of equal ones)
+    found = jnp.any(usable, axis=3)
+    tap = jnp.where(found, best, 0)
+    ty, tx = tap // kw, tap % kw
+    py = jnp.where(found, jnp.asarray(rows)[jnp.arange(rows.shape[0])[:, None, None], ty], row_none[:, None, None])
+    px = jnp.where(found, jnp.asarray(cols)[jnp.arange(cols.shape[0])[None, :, None], tx], col_none[None, :, None])
+    b, d = jnp.arange(x.shape[0])[:, None, None, None], jnp.arange(depth)
+    value = x[b, py, px, d] + f[ty, tx, d]
+    return jnp.where(found, value, lowest + (value - jax.lax.stop_gradient(value)))
+
+
+@_reg("Dilation2D")
+def _dilation2d(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.nn.dilation2d`` (grayscale morphological dilation; ``tf.nn.erosion2d`` is its negation of the
+    negated input and the flipped filter): ``[batch, out_rows, out_cols, depth]``."""
+    x, f = args
+    return [_dilation(node, x, f)]
+
+
+@_reg("Dilation2DBackpropInput", "Dilation2DBackpropFilter")
+def _dilation2d_backprop(node: Node, args: list[Any]) -> list[Any]:
+    """The input's (the filter's) gradient: each output's gradient added at its chosen tap."""
+    x, f, grads = (jnp.asarray(a) for a in args)
+    out, pullback = jax.vjp(lambda x, f: _dilation(node, x, f), x, f)
+    if out.shape != grads.shape:
+        invalid(node, "out_backprop has incompatible size.")
+    return [pullback(grads)[0 if node.op.endswith("Input") else 1]]

@@ -17,6 +17,9 @@ TensorFlow's kernels differ from LAPACK's conventions in a few places, followed 
   ``SelfAdjointEigV2`` vectors may differ in sign (phase). Quantities that do not depend on these
   choices (reconstructions, ``|v|``, symmetric functions of the eigenvalues) and their gradients
   match TensorFlow's.
+* ``MatrixSquareRoot`` is JAX's complex Schur method (CPU only, as JAX's ``sqrtm`` is); of a real matrix
+  the real part, and NaN everywhere where Eigen's real Schur method (TensorFlow's kernel) meets a
+  negative real eigenvalue. Its derivative solves TensorFlow's Sylvester system of Kronecker products.
 * ``Bitcast`` rereads the bytes with ``jax.lax.bitcast_convert_type``; a 64-bit type needs
   ``jax_enable_x64`` (JAX would hold it narrower, so its bytes would not be TensorFlow's).
 * ``Where``'s output shape is the number of true entries: it runs on constants and on concrete
@@ -167,6 +170,53 @@ def _eig(node: Node, args: list[Any]) -> list[Any]:
     out = jax.lax.linalg.eig(x, compute_left_eigenvectors=False, compute_right_eigenvectors=compute_v,
                              enable_eigvec_derivs=True)
     return [out[0].astype(dtype), out[1].astype(dtype) if compute_v else jnp.zeros((), dtype)]
+
+
+# -- the matrix square root ----------------------------------------------------------------------
+def _sqrtm_one(a: Any) -> Any:
+    """The principal square root of one matrix: JAX's (complex Schur form). Of a real matrix, its real
+    part, or NaN everywhere where the matrix has a negative real eigenvalue: Eigen's real Schur method
+    (TensorFlow's kernel) takes ``sqrt`` of that 1x1 block and spreads its NaN through the back-transform."""
+    if jnp.iscomplexobj(a):
+        return jax.scipy.linalg.sqrtm(a).astype(a.dtype)
+    root = jnp.real(jax.scipy.linalg.sqrtm(a)).astype(a.dtype)
+    t = jax.lax.linalg.schur(a, compute_schur_vectors=False)[0]  # (real: 1x1 and 2x2 blocks on the diagonal)
+    sub = jnp.abs(jnp.diagonal(t, -1)) > 0
+    block = jnp.concatenate([sub, jnp.zeros(1, bool)]) | jnp.concatenate([jnp.zeros(1, bool), sub])
+    negative = jnp.any(~block & (jnp.diagonal(t) < 0))
+    return jnp.where(negative, jnp.asarray(jnp.nan, a.dtype), root)
+
+
+@jax.custom_jvp
+def _sqrtm(a: Any) -> Any:
+    return jnp.vectorize(_sqrtm_one, signature="(n,n)->(n,n)")(a)
+
+
+@_sqrtm.defjvp
+def _sqrtm_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
+    """TensorFlow's ``_MatrixSquareRootGrad``: ``dR`` solves the Sylvester equation ``R dR + dR R = dA``,
+    as the linear system of Kronecker products (``kron(R, I) + kron(I, R^T)`` on ``vec(dR)``)."""
+    (a,), (da,) = primals, tangents
+    root = _sqrtm(a)
+    n = a.shape[-1]
+    eye = jnp.eye(n, dtype=a.dtype)
+
+    def solve(r: Any, d: Any) -> Any:
+        k = jnp.kron(r, eye) + jnp.kron(eye, r.T)
+        return jnp.linalg.solve(k, d.reshape(n * n)).reshape(n, n)
+
+    return root, jnp.vectorize(solve, signature="(n,n),(n,n)->(n,n)")(root, da)
+
+
+@_reg("MatrixSquareRoot")
+def _matrix_square_root(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.linalg.sqrtm``: the principal square roots of the (batch of) square matrices."""
+    a = jnp.asarray(args[0])
+    if a.ndim < 2:
+        _ops_checks.invalid(node, f"Input tensor 0 must have rank >= 2, got {a.ndim}")
+    if a.shape[-1] != a.shape[-2]:
+        _ops_checks.invalid(node, "Input matrix must be square.")
+    return [_sqrtm(a) if a.shape[-1] else a]
 
 
 # -- diagonal bands ---------------------------------------------------------------------------
