@@ -73,6 +73,9 @@ mode of every combination. The counts, default / ``--long``:
   step eagerly, under ``jit`` and under ``jta.checked``, ``jax.grad`` against the tape).
 * ``tests/test_tf2_pfor.py``: one pfor program (a loop's jacobian) under ``jit`` / five, also eagerly,
   a 100-step loop's jacobian and a Keras LSTM's batch jacobian.
+* ``tests/test_tf2_ops_extra.py``: one or two cases of each op / all (more dilations, resizes, combined
+  non-max suppressions, special-function edges);
+* ``tests/test_tf2_random_kernels.py``: draws carried by a loop without a bound / by the three loop forms.
 """
 
 from __future__ import annotations

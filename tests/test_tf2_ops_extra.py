@@ -185,7 +185,8 @@ def _dilation(name: str, erosion: bool) -> Any:
     return lambda x, f: op(x, f, (1, *strides, 1), padding, "NHWC", (1, *rates, 1))
 
 
-@pytest.mark.parametrize("name, erosion", [("strided_rated", True), ("no_tap_inside", False),
+@pytest.mark.parametrize("name, erosion", [pytest.param("strided_rated", True, marks=pytest.mark.long_only),
+                                           ("no_tap_inside", False),
                                            pytest.param("same", False, marks=pytest.mark.long_only),
                                            pytest.param("same_strided_rated", False, marks=pytest.mark.long_only),
                                            pytest.param("same", True, marks=pytest.mark.long_only)])

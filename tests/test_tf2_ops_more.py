@@ -653,3 +653,13 @@ def test_tf_keras_and_plain_variables_keep_their_names():
     fn, params = jta.import_function(f, x)
     assert sorted(params) == sorted([v.name.removesuffix(":0") for v in m.weights] + ["scale"])
     _close(fn(params, x), f(x))
+
+
+# -- Einsum with a repeated output label: TensorFlow's gradient of a trace or a diagonal -------------
+@pytest.mark.parametrize("equation, shape", [("ii->", (3, 3)), ("bii->bi", (2, 3, 3)),
+                                             pytest.param("...ii->...", (2, 3, 3), marks=pytest.mark.long_only),
+                                             pytest.param("iij->j", (3, 3, 2), marks=pytest.mark.long_only)])
+def test_a_train_step_through_an_einsum_diagonal(equation: str, shape: tuple[int, ...]) -> None:
+    """The tape's gradient of ``einsum('bii->bi')`` is ``einsum('bi->bii')``: a repeated output label,
+    whose values go on the diagonal."""
+    _train_step(lambda v, x: tf.einsum(equation, v * x), _normal(*shape), _normal(*shape))

@@ -210,6 +210,18 @@ def test_alg_philox_with_a_traced_seed_without_x64_is_refused_naming_x64():
         fn(params, SEEDS[0])
 
 
+def test_split_of_a_traced_seed_without_x64_is_refused_naming_x64_and_runs_with_it():
+    """``stateless_split`` draws full-range int64 seeds: cut to 32 bits they would key other streams."""
+    seed = np.array([3, -7], np.int64)
+    f = tf.function(lambda s: tf.random.stateless_normal([3], seed=tf.random.experimental.stateless_split(s)[1]),
+                    input_signature=[tf.TensorSpec([2], tf.int64)])
+    fn, params = jta.import_function(f, seed)
+    with pytest.raises(UnimplementedError, match="stateless_split.*jax_enable_x64"):
+        jax.jit(fn)(params, seed)
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(jax.jit(fn)(params, seed), f(seed), rtol=1e-6)
+
+
 def test_threefry_is_refused():
     f = tf.function(lambda s: tf.raw_ops.StatelessRandomUniformV2(
         shape=[4], key=tf.constant([7], tf.uint64), counter=tf.constant([0, 0], tf.uint64), alg=2),

@@ -51,7 +51,8 @@ def test_each_op_draws_tensorflows_values_call_after_call() -> None:
     assert len(params) == 8
 
 
-@pytest.mark.parametrize("loop", ["static", "bounded", "unbounded"])
+@pytest.mark.parametrize("loop", [*(pytest.param(k, marks=pytest.mark.long_only) for k in ("static", "bounded")),
+                                  "unbounded"])  # (the carry is the same in the three loop forms)
 def test_a_loop_carries_the_generators_it_steps(loop: str) -> None:
     """A draw in a loop's body: the scan (static trip count), a bounded loop with an early exit, a
     tolerance loop (``jta.while_loop``); the generator steps once a step, in the loop and after it."""
@@ -128,6 +129,32 @@ def test_an_unseeded_kernel_is_seeded_once_and_jax_grad_passes_over_it() -> None
     np.testing.assert_allclose(np.asarray(grads[1])[kept], 4 * x[kept])
 
 
+def test_each_call_op_of_a_function_has_its_own_kernels() -> None:
+    """TensorFlow instantiates a function's kernels once per call op: an inner ``tf.function`` called twice
+    draws the same noise at both call sites (two generators), and a call op in a loop steps one."""
+    def make() -> Any:
+        noisy = tf.function(lambda x: x + tf.random.normal([3], seed=1))
+
+        @tf.function(input_signature=[tf.TensorSpec([3], tf.float32)])
+        def f(x: Any) -> Any:
+            s = tf.zeros([3])
+            for _ in tf.range(2):
+                s += noisy(x)
+            return noisy(x), noisy(x), s
+        return f
+
+    _calls(make, (np.zeros(3, np.float32),))
+    tf.random.set_seed(11)
+    _, params = jta.import_function(make(), np.zeros(3, np.float32), with_updates=True)
+    assert len(params) == 3
+
+
+def test_an_xla_compiled_function_warns_that_its_draws_are_xlas() -> None:
+    f = tf.function(lambda x: x + tf.random.normal([3], seed=1), jit_compile=True)
+    with pytest.warns(UserWarning, match="jit_compile=True"):
+        jta.import_function(f, np.zeros(3, np.float32), with_updates=True)
+
+
 def test_a_missing_generator_is_named() -> None:
     @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
     def f(x: Any) -> Any:
@@ -140,13 +167,15 @@ def test_a_missing_generator_is_named() -> None:
 
 def _generator_function() -> Any:
     g = tf.random.Generator.from_seed(5)
+    auto = tf.random.Generator.from_seed(6, alg="auto_select")  # (tf_keras's augmentation layers': Philox)
 
     @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
     def f(x: Any) -> Any:
         s = tf.zeros([2])
         for _ in tf.range(3):
             s += g.normal([2])
-        return g.normal([3]) + x, g.uniform([2], 0, 10, tf.int32), g.uniform([2]), g.truncated_normal([2]), s
+        return (g.normal([3]) + x, g.uniform([2], 0, 10, tf.int32), g.uniform([2]), g.truncated_normal([2]), s,
+                auto.uniform([3]))
     return f
 
 

@@ -176,3 +176,37 @@ def test_jax_grad_differentiates_no_assignment() -> None:
     got = jax.grad(lambda p, u: fn(p, u)[0], argnums=(0, 1))(params, x)
     np.testing.assert_allclose(got[0]["v"], want[0].numpy(), rtol=1e-6)
     np.testing.assert_allclose(got[1], want[1].numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["cond", "switch", "inner_function"])
+def test_assignments_in_a_function_without_outputs_run(kind: str) -> None:
+    """A cond's branches, a switch's, or an inner ``tf.function`` that assign and return nothing (a loss
+    scale's cond around an optimizer's update): the assignments are the function's control outputs, which
+    run though no output needs them; an assertion among them too."""
+    v = tf.Variable(np.float32(1.0), name="v")
+
+    def add(x: Any) -> None:
+        v.assign_add(x)
+        tf.debugging.assert_less(x, 10.0)
+
+    inner = tf.function(add)
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+    def f(x: Any) -> Any:
+        if kind == "cond":
+            tf.cond(x > 0, lambda: add(x), lambda: None)
+        elif kind == "switch":
+            tf.switch_case(tf.cast(x > 0, tf.int32), [lambda: None, lambda: add(x)])
+        else:
+            inner(x)
+        return x * 2
+
+    fn, params = jta.import_function(f, np.float32(2.0), with_updates=True)
+    run = jax.jit(fn)
+    for x in (np.float32(2.0), np.float32(-1.0)):
+        start = v.numpy()
+        _, new = run({"v": start}, x)
+        f(x)
+        np.testing.assert_allclose(new["v"], v.numpy())
+    with pytest.raises(jta.errors.InvalidArgumentError):
+        fn({"v": v.numpy()}, np.float32(20.0))

@@ -38,7 +38,7 @@ from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
 from ._ops import is_static, learned_size, run_op
-from ._random_kernels import KERNEL_OPS, key_of
+from ._random_kernels import KERNEL_OPS, key_of, relative_key
 
 __all__ = ["Body", "Evaluator", "Library", "UNKNOWN", "Var", "CONTROL_OPS"]
 
@@ -157,10 +157,13 @@ class Body:
     nodes: dict[str, Node]
     inputs: list[str]
     outputs: list[Tensor]
+    control: list[str] = dataclasses.field(default_factory=list)  # the nodes that run for their effects
     order: list[str] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.order = _topological(self.nodes, self.outputs)
+        # (a function's control outputs run though no output needs them: the assignments of a cond's
+        # branch that returns nothing, an optimizer's update under a loss scale's cond)
+        self.order = _topological(self.nodes, [*self.outputs, *((n, 0) for n in self.control)])
 
     def passthrough(self, k: int) -> Optional[int]:
         """The argument output ``k`` returns unchanged (through ``Identity``), or None."""
@@ -211,7 +214,7 @@ class Library:
         self.fdefs = {f.signature.name: f for f in library.function}
         self.bodies: dict[str, Body] = {}
         self.assignments: dict[str, Optional[set[int]]] = {}
-        self.generators: dict[str, frozenset[str]] = {}
+        self.generators: dict[str, dict[str, Node]] = {}
 
     def __contains__(self, name: str) -> bool:
         return name in self.fdefs
@@ -229,16 +232,22 @@ class Library:
             self.assignments[name] = assigned_in(self, self.body(name))
         return self.assignments[name]
 
-    def kernels(self, name: str) -> frozenset[str]:
-        """The ``params`` keys of the stateful random kernels function ``name`` runs, or a function it
-        calls (their generators are state, as assigned variables are)."""
+    def kernels(self, name: str) -> dict[str, Node]:
+        """:meth:`kernels_in` function ``name``, found once."""
         if name not in self.generators:
-            body = self.body(name)
-            found = {key_of(name, body.nodes[n]) for n in body.order if body.nodes[n].op in KERNEL_OPS}
-            for n in body.order:
-                found.update(*(self.kernels(inner) for inner in called(body.nodes[n], self)))
-            self.generators[name] = frozenset(found)
+            self.generators[name] = self.kernels_in(self.body(name))
         return self.generators[name]
+
+    def kernels_in(self, body: Body) -> dict[str, Node]:
+        """The stateful random kernels ``body`` runs, itself or through its call ops, by their keys
+        relative to it (:func:`._random_kernels.key_of`): their generators are state, as assigned
+        variables are."""
+        found = {relative_key(body.name, body.nodes[n]): body.nodes[n] for n in body.order
+                 if body.nodes[n].op in KERNEL_OPS}
+        for n in body.order:
+            for inner in called(body.nodes[n], self):
+                found.update({f"{n}/{k}": node for k, node in self.kernels(inner).items()})
+        return found
 
 
 def _convert(fdef: Any, library: Any = ()) -> Body:
@@ -258,7 +267,8 @@ def _convert(fdef: Any, library: Any = ()) -> Body:
     nodes = parse(graph_def, tf)
     inputs = [a.name for a in fdef.signature.input_arg]
     outputs = [tensor_name(flat.get(fdef.ret[a.name], fdef.ret[a.name])) for a in fdef.signature.output_arg]
-    return Body(fdef.signature.name, nodes, inputs, outputs)
+    control = [fdef.control_ret[c] for c in fdef.signature.control_output if c in fdef.control_ret]
+    return Body(fdef.signature.name, nodes, inputs, outputs, control)
 
 
 def reached(lib: Library, top: Body) -> list[Body]:
@@ -345,6 +355,7 @@ class Evaluator:
         self.assigned: set[str] = set()  # the variables this call assigned (their new values: self.params)
         self.carried: set[str] = set()  # the variables the loops running carry (assigned in their bodies)
         self.taken: dict[int, tuple[Any, int]] = {}  # id(predicate) -> (it, the branch jta.checked learned)
+        self.sites: list[str] = []  # the call ops running (a While, an If, a PartitionedCall), outermost first
 
     def call(self, body: Body, args: list[Any]) -> list[Any]:
         env: dict[Tensor, Any] = {}
@@ -441,16 +452,18 @@ class Evaluator:
             return [Opt(None, False)]
         if op == "OptionalFromValue":
             return [Opt(tuple(args), True)]
-        if op in CALL_OPS or op in self.lib:
-            return self.call(self.lib.body(node.attr("f") if op in CALL_OPS else op), args)
-        if op in IF_OPS or op in CASE_OPS:
-            return self._branch(node, args)
-        if op in WHILE_OPS:
-            self.looping += 1
+        if op in CALL_OPS or op in self.lib or op in IF_OPS or op in CASE_OPS or op in WHILE_OPS:
+            self.sites.append(node.name)  # (the call op whose functions run: it owns their kernels)
+            self.looping += op in WHILE_OPS
             try:
-                return self.loop(self, node, args)
+                if op in IF_OPS or op in CASE_OPS:
+                    return self._branch(node, args)
+                if op in WHILE_OPS:
+                    return self.loop(self, node, args)
+                return self.call(self.lib.body(node.attr("f") if op in CALL_OPS else op), args)
             finally:
-                self.looping -= 1
+                self.sites.pop()
+                self.looping -= op in WHILE_OPS
         if op in KERNEL_OPS:
             return None if self.probe else self._draw(node, args)
         if self.probe:
@@ -558,7 +571,7 @@ class Evaluator:
 
     def _draw(self, node: Node, args: list[Any]) -> list[Any]:
         """A stateful random op: values from its kernel's generator in ``params``, which it steps."""
-        key = key_of(self.bodies[-1].name, node)
+        key = key_of(self.sites, relative_key(self.bodies[-1].name, node))
         if key not in self.params:
             GraphError.TF2_PARAMS.raise_(name=key, known=", ".join(sorted(self.params)) or "nothing")
         out, self.params[key] = KERNEL_OPS[node.op](node, _no_gradient.guard(node.op, args), self.params[key])
@@ -593,8 +606,8 @@ class Evaluator:
         found = [self.lib.assigned(n) for n in names]  # (the variables a branch assigns are its outputs too)
         handles = [rest[k] for f in found if f is not None for k in f if isinstance(rest[k], Var)]
         start = {} if None in found else {v.name: jnp.asarray(self.params[v.name]) for v in handles}
-        start.update({k: jnp.asarray(self.params[k]) for n in names for k in sorted(self.lib.kernels(n))
-                      if k in self.params})
+        kernels = sorted(key_of(self.sites, k) for n in names for k in self.lib.kernels(n))
+        start.update({k: jnp.asarray(self.params[k]) for k in kernels if k in self.params})
         fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest, start) for k, b in enumerate(bodies)]
         if any(b.nodes[n].op in ("OptionalNone", "OptionalFromValue") for b in bodies for n in b.order):
             fns = _fill_optionals(fns)  # (TF may put values of different shapes in one slot: a union)

@@ -49,7 +49,7 @@ _reg = registrar(OPS)
 _M = (0xD2511F53, 0xCD9E8D57)  # Philox's round multipliers (kPhiloxM4x32A, kPhiloxM4x32B)
 _W = (0x9E3779B9, 0xBB67AE85)  # its key increments (kPhiloxW32A, kPhiloxW32B)
 _SCRAMBLE_KEY = (0x3EC8F720, 0x02461E29)  # GenerateKey's key
-PHILOX, _THREEFRY, _AUTO_SELECT = 1, 2, 3  # rng_alg.h
+PHILOX, _THREEFRY, AUTO_SELECT = 1, 2, 3  # rng_alg.h
 _TRUNCATE_SKIP = 256  # kReservedSamplesPerOutput of FillPhiloxRandomTask<..., true>
 U32 = np.uint32
 
@@ -188,7 +188,7 @@ def _key_counter_v2(node: Node, args: list[Any]) -> tuple[Words, Words]:
             items=f"  - node {node.name} ({node.op}): the ThreeFry algorithm (alg=2), which TensorFlow runs "
                   "only under XLA (its CPU kernel refuses it too); use alg='philox' or 'auto_select' (the "
                   "default), whose streams jta reproduces")
-    if alg not in (PHILOX, _AUTO_SELECT):
+    if alg not in (PHILOX, AUTO_SELECT):
         GraphError.TF2_UNSUPPORTED.raise_(items=f"  - node {node.name} ({node.op}): unknown algorithm id {alg}")
     key, counter = _words_of(node, args[1], "key"), _words_of(node, args[2], "counter")
     return key[:2], counter[:4]
@@ -511,9 +511,22 @@ for _kind, _v2_name, _v1_name in (("uniform", "StatelessRandomUniformV2", "State
     OPS[_v1_name] = _v1(_kind)
 
 
+def _full_range_fits(node: Node, seeds: list[Any]) -> None:
+    """Full-range 64-bit integers drawn from a traced seed need x64: JAX would keep their low 32 bits, and
+    ``tf.random.experimental.stateless_split``'s new seeds (such draws) would key other streams."""
+    if node.op.startswith("StatelessRandomUniformFullInt") and np.dtype(node.attr("dtype")).itemsize == 8 and \
+            not _wide(jnp) and not all(is_static(s) for s in seeds):
+        GraphError.TF2_UNSUPPORTED.raise_(items=(
+            f"  - node {node.name} ({node.op}): full-range 64-bit integers (tf.random.experimental."
+            "stateless_split's seeds) from a run-time seed, which JAX holds in 64 bits only with jax_enable_x64: "
+            "run jax.config.update('jax_enable_x64', True) before importing"))
+
+
 @_reg("StatelessRandomUniformIntV2", "StatelessRandomUniformFullIntV2")
 def _int_v2(node: Node, args: list[Any]) -> list[Any]:
     """Uniform integers from a key and counter: in ``[minval, maxval)`` (inputs 4, 5) or full-range."""
+    _full_range_fits(node, args[1:3])
+
     def run() -> Any:
         key, counter = _key_counter_v2(node, args)
         bounds = (args[4], args[5]) if node.op == "StatelessRandomUniformIntV2" else None
@@ -524,6 +537,8 @@ def _int_v2(node: Node, args: list[Any]) -> list[Any]:
 @_reg("StatelessRandomUniformInt", "StatelessRandomUniformFullInt")
 def _int_v1(node: Node, args: list[Any]) -> list[Any]:
     """Uniform integers from a seed: in ``[minval, maxval)`` (inputs 2, 3) or full-range."""
+    _full_range_fits(node, args[1:2])
+
     def run() -> Any:
         key, counter = _seed_key_counter(node, args[1])
         bounds = (args[2], args[3]) if node.op == "StatelessRandomUniformInt" else None

@@ -188,9 +188,35 @@ def _matrix_band_part(node: Node, args: list[Any]) -> list[Any]:
 
 @_reg("Einsum")
 def _einsum(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.einsum``; an output label repeated (TensorFlow's gradient of a trace or a diagonal writes one,
+    ``'ib->bii'``) puts the values on that diagonal, zeros elsewhere, which ``np.einsum`` refuses."""
     equation = node.attr("equation")
     equation = equation.decode() if isinstance(equation, bytes) else str(equation)
-    return [as_numpy(xp_of(*args).einsum(equation, *args))]
+    xp = xp_of(*args)
+    inputs, _, out = equation.replace(" ", "").partition("->")
+    labels = out.replace("...", "")
+    if len(set(labels)) == len(labels):
+        return [as_numpy(xp.einsum(equation, *args))]
+    unique = "".join(dict.fromkeys(out.replace("...", "."))).replace(".", "...")
+    y = xp.einsum(f"{inputs}->{unique}", *args)
+    sizes = {}
+    for spec, a in zip(inputs.split(","), args, strict=True):
+        named = spec.replace("...", "")
+        at = spec.find("...")
+        skip = np.ndim(a) - len(named) if at >= 0 else 0
+        for k, label in enumerate(named):
+            sizes[label] = np.shape(a)[k + (skip if 0 <= at <= spec.find(label) else 0)]
+    fresh = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in equation)
+    seen, renamed, eyes = set(), "", []
+    for c in out.replace("...", "."):
+        if c in seen:
+            new = next(fresh)
+            eyes.append((f"{c}{new}", xp.eye(sizes[c], dtype=y.dtype)))
+            c = new
+        seen.add(c)
+        renamed += c
+    spec = ",".join([unique, *(e for e, _ in eyes)]) + "->" + renamed.replace(".", "...")
+    return [as_numpy(xp.einsum(spec, y, *(m for _, m in eyes)))]
 
 
 def _nd_index(indices: Any) -> tuple[Any, ...]:

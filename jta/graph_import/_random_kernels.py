@@ -1,10 +1,10 @@
 """TensorFlow's stateful random ops (``tf.random.uniform`` / ``normal`` / ``truncated_normal`` /
 ``categorical`` / ``shuffle``, integer ``uniform``; a tf_keras ``Dropout`` or ``GaussianNoise`` in training): each node
 is a kernel that owns a Philox generator (``GuardedPhiloxRandom``), seeded once from the node's
-``seed``/``seed2`` attributes and stepped on every run.
+``seed``/``seed2`` attributes and stepped on every run; a function called from two call ops has two.
 
 The generator is state, so jta keeps it where it keeps a variable's: in ``params``, under
-``"random:<function>/<node>"``, six uint32 words (the key's two, then the counter's four). An op draws
+``"random:<call ops>/<function>/<node>"``, six uint32 words (the key's two, then the counter's four). An op draws
 from the state it reads (:mod:`._ops_random`'s distributions, TensorFlow's bit for bit) and writes the
 state stepped as the kernel steps it (``ReserveRandomOutputs``: 256 blocks per output value); loops
 carry it and conds output it as they do an assigned variable, and ``with_updates=True`` returns it.
@@ -32,7 +32,7 @@ from ._messages import GraphError
 from ._nodes import Node
 from ._ops import static_value
 
-PREFIX = "random:"  # (the params key of a kernel's state: "random:<function>/<node>")
+PREFIX = "random:"  # (the params key of a kernel's state: "random:<call ops>/<function>/<node>")
 _PER_VALUE = 256  # blocks a kernel reserves per output value (ReserveRandomOutputs(n, 256))
 
 State = Any  # uint32 [6]: key words 0-1, counter words 0-3 (numpy or JAX)
@@ -40,9 +40,15 @@ Kernel = Callable[[Node, list[Any], State], tuple[list[Any], State]]
 KERNEL_OPS: dict[str, Kernel] = {}
 
 
-def key_of(function: str, node: Node) -> str:
-    """The ``params`` key of ``node``'s generator in ``function`` (``"<top>"``: the imported one)."""
-    return f"{PREFIX}{node.name}" if function == "<top>" else f"{PREFIX}{function}/{node.name}"
+def relative_key(function: str, node: Node) -> str:
+    """``node``'s generator in ``function`` (``"<top>"``: the imported one), under the calls that run it."""
+    return node.name if function == "<top>" else f"{function}/{node.name}"
+
+
+def key_of(sites: list[str], relative: str) -> str:
+    """The ``params`` key of a generator: TensorFlow instantiates a function's kernels once per call op
+    (a ``PartitionedCall``, a ``While``, an ``If``), so the path of call ops that ran it is part of it."""
+    return PREFIX + "/".join([*sites, relative])
 
 
 def initial_state(node: Node) -> np.ndarray:
@@ -58,11 +64,11 @@ def _words(state: State) -> tuple[_ops_random.Words, _ops_random.Words]:
     return (state[0], state[1]), (state[2], state[3], state[4], state[5])
 
 
-def _stepped(state: State, values: int) -> State:
-    """``state`` after a draw of ``values`` values (``PhiloxRandom::Skip``, carries and all)."""
+def _stepped(state: State, blocks: int) -> State:
+    """``state`` after ``blocks`` blocks (``PhiloxRandom::Skip``, carries and all)."""
     key, counter = _words(state)
     xp = np if isinstance(state, np.ndarray) else jnp
-    return xp.stack([*key, *_ops_random.skip(counter, np.int64(values) * _PER_VALUE)]).astype(np.uint32)
+    return xp.stack([*key, *_ops_random.skip(counter, np.asarray(blocks, np.int64))]).astype(np.uint32)
 
 
 def _kernel(*ops: str) -> Callable[[Kernel], Kernel]:
@@ -82,7 +88,7 @@ def _floats(node: Node, args: list[Any], state: State) -> tuple[list[Any], State
     key, counter = _words(state)
     values = _ops_random.quietly(lambda: _ops_random.float_values(
         _FLOAT_KINDS[node.op], key, counter, shape, node.attr("dtype")))
-    return [values], _stepped(state, int(np.prod(shape, dtype=np.int64)))
+    return [values], _stepped(state, int(np.prod(shape, dtype=np.int64)) * _PER_VALUE)
 
 
 @_kernel("RandomUniformInt")
@@ -92,7 +98,7 @@ def _integers(node: Node, args: list[Any], state: State) -> tuple[list[Any], Sta
     key, counter = _words(state)
     values = _ops_random.quietly(lambda: _ops_random.int_values(
         node, key, counter, shape, node.attr("Tout"), (args[1], args[2])))
-    return [values], _stepped(state, int(np.prod(shape, dtype=np.int64)))
+    return [values], _stepped(state, int(np.prod(shape, dtype=np.int64)) * _PER_VALUE)
 
 
 @_kernel("Multinomial")
@@ -103,16 +109,16 @@ def _categorical(node: Node, args: list[Any], state: State) -> tuple[list[Any], 
     n = int(static_value(node, count, "num_samples"))
     key, counter = _words(state)
     samples = _ops_random.quietly(lambda: _ops_random.categorical(node, key, counter, logits, n))
-    return [samples], _stepped(state, np.shape(logits)[0] * (-(-n // 4) * 4) * 2)
+    return [samples], _stepped(state, np.shape(logits)[0] * (-(-n // 4) * 4) * 2 * _PER_VALUE)
 
 
 def read_and_skip(node: Node, state: Any, alg: Any, delta: Any) -> Any:
     """``RngReadAndSkip``: a ``tf.random.Generator``'s state (int64 ``[counter low, counter high, key]``
     for Philox) stepped past ``delta`` values (256 blocks each), as its draws need it; the caller
     outputs the state read (which ``StatelessRandom*V2`` ops then draw from)."""
-    if int(static_value(node, alg, "the algorithm")) != _ops_random.PHILOX:
+    if int(static_value(node, alg, "the algorithm")) not in (_ops_random.PHILOX, _ops_random.AUTO_SELECT):
         GraphError.TF2_UNSUPPORTED.raise_(items=f"  - node {node.name} ({node.op}): a tf.random.Generator of "
-                                                "another algorithm than Philox (its CPU default)")
+                                                "another algorithm than Philox (auto_select's on CPU and GPU)")
     if state.dtype != jnp.int64:
         GraphError.TF2_UNSUPPORTED.raise_(items=(
             f"  - node {node.name} ({node.op}): a tf.random.Generator's state is int64, which JAX keeps only with "
@@ -140,5 +146,4 @@ def _shuffle(node: Node, args: list[Any], state: State) -> tuple[list[Any], Stat
         return order.at[i].set(order[j]).at[j].set(order[i])
 
     order = jax.lax.fori_loop(0, n - 1, swap, jnp.arange(n, dtype=jnp.int32))
-    stepped = _ops_random.skip(counter, np.int64(-(-(n - 1) // 4)))
-    return [jnp.take(value, order, axis=0)], jnp.stack([*key, *stepped]).astype(jnp.uint32)
+    return [jnp.take(value, order, axis=0)], _stepped(state, -(-(n - 1) // 4))

@@ -142,10 +142,15 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: boo
                       "imported function computes its outputs with the new values, as TensorFlow does, but "
                       "returns the outputs only (a random op draws the same values every call); pass "
                       "with_updates=True to get (outputs, new_params).", stacklevel=3)
+    kernels = lib.kernels_in(top)
+    attrs = getattr(getattr(concrete, "function_def", None), "attr", {})
+    if kernels and "_XlaMustCompile" in attrs and attrs["_XlaMustCompile"].b:
+        warnings.warn("the function is compiled by XLA in TensorFlow (jit_compile=True), whose random ops draw "
+                      "XLA's values; the import draws those of TensorFlow's kernels (the same seeds give other "
+                      "values).", stacklevel=3)
     names = _unique_names(variables)
     params = {names[n]: jnp.asarray(v.numpy()) for n, v in variables.items()}
-    params.update({key_of(body.name, body.nodes[n]): jnp.asarray(initial_state(body.nodes[n]))
-                   for body in bodies for n in body.order if body.nodes[n].op in KERNEL_OPS})
+    params.update({key_of([], k): jnp.asarray(initial_state(node)) for k, node in kernels.items()})
     # a captured eager tensor (a closure's tf.constant, a Keras 3 Normalization's adapted mean) is a constant
     constants = {internal.op.name: ext.numpy() for ext, internal in concrete.graph.captures
                  if id(ext) not in by_handle and hasattr(ext, "numpy") and ext.dtype.is_numpy_compatible}

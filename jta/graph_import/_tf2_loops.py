@@ -43,6 +43,7 @@ from ._lists import VARIANT, AtMost, TList, materialize, rows, sized_by_plan
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static
+from ._random_kernels import key_of
 
 __all__ = ["run", "PROBE_LIMIT"]
 
@@ -153,7 +154,7 @@ def _assigned(ev: Evaluator, node: Node, args: list[Any]) -> list[str]:
     """The variables the loop assigns and the random generators it steps, which it carries (no variable
     where an assignment's handle is not a loop variable: the assignment is then refused)."""
     names = (node.attr("cond"), node.attr("body"))
-    kernels = {k for n in names for k in ev.lib.kernels(n) if k in ev.params}  # (random generators)
+    kernels = {key_of(ev.sites, k) for n in names for k in ev.lib.kernels(n)} & set(ev.params)  # (generators)
     found = [ev.lib.assigned(n) for n in names]
     handles = [args[k] for f in found if f is not None for k in f]
     if None in found or not all(isinstance(h, Var) for h in handles):
