@@ -442,8 +442,8 @@ def test_dynamic_partition_of_constant_partitions_runs_under_jit():
 
 def test_dynamic_stitch_later_rows_win_and_gaps_are_zeros():
     """A repeated index takes the later row (TensorFlow's rule); an index no row names gives zeros.
-    ``jax.grad`` gives the derivative (an overwritten row gets none); TensorFlow's gradient gathers the
-    output's gradient at every index, overwritten rows too: an imported train step gives TF's values."""
+    TensorFlow's gradient gathers the output's gradient at every index, overwritten rows too: so do
+    ``jax.grad`` and an imported train step."""
     i0, i1 = np.array([0, 4, 2], np.int32), np.array([[2, 5], [0, 7]], np.int32)
 
     def build(a: Any, b: Any, j0: Any, j1: Any) -> Any:
@@ -460,7 +460,7 @@ def test_dynamic_stitch_later_rows_win_and_gaps_are_zeros():
     assert GraphError.NOT_STATIC.matches(info.value)
     w = _normal(8, 2)
     grad = jax.grad(lambda a: jnp.sum(w * fn(params, a, *args[1:])))(args[0])
-    _close(grad, np.stack([np.zeros(2, np.float32), w[4], np.zeros(2, np.float32)]))  # rows 0, 2 overwritten
+    _close(grad, w[i0])  # (rows 0 and 2 were overwritten by b's)
     _train_step(lambda v, b: tf.dynamic_stitch([i0, i1], [v, b]), args[0], args[1])  # TF's gradient
     _check(lambda a, b: tf.dynamic_stitch([i0, i1 + 1], [a, b]), *args[:2])  # distinct constant indices, a gap
 
@@ -663,3 +663,20 @@ def test_a_train_step_through_an_einsum_diagonal(equation: str, shape: tuple[int
     """The tape's gradient of ``einsum('bii->bi')`` is ``einsum('bi->bii')``: a repeated output label,
     whose values go on the diagonal."""
     _train_step(lambda v, x: tf.einsum(equation, v * x), _normal(*shape), _normal(*shape))
+
+
+def test_an_overwritten_scatter_update_gets_tensorflows_gradient() -> None:
+    """``tensor_scatter_nd_update`` at a repeated index: the later update wins, and TensorFlow's gradient
+    gives every update its place's gradient (the overwritten one too), the tensor none there."""
+    indices = np.array([[1], [3], [1]], np.int32)
+    tensor, updates, w = _normal(5, 2), _normal(3, 2), _normal(5, 2)
+    f = tf.function(lambda t, u: tf.tensor_scatter_nd_update(t, indices, u) * w,
+                    input_signature=[_spec(tensor), _spec(updates)])
+    fn, params = jta.import_function(f, tensor, updates)
+    _close(jax.jit(fn)(params, tensor, updates), f(tensor, updates))
+    got = jax.jit(jax.grad(lambda t, u: jnp.sum(fn(params, t, u)), argnums=(0, 1)))(tensor, updates)
+    t, u = tf.constant(tensor), tf.constant(updates)
+    with tf.GradientTape() as tape:
+        tape.watch([t, u])
+        loss = tf.reduce_sum(f(t, u))
+    _close(list(got), tape.gradient(loss, [t, u]))

@@ -171,6 +171,10 @@ _XLOGY = _with_tangent(_on_jax(_xlogy), lambda out, x, y, tx, ty: tx * _xlogy(jn
 _XLOG1PY = _with_tangent(_on_jax(_xlog1py), lambda out, x, y, tx, ty: tx * _xlog1py(jnp, (x != 0).astype(x.dtype), y)
                          + ty * _xdivy(jnp, x, y + 1))
 
+# TensorFlow's _PowGrad: d/dy is z * log(x) where x > 0, else 0 (JAX's log(x) * z: NaN at a negative base)
+_POW = _with_tangent(jnp.power, lambda z, x, y, tx, ty: tx * y * jnp.power(x, y - 1)
+                     + ty * z * jnp.where(x > 0, jnp.log(jnp.where(x > 0, x, 1)), 0))
+
 
 def _either(plain: Callable[..., Any], tf_derivative: Callable[..., Any]) -> Callable[..., Any]:
     """``op(xp, *args)``: ``plain`` on NumPy values and on integers and complex numbers (whose kernels
@@ -196,3 +200,4 @@ xlog1py = _either(_xlog1py, _XLOG1PY)
 xdivy = _xdivy
 maximum = _either(lambda xp, a, b: xp.maximum(a, b), _MAXIMUM)
 minimum = _either(lambda xp, a, b: xp.minimum(a, b), _MINIMUM)
+power = _either(lambda xp, a, b: xp.power(a, b), _POW)

@@ -5,7 +5,8 @@ TensorFlow's gradient registry says one of three things of an op: a gradient fun
 (the tape raises ``LookupError: gradient registry has no entry for: <op>`` when a gradient reaches
 the op). JAX differentiates the ``jnp`` code an op is written with, so without this module
 ``jax.grad`` would give a derivative where TensorFlow gives none (``tf.one_hot``'s ``on_value``,
-``tf.range`` of float bounds, ``tf.image.hsv_to_rgb``) or an error (``tf.unique``, an area resize).
+``tf.range`` of float bounds, ``tf.image.hsv_to_rgb``) or an error (``tf.unique``, an area resize);
+and some gradient functions give some operands none (``tf.pad``'s ``constant_values``).
 :func:`guard` puts the registry's answer on the op's float inputs: ``stop_gradient``, or an identity
 whose cotangent rule raises TensorFlow's ``LookupError``; JAX runs that rule only where a nonzero
 cotangent reaches the input, as TensorFlow's tape visits only the ops on a gradient's path.
@@ -49,6 +50,14 @@ UNREGISTERED = frozenset({
 })
 
 
+# operands whose gradient TensorFlow's registered function returns as None (the others' it computes)
+NO_GRADIENT_OPERANDS = {
+    "PadV2": (2,),  # constant_values
+    "MatrixDiagV2": (4,), "MatrixDiagV3": (4,),  # padding_value
+    "MatrixDiagPartV2": (2,), "MatrixDiagPartV3": (2,),
+}
+
+
 def _no_entry(op: str) -> NoReturn:
     raise LookupError(f"gradient registry has no entry for: {op}")
 
@@ -67,7 +76,9 @@ def _unregistered(op: str) -> Any:
 def guard(op: str, args: list[Any]) -> list[Any]:
     """``args`` of ``op`` as TensorFlow's registry differentiates them (traced float inputs only: a
     value known while tracing has no derivative, and a concrete one is not being differentiated)."""
-    if op not in NOT_DIFFERENTIABLE and op not in UNREGISTERED:
+    if op not in NOT_DIFFERENTIABLE and op not in UNREGISTERED and op not in NO_GRADIENT_OPERANDS:
         return args
-    stop = jax.lax.stop_gradient if op in NOT_DIFFERENTIABLE else _unregistered(op)
-    return [stop(a) if isinstance(a, Tracer) and jnp.issubdtype(a.dtype, jnp.inexact) else a for a in args]
+    stop = _unregistered(op) if op in UNREGISTERED else jax.lax.stop_gradient
+    which = NO_GRADIENT_OPERANDS.get(op, range(len(args)))
+    return [stop(a) if k in which and isinstance(a, Tracer) and jnp.issubdtype(a.dtype, jnp.inexact) else a
+            for k, a in enumerate(args)]

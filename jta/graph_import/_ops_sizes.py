@@ -82,8 +82,8 @@ def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
     rows; where an index repeats the later row wins, as in TensorFlow, an index no row names gives
     zeros, and a negative one fails with TensorFlow's text (code 451). The row count is the indices' largest value: known while tracing or in an eager call; under
     ``jta.checked`` learned at run time; refused under a bare ``jit``. (It replaces the version in
-    :mod:`._ops` that needed static indices: the ``jax.grad`` of it is the derivative, each row's
-    gradient the output row it wins.)"""
+    :mod:`._ops` that needed static indices.) ``jax.grad`` of it is TensorFlow's: every row gets its
+    place's gradient, also a row a later one overwrote."""
     n = len(args) // 2
     indices, data = args[:n], args[n:]
     rest = tuple(np.shape(data[0])[np.ndim(indices[0]):])
@@ -110,10 +110,23 @@ def _dynamic_stitch(node: Node, args: list[Any]) -> list[Any]:
                              "learns it at run time)", flat.size)
         winner = jax.ops.segment_max(jnp.arange(flat.size), flat, num_segments=size)
     written = (winner >= 0).reshape((size,) + (1,) * len(rest))
-    xp = np if is_static(stacked) and isinstance(winner, np.ndarray) else jnp
-    rows = xp.take(stacked, xp.maximum(winner, 0), axis=0) if np.shape(stacked)[0] else xp.zeros(
-        (size, *rest), stacked.dtype)
-    return [as_numpy(xp.where(written, rows, xp.zeros_like(rows)))]
+    if not np.shape(stacked)[0]:
+        return [as_numpy(xp_of(stacked).zeros((size, *rest), stacked.dtype))]
+    if is_static(stacked) and isinstance(winner, np.ndarray):
+        return [np.where(written, np.take(stacked, np.maximum(winner, 0), axis=0), 0).astype(stacked.dtype)]
+    return [_stitched(jnp.asarray(stacked), jnp.asarray(flat), jnp.asarray(winner), jnp.asarray(written))]
+
+
+@jax.custom_vjp
+def _stitched(stacked: Any, flat: Any, winner: Any, written: Any) -> Any:
+    """The rows of ``stacked`` that win their places (``winner``); TensorFlow's gradient
+    (``_DynamicStitchGrads``) gives every row the gradient of its place, won or overwritten."""
+    rows = jnp.take(stacked, jnp.maximum(winner, 0), axis=0)
+    return jnp.where(written, rows, jnp.zeros_like(rows))
+
+
+_stitched.defvjp(lambda stacked, flat, winner, written: (_stitched(stacked, flat, winner, written), flat),
+                 lambda flat, g: (jnp.take(g, flat, axis=0), None, None, None))
 
 
 def _size_of(node: Node, value: Any, what: str) -> int:

@@ -269,9 +269,22 @@ def _tensor_scatter(node: Node, args: list[Any]) -> list[Any]:
     """``tensor`` with ``updates`` set, added, subtracted, or kept where larger (smaller) at ``indices``."""
     tensor, indices, updates = args
     _ops_checks.nd(node, indices, np.shape(tensor), GraphError.SCATTER_ND_RANGE)
+    if node.op == "TensorScatterUpdate":
+        return [_scatter_update(jnp.asarray(tensor), jnp.asarray(indices), jnp.asarray(updates, result_dtype(tensor)))]
     index = _nd_index(jnp.asarray(indices))
     updates = -jnp.asarray(updates) if node.op == "TensorScatterSub" else updates
     return [getattr(jnp.asarray(tensor).at[index], _SCATTERS[node.op])(updates)]
+
+
+@jax.custom_vjp
+def _scatter_update(tensor: Any, indices: Any, updates: Any) -> Any:
+    """``tensor`` with ``updates`` set at ``indices``; TensorFlow's gradient (``_TensorScatterUpdateGrad``)
+    gives every update its place's gradient, also one a later update overwrote."""
+    return tensor.at[_nd_index(indices)].set(updates)
+
+
+_scatter_update.defvjp(lambda t, i, u: (_scatter_update(t, i, u), i),
+                       lambda i, g: (g.at[_nd_index(i)].set(0), None, g[_nd_index(i)]))
 
 
 @_reg("UnravelIndex")
