@@ -284,6 +284,18 @@ def test_refusal_lists_ops_inside_library_functions() -> None:
         assert needle in text, (needle, text)
 
 
+def test_refusals_of_callbacks_and_strings_name_their_ways_out() -> None:
+    @tf.function(input_signature=[tf.TensorSpec([3], tf.float32)])
+    def f(x: Any) -> Any:
+        return tf.py_function(lambda a: a * 2, [x], tf.float32) + tf.strings.to_number(tf.strings.as_string(x))
+
+    with pytest.raises(jta.errors.UnimplementedError) as info:
+        jta.import_function(f, np.ones(3, np.float32))
+    for needle in ("Python callbacks (EagerPyFunc", "jax.pure_callback", "Strings (AsString, StringToNumber)",
+                   "pass the ids"):
+        assert needle in str(info.value), needle
+
+
 def test_list_misuse_has_tensorflow_texts() -> None:
     """Reading past a list's end fails with TensorFlow's text (code 434)."""
     @tf.function

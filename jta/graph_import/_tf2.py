@@ -318,7 +318,21 @@ def _check(lib: Library, top: Body) -> None:
         ways.append(f"Control flow v1 ({', '.join(v1)}): the function was traced after "
                     "tf.compat.v1.disable_control_flow_v2(); trace it after tf.compat.v1.enable_control_flow_v2() "
                     "(TF2's default), or import the TF1 graph with jta.import_graph_def.")
-    rest = sorted(set(found) - set(assign) - set(random) - set(v1))
+    python = sorted(op for op in found if op in ("EagerPyFunc", "PyFunc", "PyFuncStateless"))
+    if python:
+        ways.append(f"Python callbacks ({', '.join(python)}: tf.py_function, tf.numpy_function): their Python "
+                    "code is not in the graph; write it with TensorFlow ops, or run it outside the tf.function "
+                    "(or in JAX, jax.pure_callback) and pass its results as arguments.")
+    data = sorted(op for op in found if "Dataset" in op or op.startswith(("Iterator", "AnonymousIterator")))
+    if data:
+        ways.append(f"tf.data ({', '.join(data)}): iterate the dataset outside the function and pass each "
+                    "batch as an argument.")
+    strings = sorted(op for op in found if op.startswith(("String", "Regex", "Substr", "Unicode")) or
+                     op in ("AsString", "DecodeRaw", "ParseExampleV2"))
+    if strings:
+        ways.append(f"Strings ({', '.join(strings)}): JAX has no string arrays; tokenize outside the function "
+                    "and pass the ids as arguments.")
+    rest = sorted(set(found) - set(assign) - set(random) - set(v1) - set(python) - set(data) - set(strings))
     if rest:
         ways.append(f"Other op types ({', '.join(rest)}): jta.graph_import.supported_tf2_ops() lists what runs; "
                     "compute these outside the tf.function and pass the results as arguments, or please report "
