@@ -74,7 +74,7 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_tf2_pfor.py``: one pfor program (a loop's jacobian) under ``jit`` / five, also eagerly,
   a 100-step loop's jacobian and a Keras LSTM's batch jacobian.
 * ``tests/test_tf2_ops_extra.py``: one or two cases of each op / all (more dilations, resizes, combined
-  non-max suppressions, special-function edges);
+  non-max suppressions, special-function edges, projective transforms' modes, Keras augmentation layers);
 * ``tests/test_tf2_random_kernels.py``: draws carried by a loop without a bound / by the three loop forms.
 """
 

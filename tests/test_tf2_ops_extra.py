@@ -345,3 +345,50 @@ def test_combined_non_max_suppression_of_a_bad_size_is_tensorflows_error() -> No
     fn, params = jta.import_function(f, boxes, scores, np.int32(0))
     with pytest.raises(jta.errors.InvalidArgumentError, match="max_total_size must be > 0"):
         fn(params, boxes, scores, np.int32(0))
+
+
+# -- projective transforms: Keras's RandomRotation, RandomZoom, RandomTranslation ---------------------
+_MODES = [(i, m) for i in ("NEAREST", "BILINEAR") for m in ("CONSTANT", "REFLECT", "WRAP", "NEAREST")]
+
+
+@pytest.mark.parametrize("interpolation, mode", [
+    m if m in (("BILINEAR", "REFLECT"), ("NEAREST", "WRAP")) else pytest.param(*m, marks=pytest.mark.long_only)
+    for m in _MODES])
+def test_projective_transform_is_tensorflows_bit_for_bit(interpolation: str, mode: str) -> None:
+    """Each interpolation and fill mode, an output of the input's shape and of another, a perspective
+    transform and an affine one: values bit for bit, and ``jax.grad`` TensorFlow's registered gradient (the
+    cotangent through the inverse transforms)."""
+    rng = np.random.default_rng(3)
+    images = rng.normal(size=(2, 7, 9, 3)).astype(np.float32)
+    transforms = np.array([[0.9, -0.3, 1.2, 0.25, 1.1, -2.0, 0.01, -0.02],
+                           [1.3, 0.2, -3.5, -0.1, 0.8, 4.0, 0.0, 0.0]], np.float32)
+    for shape in ([7, 9], [5, 11]):
+        f = tf.function(lambda x, t, shape=shape: tf.raw_ops.ImageProjectiveTransformV3(
+            images=x, transforms=t, output_shape=shape, fill_value=0.5, interpolation=interpolation,
+            fill_mode=mode), input_signature=[tf.TensorSpec(images.shape), tf.TensorSpec(transforms.shape)])
+        fn, params = jta.import_function(f, images, transforms)
+        want = f(images, transforms).numpy()
+        np.testing.assert_array_equal(jax.jit(fn)(params, images, transforms), want)
+        w = rng.normal(size=want.shape).astype(np.float32)
+        got = jax.jit(jax.grad(lambda x, w=w, fn=fn, params=params: jnp.sum(fn(params, x, transforms) * w)))(images)
+        x = tf.constant(images)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(f(x, transforms) * w)
+        np.testing.assert_allclose(got, tape.gradient(loss, x), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.long_only  # (about 4 s)
+def test_keras_augmentation_layers_in_training() -> None:
+    keras = pytest.importorskip("keras")
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("Keras 3 runs on another backend")
+    model = keras.Sequential([keras.layers.RandomRotation(0.2, seed=1), keras.layers.RandomZoom(0.2, seed=2),
+                              keras.layers.RandomTranslation(0.1, 0.1, seed=3)])
+    images = np.random.default_rng(0).uniform(size=(2, 8, 8, 3)).astype(np.float32)
+    f = tf.function(lambda x: model(x, training=True), input_signature=[tf.TensorSpec(images.shape)])
+    fn, params = jta.import_function(f, images, with_updates=True)
+    run = jax.jit(fn)
+    for _ in range(2):  # (the seed generators' states advance)
+        out, params = run(params, images)
+        np.testing.assert_allclose(out, f(images), rtol=1e-5, atol=1e-6)

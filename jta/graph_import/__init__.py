@@ -32,6 +32,7 @@ from . import (  # noqa: F401
     _ops_image,
     _ops_linalg,
     _ops_nn,
+    _ops_projective,
     _ops_random,
     _ops_resize,
     _ops_search,
