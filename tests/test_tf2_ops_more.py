@@ -680,3 +680,18 @@ def test_an_overwritten_scatter_update_gets_tensorflows_gradient() -> None:
         tape.watch([t, u])
         loss = tf.reduce_sum(f(t, u))
     _close(list(got), tape.gradient(loss, [t, u]))
+
+
+def test_a_spectral_norm_runs_under_jit() -> None:
+    """``tf.norm(ord=2)`` of matrices finds its axes with a ``map_fn`` over constants and a ``ListDiff`` of
+    them: the loop of constants runs while tracing, so the ``ListDiff`` has a static shape under ``jit``."""
+    x = _normal(2, 3, 3)
+    f = tf.function(lambda x: tf.norm(x, ord=2, axis=[-2, -1]), input_signature=[_spec(x)])
+    fn, params = jta.import_function(f, x)
+    np.testing.assert_allclose(jax.jit(fn)(params, x), f(x), rtol=2e-5)
+    got = jax.jit(jax.grad(lambda x: jnp.sum(fn(params, x))))(x)
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        loss = tf.reduce_sum(f(xt))
+    np.testing.assert_allclose(got, tape.gradient(loss, xt), rtol=2e-4, atol=2e-5)

@@ -3,7 +3,8 @@
 The importer keeps what it knows while tracing as NumPy values (shapes, axes, counts), since the ops
 they feed need them static. Most ops compute on NumPy inputs with NumPy; an op whose code is JAX's (a
 ``TensorScatterUpdate`` of shapes, as ``take_along_axis`` builds) would hand a traced value on, and
-what reads it refused as not static. :func:`folded` runs such an op now instead.
+what reads it refused as not static. :func:`folded` runs such an op now instead, and
+:func:`folded_lists` a TensorList op of known lists.
 """
 
 from __future__ import annotations
@@ -31,3 +32,20 @@ def folded(op: Callable[[Node, list[Any]], list[Any]], node: Node, args: list[An
     if any(isinstance(o, Tracer) or (isinstance(o, jax.Array) and o.size > LARGEST) for o in out):
         return None
     return [np.asarray(o) if isinstance(o, jax.Array) else o for o in out]
+
+
+def _known(leaf: Any) -> bool:
+    return not isinstance(leaf, Tracer) and np.size(leaf) <= LARGEST
+
+
+def folded_lists(op: Callable[[Node, list[Any]], list[Any]], node: Node, args: list[Any]) -> Optional[list[Any]]:
+    """A TensorList op of known, small inputs (lists of constants: ``tf.norm``'s ``map_fn`` over its axes)
+    computed now, so that what reads its elements sees NumPy values, not traces; ``None`` otherwise. Its
+    lists keep JAX arrays (their ops write with ``.at``), concrete ones."""
+    if not all(_known(leaf) for leaf in jax.tree_util.tree_leaves(args)):
+        return None
+    with jax.ensure_compile_time_eval():
+        out = op(node, args)
+    if not all(_known(leaf) for leaf in jax.tree_util.tree_leaves(out)):
+        return None
+    return [np.asarray(o) if isinstance(o, jax.Array) else o for o in out]  # (an element, a stack: NumPy)

@@ -32,7 +32,7 @@ from jax.core import Tracer
 
 from .._core import capacities
 from .._records.catalogue import Error
-from . import _list_vectors, _lists, _no_gradient, _ops_checks, _random_kernels
+from . import _folding, _list_vectors, _lists, _no_gradient, _ops_checks, _random_kernels
 from ._branches import lists_agree
 from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
@@ -503,7 +503,7 @@ class Evaluator:
                 return _lists.reserve_bounded(node, args, self.bounds[id(args[1])][1])
             if op == "TensorListPushBack" and id(args[1]) in self.bounds:  # a tape keeps a bounded count
                 return _lists.push_bounded(node, args, self.bounds[id(args[1])][1])
-            out = _lists.LIST_OPS[op](node, args)
+            out = _folding.folded_lists(_lists.LIST_OPS[op], node, args) or _lists.LIST_OPS[op](node, args)
             if op == "TensorListPopBack" and isinstance(args[0].const, _lists.AtMost) and isinstance(out[1], Tracer):
                 self.bounds[id(out[1])] = (out[1], args[0].const.bound)  # popped from a tape: under its bound
             elif op == "TensorListLength" and isinstance(out[0], Tracer):

@@ -169,6 +169,11 @@ def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], ste
     if not exact and _concrete(args):
         return _python_loop(ev, cond, body, args)
     short = exact and steps is not None and steps <= MAX_UNROLL
+    if short and not assigned and all(_concrete([a]) if isinstance(a, TList) else is_static(a) for a in args):
+        # a loop of constants (tf.norm's map_fn over its axes): run now, so that its values are known while
+        # tracing (a ListDiff of them has a static shape)
+        with jax.ensure_compile_time_eval():
+            return _python_loop(ev, cond, body, args)
     try:
         with capacities.learning_refused(short):
             return _scan(ev, node, cond, body, args, steps, exact, final, assigned)
