@@ -284,7 +284,7 @@ def test_refusal_lists_ops_inside_library_functions() -> None:
         assert needle in text, (needle, text)
 
 
-def test_refusals_of_callbacks_and_strings_name_their_ways_out() -> None:
+def test_refusals_of_callbacks_strings_and_summaries_name_their_ways_out(tmp_path: Any) -> None:
     @tf.function(input_signature=[tf.TensorSpec([3], tf.float32)])
     def f(x: Any) -> Any:
         return tf.py_function(lambda a: a * 2, [x], tf.float32) + tf.strings.to_number(tf.strings.as_string(x))
@@ -294,6 +294,16 @@ def test_refusals_of_callbacks_and_strings_name_their_ways_out() -> None:
     for needle in ("Python callbacks (EagerPyFunc", "jax.pure_callback", "Strings (AsString, StringToNumber)",
                    "pass the ids"):
         assert needle in str(info.value), needle
+    writer = tf.summary.create_file_writer(str(tmp_path))
+
+    @tf.function(input_signature=[tf.TensorSpec([3], tf.float32)])
+    def logged(x: Any) -> Any:
+        with writer.as_default(step=0):
+            tf.summary.write("x", tf.reduce_sum(x))
+        return x * 2
+
+    with pytest.raises(jta.errors.UnimplementedError, match=r"Summaries \(.*WriteSummary.*log them from Python"):
+        jta.import_function(logged, np.ones(3, np.float32))
 
 
 def test_list_misuse_has_tensorflow_texts() -> None:

@@ -144,7 +144,8 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: boo
                       "with_updates=True to get (outputs, new_params).", stacklevel=3)
     kernels = lib.kernels_in(top)
     attrs = getattr(getattr(concrete, "function_def", None), "attr", {})
-    if kernels and "_XlaMustCompile" in attrs and attrs["_XlaMustCompile"].b:
+    randomness = kernels or any("Random" in body.nodes[n].op for body in bodies for n in body.order)
+    if randomness and "_XlaMustCompile" in attrs and attrs["_XlaMustCompile"].b:
         warnings.warn("the function is compiled by XLA in TensorFlow (jit_compile=True), whose random ops draw "
                       "XLA's values; the import draws those of TensorFlow's kernels (the same seeds give other "
                       "values).", stacklevel=3)
@@ -332,7 +333,12 @@ def _check(lib: Library, top: Body) -> None:
     if strings:
         ways.append(f"Strings ({', '.join(strings)}): JAX has no string arrays; tokenize outside the function "
                     "and pass the ids as arguments.")
-    rest = sorted(set(found) - set(assign) - set(random) - set(v1) - set(python) - set(data) - set(strings))
+    summaries = sorted(op for op in found if "Summary" in op)
+    if summaries:
+        ways.append(f"Summaries ({', '.join(summaries)}: tf.summary): return the values from the tf.function "
+                    "and log them from Python (tf.print is imported as a no-op).")
+    rest = sorted(set(found) - set(assign) - set(random) - set(v1) - set(python) - set(data) - set(strings)
+                  - set(summaries))
     if rest:
         ways.append(f"Other op types ({', '.join(rest)}): jta.graph_import.supported_tf2_ops() lists what runs; "
                     "compute these outside the tf.function and pass the results as arguments, or please report "
