@@ -695,3 +695,19 @@ def test_a_spectral_norm_runs_under_jit() -> None:
         tape.watch(xt)
         loss = tf.reduce_sum(f(xt))
     np.testing.assert_allclose(got, tape.gradient(loss, xt), rtol=2e-4, atol=2e-5)
+
+
+def test_unsorted_segment_prod_of_run_time_ids_differentiates_as_tensorflow() -> None:
+    """Repeated run-time ids, a segment with one zero and one with two: TensorFlow's gradient (the product
+    of the others through one zero, none through two), where JAX has none for repeated ids."""
+    data = np.array([2.0, 0.0, 3.0, 0.0, 0.0, 1.5, -2.0], np.float32)
+    ids = np.array([0, 0, 0, 1, 1, 2, 2], np.int32)
+    f = tf.function(lambda d, i: tf.math.unsorted_segment_prod(d, i, 4),
+                    input_signature=[_spec(data), _spec(ids)])
+    fn, params = jta.import_function(f, data, ids)
+    got = jax.jit(jax.grad(lambda d, i: jnp.sum(fn(params, d, i) * jnp.arange(1.0, 5.0))))(data, ids)
+    d = tf.constant(data)
+    with tf.GradientTape() as tape:
+        tape.watch(d)
+        loss = tf.reduce_sum(f(d, ids) * tf.range(1.0, 5.0))
+    np.testing.assert_allclose(got, tape.gradient(loss, d), rtol=1e-6)

@@ -11,6 +11,7 @@ negative one drops its row, as in TensorFlow).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -121,6 +122,34 @@ def _sorted_segment_reduction(node: Node, args: list[Any]) -> list[Any]:
     return [out]
 
 
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _traced_prod(data: Any, ids: Any, n: int) -> Any:
+    """``UnsortedSegmentProd`` of run-time ids, whose derivative JAX has only for unique ids: TensorFlow's
+    gradient (``_UnsortedSegmentProdGrad``): the product of the others in the segment, through one zero,
+    none through two."""
+    return jax.ops.segment_prod(data, ids, n)
+
+
+def _traced_prod_fwd(data: Any, ids: Any, n: int) -> tuple[Any, Any]:
+    out = _traced_prod(data, ids, n)
+    return out, (data, ids, out)
+
+
+def _traced_prod_bwd(n: int, saved: Any, g: Any) -> tuple[Any, None]:
+    data, ids, out = saved
+    is_zero = data == 0
+    zeros = jax.ops.segment_sum(is_zero.astype(jnp.int32), ids, n)
+    g = jnp.where(zeros > 1, jnp.zeros_like(g), g)
+    others = jax.ops.segment_prod(jnp.where(is_zero, jnp.ones_like(data), data), ids, n)
+    at = jnp.maximum(ids, 0)
+    partial = jnp.where(is_zero, others[at], out[at] / data)
+    kept = ((ids >= 0) & (ids < n)).reshape(ids.shape + (1,) * (data.ndim - 1))
+    return jnp.where(kept, g[at], jnp.zeros_like(data)) * partial, None
+
+
+_traced_prod.defvjp(_traced_prod_fwd, _traced_prod_bwd)
+
+
 def _unsorted(name: str) -> Op:
     def op(node: Node, args: list[Any]) -> list[Any]:
         """The reduction of ``data``'s rows by ``segment_ids`` into ``num_segments`` rows; an empty
@@ -135,6 +164,8 @@ def _unsorted(name: str) -> Op:
         ids = _checked_unsorted(node, ids, n)
         if name == "segment_prod" and is_static(ids):  # (differentiable for repeated ids too)
             return [_padded_prod(data, ids, n)]
+        if name == "segment_prod":
+            return [_traced_prod(data, jnp.asarray(ids), n)]
         out = getattr(jax.ops, name)(data, jnp.asarray(ids), n)
         if name in ("segment_max", "segment_min"):
             info = jnp.finfo(data.dtype) if jnp.issubdtype(data.dtype, jnp.floating) else jnp.iinfo(data.dtype)
