@@ -18,6 +18,7 @@ __all__ = [
     "UnimplementedError",
     "NotFoundError",
     "ResourceExhaustedError",
+    "FailedPreconditionError",
 ]
 
 
@@ -43,3 +44,8 @@ class NotFoundError(TensorArrayError):
 
 class ResourceExhaustedError(TensorArrayError):
     """A buffer would not fit in the device's memory (jta allocates every slot up front)."""
+
+
+class FailedPreconditionError(TensorArrayError):
+    """An input is not in the state the op requires (an image of other than three channels for a color
+    conversion, vectors of other than three elements for a cross product)."""

@@ -39,7 +39,7 @@ NOT_HERE = {
     "Polygamma": "its first operand is the order",
     "Zeta": "its domain (x > 1, q > 0) has none of the points; tests/test_tf2_ops_search.py checks it",
     "IgammaGradA": "TensorFlow has no gradient of it (tests/test_tf2_ops_extra.py checks its values)",
-    **dict.fromkeys("Dilation2D HSVToRGB MatrixSquareRoot RGBToHSV".split(),
+    **dict.fromkeys("Cross Diag Dilation2D HSVToRGB MatrixSquareRoot RGBToHSV".split(),
                     "not elementwise (tests/test_tf2_ops_extra.py checks values and gradients)"),
 }
 

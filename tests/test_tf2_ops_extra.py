@@ -253,6 +253,12 @@ def test_hsv_to_rgb_is_tensorflows_and_not_differentiable() -> None:
 
 def test_color_op_of_four_channels_is_tensorflows_error() -> None:
     x = np.ones((2, 2, 4), np.float32)
+    with pytest.raises(tf.errors.FailedPreconditionError, match="input must have 3 channels but input only has 4"):
+        tf.image.rgb_to_hsv(x)
+    g = tf.function(tf.image.rgb_to_hsv, input_signature=[tf.TensorSpec([2, 2, None])])
+    fn, params = jta.import_function(g, x)
+    with pytest.raises(jta.errors.FailedPreconditionError, match="input must have 3 channels but input only has 4"):
+        fn(params, x)
     with pytest.raises(tf.errors.InvalidArgumentError, match="input must have 3 channels but instead has 4"):
         tf.image.adjust_saturation(x, 0.5)
     f = tf.function(lambda x: tf.image.adjust_saturation(x, 0.5), input_signature=[tf.TensorSpec([2, 2, None])])
@@ -392,3 +398,17 @@ def test_keras_augmentation_layers_in_training() -> None:
     for _ in range(2):  # (the seed generators' states advance)
         out, params = run(params, images)
         np.testing.assert_allclose(out, f(images), rtol=1e-5, atol=1e-6)
+
+
+def test_tensor_diag_and_cross_products() -> None:
+    """``tf.linalg.tensor_diag`` (TensorFlow's gradient of ``tensor_diag_part`` too) and ``tf.linalg.cross``:
+    values, the train steps, and TensorFlow's errors (a cross product of 4-vectors is its
+    ``FailedPreconditionError``)."""
+    x, a, b = RNG.normal(size=(2, 3)).astype(np.float32), *RNG.normal(size=(2, 4, 3)).astype(np.float32)
+    _check(lambda v: tf.linalg.tensor_diag(v) * 2.0, x)
+    _check(lambda v: tf.linalg.tensor_diag_part(tf.einsum("ij,kl->ijkl", v, v)), x)
+    _check(lambda u, v: tf.linalg.cross(u, v), a, b, wrt=(0, 1), grad_tol=1e-5)
+    f = tf.function(tf.linalg.cross, input_signature=[tf.TensorSpec([2, None])] * 2)
+    fn, params = jta.import_function(f, np.ones((2, 4), np.float32), np.ones((2, 4), np.float32))
+    with pytest.raises(jta.errors.FailedPreconditionError, match="only defined for 3-element vectors"):
+        fn(params, np.ones((2, 4), np.float32), np.ones((2, 4), np.float32))

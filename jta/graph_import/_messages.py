@@ -7,7 +7,7 @@ They share :class:`jta._records.catalogue.Message` with the TensorArray errors (
 from __future__ import annotations
 
 from .._records.catalogue import Message
-from ..errors import InvalidArgumentError, OutOfRangeError, UnimplementedError
+from ..errors import FailedPreconditionError, InvalidArgumentError, OutOfRangeError, UnimplementedError
 
 __all__ = ["GraphError"]
 
@@ -75,6 +75,7 @@ class GraphError(Message):
     TF2_PARAMS = (433, KeyError, "The imported function reads {name!r} (a variable, or a random op's "
                        "generator), which params lacks (params holds: {known}).")
     INVALID_ARGUMENT = (434, InvalidArgumentError, "Node {node} ({op}): {error}")  # (TF's text of a check)
+    FAILED_PRECONDITION = (485, FailedPreconditionError, "Node {node} ({op}): {error}")  # (TF's, of that class)
     LIST_CAPACITY = (435, UnimplementedError, "Node {node} ({op}): {what} The ways out: call the imported function "
                           "through jta.checked (jta.checked(jax.jit(fn))), which learns the buffer's rows at run time "
                           "and compiles again when they run out; give the loop a static bound (maximum_iterations= of "

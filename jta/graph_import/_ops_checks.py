@@ -201,6 +201,11 @@ def invalid(node: Node, text: str) -> NoReturn:
     GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=text)
 
 
+def failed_precondition(node: Node, text: str) -> NoReturn:
+    """TensorFlow's ``FailedPreconditionError`` of an input its kernel rejects, with its ``text``."""
+    GraphError.FAILED_PRECONDITION.raise_(node=node.name, op=node.op, error=text)
+
+
 def reduction_axes(node: Node, axes: Any, rank: int) -> tuple[int, ...]:
     """A reduction's axes as non-negative axes, after TensorFlow's checks (range, duplicates)."""
     out = []

@@ -25,7 +25,7 @@ import numpy as np
 
 from ._nodes import Node
 from ._ops import OPS, registrar
-from ._ops_checks import dims, invalid
+from ._ops_checks import dims, failed_precondition, invalid
 from ._ops_image import stored
 
 _reg = registrar(OPS)
@@ -45,10 +45,10 @@ def _channels(node: Node, images: Any, rank: int) -> Any:
     if x.ndim < rank:
         invalid(node, f"input must be at least 3-D, got shape[{dims(x.shape)}]" if rank == 3 else
                 f"input must be at least 1D[{dims(x.shape)}]")
+    if x.shape[-1] != 3 and rank == 1:  # (the conversions' class is FailedPreconditionError)
+        failed_precondition(node, f"input must have 3 channels but input only has {x.shape[-1]} channels.")
     if x.shape[-1] != 3:
-        # (TensorFlow's class for the conversions is FailedPreconditionError, which jta's errors lack)
-        invalid(node, f"input must have 3 channels but input only has {x.shape[-1]} channels." if rank == 1 else
-                f"input must have 3 channels but instead has {x.shape[-1]} channels.")
+        invalid(node, f"input must have 3 channels but instead has {x.shape[-1]} channels.")
     return _unfolded(x)
 
 

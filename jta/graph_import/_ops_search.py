@@ -16,6 +16,7 @@ import numpy as np
 
 from ._nodes import Node
 from ._ops import OPS, as_numpy, registrar, static_value, xp_of
+from ._ops_checks import failed_precondition, invalid
 
 _reg = registrar(OPS)
 
@@ -66,6 +67,29 @@ def _diag_part(node: Node, args: list[Any]) -> list[Any]:
     size = int(np.prod(dims))
     xp = xp_of(x)
     return [as_numpy(xp.reshape(xp.diagonal(xp.reshape(x, (size, size))), dims))]
+
+
+@_reg("Diag")
+def _diag(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.linalg.tensor_diag`` (and the gradient of ``DiagPart``): ``x`` on the diagonal of a tensor of
+    shape ``dims + dims``, zeros elsewhere."""
+    (x,) = args
+    if not np.ndim(x):
+        invalid(node, "Input must be at least rank 1, got 0")
+    xp = xp_of(x)
+    return [as_numpy(xp.reshape(xp.diag(xp.reshape(x, -1)), np.shape(x) * 2))]
+
+
+@_reg("Cross")
+def _cross(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.linalg.cross``: the cross products of the 3-vectors on the last axis."""
+    a, b = args
+    if np.shape(a) != np.shape(b):
+        invalid(node, f"Both inputs must be of same shape: [{','.join(map(str, np.shape(a)))}] vs. "
+                      f"[{','.join(map(str, np.shape(b)))}]")
+    if not np.ndim(a) or np.shape(a)[-1] != 3:
+        failed_precondition(node, "Cross-products are only defined for 3-element vectors.")
+    return [as_numpy(xp_of(a, b).cross(a, b))]
 
 
 # -- spectra -------------------------------------------------------------------------------------
