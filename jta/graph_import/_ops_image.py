@@ -354,6 +354,16 @@ def _overlaps(boxes: Any) -> Any:
     return jnp.where(empty, 0.0, inter / jnp.where(empty, 1.0, union))
 
 
+
+def _nms_checks(node: Node, checks: tuple[tuple[bool, str], ...], iou: Any) -> None:
+    """TensorFlow's checks of a non-max suppression's inputs, in its order, then of a known threshold."""
+    for bad, text in checks:
+        if bad:
+            invalid(node, text)
+    known_iou = known_now(iou)
+    if known_iou is not None and not 0 <= float(known_iou) <= 1:
+        invalid(node, "iou_threshold must be in [0, 1]")
+
 @_reg("NonMaxSuppression", "NonMaxSuppressionV2", "NonMaxSuppressionV3", "NonMaxSuppressionV4",
       "NonMaxSuppressionV5")
 def _non_max_suppression(node: Node, args: list[Any]) -> list[Any]:
@@ -370,12 +380,7 @@ def _non_max_suppression(node: Node, args: list[Any]) -> list[Any]:
     checks = ((np.ndim(boxes) != 2 or np.shape(boxes)[1] != 4, f"boxes must be 2-D{dims(np.shape(boxes))}"),
               (np.shape(scores) != np.shape(boxes)[:1], "scores has incompatible shape"),
               (size < 0, "output size must be non-negative"))
-    for bad, text in checks:
-        if bad:
-            invalid(node, text)
-    known_iou = known_now(iou)
-    if known_iou is not None and not 0 <= float(known_iou) <= 1:
-        invalid(node, "iou_threshold must be in [0, 1]")
+    _nms_checks(node, checks, iou)
     boxes, scores = jnp.asarray(boxes, np.float32), jnp.asarray(scores)
     n = boxes.shape[0]
     order = jnp.argsort(-scores, stable=True)
@@ -431,12 +436,7 @@ def _combined_non_max_suppression(node: Node, args: list[Any]) -> list[Any]:
               (len(shape) == 4 and shape[3] != 4, f"boxes must have 4 columns{dims(shape)}"),
               (per_class <= 0, "max_size_per_class must be positive"),
               (total <= 0, "max_total_size must be > 0"))
-    for bad, text in checks:
-        if bad:
-            invalid(node, text)
-    known_iou = known_now(iou)
-    if known_iou is not None and not 0 <= float(known_iou) <= 1:
-        invalid(node, "iou_threshold must be in [0, 1]")
+    _nms_checks(node, checks, iou)
     boxes, scores = jnp.asarray(boxes, np.float32), jnp.asarray(scores, np.float32)
     batch, n, q, _ = boxes.shape
     classes = scores.shape[2]
