@@ -1210,6 +1210,7 @@ def test_captured_tensors_are_constants() -> None:
     _close(jax.jit(jax_fn)(params, xs), g(xs))
 
 
+@pytest.mark.long_only  # (4 s; test_sizes_the_data_decides_under_checked keeps the class)
 def test_where_and_boolean_mask_under_checked() -> None:
     """``tf.where(c)``'s rows (``boolean_mask``'s) are the data's: eager calls and ``jta.checked``
     (which learns them) give TensorFlow's values, shapes and gradients; a bare jit refuses."""

@@ -147,7 +147,7 @@ def _spd(n: int, *batch: int) -> np.ndarray:
     return (a @ np.swapaxes(a, -1, -2) + n * np.eye(n, dtype=np.float32)).astype(np.float32)
 
 
-@pytest.mark.parametrize("name", ["batch", pytest.param("rotation", marks=pytest.mark.long_only)])
+@pytest.mark.parametrize("name", [pytest.param("batch", marks=pytest.mark.long_only), "rotation"])
 def test_matrix_square_root_matches_tensorflow(name: str) -> None:
     """A batch of symmetric positive definite matrices, and one with complex eigenvalues (a rotation and
     scaling: Eigen's 2x2 block); values, ``jax.grad`` and the train step (the Sylvester equation)."""
@@ -229,7 +229,8 @@ COLOR = {"rgb_to_hsv": tf.image.rgb_to_hsv, "contrast": lambda x: tf.image.adjus
          "hue": lambda x: tf.image.adjust_hue(x, 0.37), "hue_negative": lambda x: tf.image.adjust_hue(x, -0.81)}
 
 
-@pytest.mark.parametrize("name", COLOR)
+@pytest.mark.parametrize("name", [n if n in ("rgb_to_hsv", "contrast_negative", "desaturation", "hue_negative")
+                                  else pytest.param(n, marks=pytest.mark.long_only) for n in COLOR])
 def test_color_ops_are_tensorflows_bit_for_bit(name: str) -> None:
     """The kernels' order of operations and roundings: XLA's fused products, the saturation kernel's hue
     offset added in double, the contrast mean's folded sum. ``RGBToHSV``'s gradient is TensorFlow's
@@ -281,6 +282,7 @@ def test_area_resize_is_tensorflows_bit_for_bit(shape, size, align: bool) -> Non
     _check(lambda i: tf.compat.v1.image.resize_area(i, size, align_corners=align), x, rtol=0, atol=0, wrt=())
 
 
+@pytest.mark.long_only  # (the float area resize keeps the class)
 def test_area_resize_of_an_integer_image() -> None:
     x = RNG.integers(0, 256, size=(1, 6, 9, 3)).astype(np.uint8)
     _check(lambda i: tf.image.resize(i, (4, 4), method="area"), x, rtol=0, atol=0, wrt=())
@@ -303,7 +305,8 @@ def test_scale_and_translate_resizes_are_tensorflows_bit_for_bit(method: str, si
            grad_tol=1e-5, ops=("ScaleAndTranslateGrad",))
 
 
-@pytest.mark.parametrize("kernel", ["box", pytest.param("lanczos1", marks=pytest.mark.long_only),
+@pytest.mark.parametrize("kernel", [pytest.param("box", marks=pytest.mark.long_only),
+                                    pytest.param("lanczos1", marks=pytest.mark.long_only),
                                     pytest.param("keyscubic", marks=pytest.mark.long_only)])
 def test_scale_and_translate_with_a_translation(kernel: str) -> None:
     """A translation moves samples outside the image (their outputs 0) and an integer image."""
@@ -328,7 +331,8 @@ def _detections(q: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("q, per_class, total, pad, clip", [
-    (3, 3, 20, True, True), pytest.param(1, 4, 7, False, True, marks=pytest.mark.long_only),
+    pytest.param(3, 3, 20, True, True, marks=pytest.mark.long_only),
+    pytest.param(1, 4, 7, False, True, marks=pytest.mark.long_only),
     pytest.param(3, 5, 6, False, False, marks=pytest.mark.long_only),
     pytest.param(1, 20, 50, True, True, marks=pytest.mark.long_only)])
 def test_combined_non_max_suppression_matches_tensorflow(q: int, per_class: int, total: int, pad: bool,
@@ -358,7 +362,7 @@ _MODES = [(i, m) for i in ("NEAREST", "BILINEAR") for m in ("CONSTANT", "REFLECT
 
 
 @pytest.mark.parametrize("interpolation, mode", [
-    m if m in (("BILINEAR", "REFLECT"), ("NEAREST", "WRAP")) else pytest.param(*m, marks=pytest.mark.long_only)
+    m if m == ("BILINEAR", "REFLECT") else pytest.param(*m, marks=pytest.mark.long_only)
     for m in _MODES])
 def test_projective_transform_is_tensorflows_bit_for_bit(interpolation: str, mode: str) -> None:
     """Each interpolation and fill mode, an output of the input's shape and of another, a perspective

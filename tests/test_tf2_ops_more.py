@@ -180,6 +180,7 @@ def test_shapes_an_argument_decides(name):
     _close(grad(x), tape.gradient(loss, x0))
 
 
+@pytest.mark.long_only  # (4 s; learned sizes: tests/test_tf2_import.py keeps the class)
 def test_a_size_computed_from_another_is_learned_under_checked():
     """A ragged mean's train step: the row ids come from a ``Where`` of a ``Range`` whose rows the data
     decides, so a probe that guesses the ``Range`` computes the ``Where``'s count wrong (0). jta.checked
@@ -257,7 +258,8 @@ def test_segment_reductions_of_integers():
         _check(lambda a, name=name: getattr(tf.math, name)(a, [0, 0, 2]), x, grad=False)
 
 
-@pytest.mark.parametrize("name", ("segment_sum", "segment_mean", "segment_max"))
+@pytest.mark.parametrize("name", ["segment_max", *(pytest.param(n, marks=pytest.mark.long_only)
+                                                  for n in ("segment_sum", "segment_mean"))])
 def test_segment_reduction_train_step_in_a_loop(name):
     def forward(v: Any, x: Any) -> Any:
         h = x
@@ -290,6 +292,7 @@ def test_cumulative_logsumexp_of_a_constant_stays_static():
 
 
 # -- tf.print: a no-op ------------------------------------------------------------------------
+@pytest.mark.long_only  # (3 s; test_v1_print_passes_its_input_through keeps the class)
 def test_print_in_a_loop_is_a_no_op():
     def forward(v: Any, x: Any) -> Any:
         for i in tf.range(3):
@@ -501,7 +504,8 @@ def test_ragged_to_tensor_from_row_lengths():
                   _normal(7, 2), ROW_LENGTHS, static=False)
 
 
-@pytest.mark.parametrize("shape", [[4, 5, 2], [2, 2, 2], [None, 6, None]])
+@pytest.mark.parametrize("shape", [[None, 6, None], *(pytest.param(s, marks=pytest.mark.long_only)
+                                                    for s in ([4, 5, 2], [2, 2, 2]))])
 def test_ragged_to_tensor_with_a_shape_pads_and_truncates(shape):
     _ragged_check(lambda v, n: tf.RaggedTensor.from_row_lengths(v, n).to_tensor(default_value=[7.0, 8.0],
                                                                                  shape=shape),
@@ -656,7 +660,7 @@ def test_tf_keras_and_plain_variables_keep_their_names():
 
 
 # -- Einsum with a repeated output label: TensorFlow's gradient of a trace or a diagonal -------------
-@pytest.mark.parametrize("equation, shape", [("ii->", (3, 3)), ("bii->bi", (2, 3, 3)),
+@pytest.mark.parametrize("equation, shape", [("bii->bi", (2, 3, 3)), pytest.param("ii->", (3, 3), marks=pytest.mark.long_only),
                                              pytest.param("...ii->...", (2, 3, 3), marks=pytest.mark.long_only),
                                              pytest.param("iij->j", (3, 3, 2), marks=pytest.mark.long_only)])
 def test_a_train_step_through_an_einsum_diagonal(equation: str, shape: tuple[int, ...]) -> None:

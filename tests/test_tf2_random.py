@@ -177,6 +177,7 @@ def test_truncated_normal_groups_that_need_more_draws_get_them(dtype):
     np.testing.assert_allclose(jax.jit(draw)(SEEDS[0]), want, rtol=5e-5, atol=5e-6)  # a lax.cond
 
 
+@pytest.mark.long_only  # (2 s; the split test runs under x64 by default)
 def test_64_bit_outputs_and_traced_int64_seeds_match_exactly_under_x64():
     seed = np.array([2**40 + 3, -2**50 - 1], np.int64)
 

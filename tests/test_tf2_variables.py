@@ -178,7 +178,8 @@ def test_jax_grad_differentiates_no_assignment() -> None:
     np.testing.assert_allclose(got[1], want[1].numpy(), rtol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["cond", "switch", "inner_function"])
+@pytest.mark.parametrize("kind", ["cond", *(pytest.param(k, marks=pytest.mark.long_only)
+                                           for k in ("switch", "inner_function"))])
 def test_assignments_in_a_function_without_outputs_run(kind: str) -> None:
     """A cond's branches, a switch's, or an inner ``tf.function`` that assign and return nothing (a loss
     scale's cond around an optimizer's update): the assignments are the function's control outputs, which
