@@ -76,11 +76,13 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_tf2_ops_extra.py``: one or two cases of each op / all (more dilations, resizes, combined
   non-max suppressions, special-function edges, projective transforms' modes, Keras augmentation layers);
 * ``tests/test_tf2_random_kernels.py``: draws carried by a loop without a bound / by the three loop forms.
-* ``tests/test_tf2_gradient_sweep.py``: the gradient sweep's cases every 48th (7 of 328) / all, with an
+* ``tests/test_tf2_gradient_sweep.py``: the gradient sweep's cases every 96th (4 of 328) / all, with an
   eager ``jax.grad`` too (about 8 minutes);
 * moved under ``--long`` only to keep the default run within CI's budget (each class keeps a default
-  test): ``test_tf2_import.py``'s ``Where``/``boolean_mask`` under ``jta.checked``, ``test_tf2_ops_more.py``'s
-  size computed from another and ``tf.print`` in a loop, ``test_tf2_random.py``'s 64-bit draws under x64, and
+  test): ``test_tf2_import.py``'s ``Where``/``boolean_mask`` under ``jta.checked``, a custom gradient in a
+  called function and a list of an unknown element shape that a loop's condition reads,
+  ``test_tf2_ops_more.py``'s size computed from another, values that decide shapes, ``gather_nd``'s
+  ``batch_dims`` and ``tf.print`` in a loop, ``test_tf2_random.py``'s 64-bit draws under x64, and
   (one case / all) the functions without outputs of ``test_tf2_variables.py``, the einsum diagonals, segment
   reductions in a loop and ragged tensors of a given shape of ``test_tf2_ops_more.py``, and the combined
   non-max suppressions' values of ``test_tf2_ops_extra.py`` (its error case runs by default).

@@ -12,7 +12,7 @@ outside the table: ``UnimplementedError`` code 430), by case, with the reason; a
 agrees with TensorFlow, or fails otherwise than listed, fails the test (take it off the list, or update it).
 ``scratch/gradsweep/REPORT.md`` has a repro and the cause in jta's source of each.
 
-By default every 48th case runs (:data:`STRIDE`); ``--long`` runs them all (about 8 minutes), and checks
+By default every 96th case runs (:data:`STRIDE`); ``--long`` runs them all (about 8 minutes), and checks
 an eager ``jax.grad`` too. ``python -m tests.helpers.gradsweep NAME`` runs one case and prints its result.
 """
 
@@ -64,7 +64,7 @@ REFUSED: dict[str, str] = {
 # Without --long every STRIDE-th case runs: 21 of 328, about 12 s on this 2-core machine. (A case costs
 # 0.5-1 s: two tf.functions traced, two imports, two jit compiles and an eager train step that compiles op
 # by op; every 8th case took about twice that.) --long: all, with an eager jax.grad too, about 8 minutes.
-STRIDE = 48
+STRIDE = 96
 
 
 def _cases() -> list[Case]:

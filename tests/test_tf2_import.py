@@ -566,7 +566,8 @@ def test_gather_gradient_with_repeated_indices() -> None:
     np.testing.assert_allclose(jax.grad(lambda p: fwd(p, x))(params)["w"], [11.0, 100.0, 0.0])
 
 
-@pytest.mark.parametrize("program", ["dynamic_size_small_initial", "condition_reads_the_array"])
+@pytest.mark.parametrize("program", ["dynamic_size_small_initial",
+                                     pytest.param("condition_reads_the_array", marks=pytest.mark.long_only)])
 def test_lists_of_an_unknown_element_shape_in_loops_under_jit(program: str) -> None:
     """Lists of an unknown element shape written in loops (elements kept one by one outside them): a
     dynamic_size array of 2 grown to 6 by a static loop keeps a static length (its stack runs under a
@@ -881,6 +882,7 @@ def test_stop_gradient_stops_jax_grad_too() -> None:
             np.testing.assert_allclose(run(loss)(params)["w"], want, rtol=1e-6)
 
 
+@pytest.mark.long_only  # (3 s; test_custom_gradients_are_tensorflows keeps the class)
 def test_a_custom_gradient_in_a_called_function() -> None:
     """``tf.nn.silu`` (a ``tf.custom_gradient`` whose gradient reads forward tensors) in a model that is
     a ``tf.function`` of its own. TF calls its ``__forward_`` variant, which outputs those tensors under

@@ -326,6 +326,7 @@ def test_gather_batch_dims_of_a_variable_train_step():
     _train_step(lambda v, i: tf.tanh(tf.gather(v, i, batch_dims=1)), _normal(2, 4, 3), idx)
 
 
+@pytest.mark.long_only  # (2 s; test_gather_nd_batch_dims_attribute keeps the class)
 def test_gather_nd_batch_dims():
     params = _normal(2, 3, 4)
     indices = np.array([[[0, 1], [2, 3]], [[1, 0], [0, 0]]], np.int32)
@@ -523,6 +524,7 @@ def test_shape_arithmetic_through_ops_of_jax_code_stays_static():
     _check(lambda a: tf.experimental.numpy.take_along_axis(a, tf.argsort(a, 1), 1) * 2.0, _normal(4, 5))
 
 
+@pytest.mark.long_only  # (2 s; tests/test_tf2_import.py keeps learned sizes by default)
 def test_values_that_decide_shapes_are_learned_under_checked():
     """``unsorted_segment_sum(..., num_segments=max(ids) + 1)`` (the segment softmax idiom) and a cond whose
     branches give different shapes (``x[:2]`` or ``x[:3]``), and its train step: a bare jit refuses them,
