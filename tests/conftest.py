@@ -28,7 +28,7 @@ mode of every combination. The counts, default / ``--long``:
   against staged replays 10 / 200;
 * ``tests/test_tf2_list_elements.py``: TensorList programs of elements of their own shapes against TF, every
   third of 174 / all;
-* ``tests/test_tf2_import.py``: four of the eight TF2 programs / all (and the Keras layers eagerly), four
+* ``tests/test_tf2_import.py``: three of the eight TF2 programs / all (and the Keras layers eagerly), four
   random-program regressions (``inner_bounded_growth``, ``minimum_bound``, ``nested_growth``,
   ``bounded_read_grad``) and the train steps through conds of different intermediates under ``--long`` only, sizes learned by
   ``jta.checked`` in one of forward, train step and ``jax.grad``, in rotation / all three; a list
@@ -43,7 +43,7 @@ mode of every combination. The counts, default / ``--long``:
   (``test_graph_nested_loops.py``) under ``--long`` only;
 * ``tests/test_op_fuzz.py``: the op-table fuzzer's specs (ops with integer arguments, fed bad values)
   every 32nd / all 208;
-* ``tests/test_tf2_ops_more.py``: shapes an argument decides for three ops / seven, the partition and
+* ``tests/test_tf2_ops_more.py``: shapes an argument decides for two ops / seven, the partition and
   ragged ``value_rowids`` tests under ``--long`` only;
 * ``tests/test_tf2_value_checks.py``: half of the index cases / all, bad static arguments of two ops /
   five;
@@ -82,7 +82,10 @@ mode of every combination. The counts, default / ``--long``:
   test): ``test_tf2_import.py``'s ``Where``/``boolean_mask`` under ``jta.checked``, a custom gradient in a
   called function and a list of an unknown element shape that a loop's condition reads,
   ``test_tf2_ops_more.py``'s size computed from another, values that decide shapes, ``gather_nd``'s
-  ``batch_dims`` and ``tf.print`` in a loop, ``test_tf2_random.py``'s 64-bit draws under x64, and
+  ``batch_dims``, ``tf.print`` in a loop and Keras 3 subclassed models' keys, ``test_tf2_import.py``'s
+  tf_keras LSTM program and a legacy ``Defun`` call,
+  ``test_tf2_random.py``'s stateless normals, ``test_tf2_ops_extra.py``'s ``Diag`` and ``Cross``,
+  ``test_graph_control_flow.py``'s array grown to a fed length, ``test_tf2_random.py``'s 64-bit draws under x64, and
   (one case / all) the functions without outputs of ``test_tf2_variables.py``, the einsum diagonals, segment
   reductions in a loop and ragged tensors of a given shape of ``test_tf2_ops_more.py``, and the combined
   non-max suppressions' values of ``test_tf2_ops_extra.py`` (its error case runs by default).

@@ -339,6 +339,7 @@ def _fed_length_graph():
     return graph
 
 
+@pytest.mark.long_only  # (4 s; the graph corpus's dynamic arrays keep the class)
 def test_array_grown_to_a_fed_length():
     """Eagerly the fed length is known (as to TensorFlow): stack(), its gradient and jax.grad of the
     forward graph match Session.run without any option. Under jit the loop is a lax.while_loop: refused

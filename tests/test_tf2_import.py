@@ -63,7 +63,7 @@ def _loss(jax_fn: Any, args: tuple[Any, ...]) -> Any:
 
 
 @pytest.fixture(scope="module", params=[  # four by default (a loop, Keras, a decoder, list ops), all under --long
-    name if name in ("autograph_loop", "lstm", "greedy_decoder", "array_ops") else pytest.param(name, marks=pytest.mark.long_only)
+    name if name in ("autograph_loop", "greedy_decoder", "array_ops") else pytest.param(name, marks=pytest.mark.long_only)
     for name in tf2_programs.PROGRAMS])
 def program(request: pytest.FixtureRequest) -> tf2_programs.Program:
     return tf2_programs.PROGRAMS[request.param]()
@@ -1147,6 +1147,7 @@ def test_a_list_written_in_one_branch_of_a_run_time_if() -> None:
         _close(jax.jit(padded)(params, x), want, pad=True)
 
 
+@pytest.mark.long_only  # (5 s; a legacy Defun call, as tf.nn.ctc_loss makes)
 def test_a_function_called_as_an_op_type() -> None:
     """A legacy ``Defun`` call names a library function as its node's op type (``tf.nn.ctc_loss``
     on CPU makes them): the library's functions are converted with the library at hand; ``jax.grad``

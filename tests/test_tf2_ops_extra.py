@@ -404,6 +404,7 @@ def test_keras_augmentation_layers_in_training() -> None:
         np.testing.assert_allclose(out, f(images), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.long_only  # (3 s; the gradient sweep's Diag and Cross cases run under --long too)
 def test_tensor_diag_and_cross_products() -> None:
     """``tf.linalg.tensor_diag`` (TensorFlow's gradient of ``tensor_diag_part`` too) and ``tf.linalg.cross``:
     values, the train steps, and TensorFlow's errors (a cross product of 4-vectors is its

@@ -146,6 +146,7 @@ FLOAT64 = {
 }
 
 
+@pytest.mark.long_only  # (3 s; tests/test_tf2_random_kernels.py draws normals by default)
 def test_normal_draws_match_within_float32_rounding():
     """Box-Muller's log/sin/cos are JAX's, not glibc's: equal within an ulp or two."""
     names, build = _group(NORMAL)
