@@ -22,7 +22,8 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_gradients_cases.py``: TF-style gradient cases through one API each (alternating) / both;
 * ``tests/test_kernel_exactness.py``: traced split lengths 2 / 7 per shape case;
 * ``tests/test_error_channel.py``: random programs eagerly and under jit 12 / 3000;
-* ``tests/test_notebooks.py``: the quickstart notebook runs / all three;
+* ``tests/test_notebooks.py``: the quickstart notebook runs / all three, and the porting notebook without
+  TensorFlow;
 * ``tests/test_gradients_vmap.py``: three ways of many gradients at 16 cotangents / at 1, 3 and 16;
 * ``tests/test_hoisting.py``: each first-error case in one mode, in rotation / in all three; NumPy
   against staged replays 10 / 200;
@@ -52,7 +53,7 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_capacity_learning.py``: one run learning three arrays' sizes written forwards / also
   backwards;
 * ``tests/test_graph_control_flow.py``: its four heaviest tests under ``--long`` only;
-* ``tests/test_graph_import.py``: half of the graph corpus matched against ``Session.run`` / all of it;
+* ``tests/test_graph_import.py``: a third of the graph corpus matched against ``Session.run`` / all of it;
 * ``tests/test_while_loop_tf.py``: ``jta.while_loop`` programs against TF 1 / 60 per family (7 families; 3 of
   the bound family, one per exit);
 * ``tests/test_symbolic_export_fuzz.py``: programs exported at symbolic dimensions 4 / 400;

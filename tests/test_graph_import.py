@@ -350,8 +350,8 @@ class _null:
         return False
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.long_only) if k % 2 else n
-                                  for k, n in enumerate(CASES)])  # half of them by default, all under --long
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.long_only) if k % 3 else n
+                                  for k, n in enumerate(CASES)])  # a third of them by default, all under --long
 def test_corpus_matches_session(name):
     case = _case(name)
     with _x64(case):

@@ -90,6 +90,7 @@ def test_notebook_runs(source: Path):
     _execute(jupytext.read(source))
 
 
+@pytest.mark.long_only  # (4 s)
 def test_porting_notebook_skips_tensorflow_cells_without_tensorflow(tmp_path, monkeypatch):
     fake = tmp_path / "tensorflow"
     fake.mkdir()
