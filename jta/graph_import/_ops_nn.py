@@ -207,7 +207,7 @@ def _forward_shape(node: Node, shape: Sequence[int], ksize: list[int], strides: 
     expected = tuple((n + b + a - k) // s + 1 for n, k, s, (b, a) in zip(shape, ksize, strides, pads, strict=True))
     if min(expected) >= 0 and expected != tuple(got):
         _ops_checks.invalid(node, (
-            f"Expected orig_output shape to be [{','.join(map(str, expected))}], but got [{','.join(map(str, got))}]"))
+            f"Expected orig_output shape to be [{_ops_checks.dims(expected)}], but got [{_ops_checks.dims(got)}]"))
 
 
 def _lowest(dtype: Any) -> np.ndarray:

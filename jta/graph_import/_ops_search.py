@@ -16,7 +16,7 @@ import numpy as np
 
 from ._nodes import Node
 from ._ops import OPS, as_numpy, registrar, static_value, xp_of
-from ._ops_checks import failed_precondition, invalid
+from ._ops_checks import dims, failed_precondition, invalid
 
 _reg = registrar(OPS)
 
@@ -85,8 +85,7 @@ def _cross(node: Node, args: list[Any]) -> list[Any]:
     """``tf.linalg.cross``: the cross products of the 3-vectors on the last axis."""
     a, b = args
     if np.shape(a) != np.shape(b):
-        invalid(node, f"Both inputs must be of same shape: [{','.join(map(str, np.shape(a)))}] vs. "
-                      f"[{','.join(map(str, np.shape(b)))}]")
+        invalid(node, f"Both inputs must be of same shape: [{dims(np.shape(a))}] vs. [{dims(np.shape(b))}]")
     if not np.ndim(a) or np.shape(a)[-1] != 3:
         failed_precondition(node, "Cross-products are only defined for 3-element vectors.")
     return [as_numpy(xp_of(a, b).cross(a, b))]

@@ -284,6 +284,34 @@ _V1_CONTROL_FLOW = ("Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCo
                     "TensorArrayWriteV3", "TensorArrayReadV3", "StackV2", "StackPushV2", "StackPopV2")
 
 
+# The ways out of a refusal, by class of op: (title, a note on the ops, which ops, the way out)
+_WAYS: tuple[tuple[str, str, Callable[[str], bool], str], ...] = (
+    ("Optimizer updates", "", lambda op: op in _ASSIGN or op.startswith("ResourceApply"),
+     "return the gradients from the tf.function instead of applying them, and apply the update in JAX (optax); "
+     "plain assignments (assign, assign_add, assign_sub) run, with_updates=True returns their values."),
+    ("Random numbers", "", lambda op: op in _RANDOM or "Random" in op or op.startswith(("Stateful", "Rng")),
+     "jta draws TensorFlow's values for its stateless ops (tf.random.stateless_*, tf.random.split and fold_in) "
+     "and for the stateful kernels of tf.random.uniform, normal, truncated_normal, categorical and shuffle "
+     "(dropout, noise), not for other distributions (gamma, Poisson): draw with the stateless ops from an "
+     "explicit seed argument (e.g. seed + tf.stack([step, 0])), or pass the random values as arguments of the "
+     "tf.function."),
+    ("Control flow v1", "", lambda op: op in _V1_CONTROL_FLOW,
+     "the function was traced after tf.compat.v1.disable_control_flow_v2(); trace it after "
+     "tf.compat.v1.enable_control_flow_v2() (TF2's default), or import the TF1 graph with jta.import_graph_def."),
+    ("Python callbacks", ": tf.py_function, tf.numpy_function",
+     lambda op: op in ("EagerPyFunc", "PyFunc", "PyFuncStateless"),
+     "their Python code is not in the graph; write it with TensorFlow ops, or run it outside the tf.function "
+     "(or in JAX, jax.pure_callback) and pass its results as arguments."),
+    ("tf.data", "", lambda op: "Dataset" in op or op.startswith(("Iterator", "AnonymousIterator")),
+     "iterate the dataset outside the function and pass each batch as an argument."),
+    ("Strings", "", lambda op: op.startswith(("String", "Regex", "Substr", "Unicode")) or
+     op in ("AsString", "DecodeRaw", "ParseExampleV2"),
+     "JAX has no string arrays; tokenize outside the function and pass the ids as arguments."),
+    ("Summaries", ": tf.summary", lambda op: "Summary" in op,
+     "return the values from the tf.function and log them from Python (tf.print is imported as a no-op)."),
+)
+
+
 def _check(lib: Library, top: Body) -> None:
     """One ``UnimplementedError`` listing every unsupported op of every function the outputs reach."""
     known = set(supported_tf2_ops())
@@ -300,49 +328,16 @@ def _check(lib: Library, top: Body) -> None:
     for op, where in sorted(found.items()):
         more = f" and {len(where) - 3} more" if len(where) > 3 else ""
         items.append(f"  - op type {op} ({len(where)} node{'s' * (len(where) > 1)}: {', '.join(where[:3])}{more})")
-    ways = []
-    assign = sorted(op for op in found if op in _ASSIGN or op.startswith("ResourceApply"))
-    if assign:
-        ways.append(f"Optimizer updates ({', '.join(assign)}): return the gradients from the tf.function "
-                    "instead of applying them, and apply the update in JAX (optax); plain assignments "
-                    "(assign, assign_add, assign_sub) run, with_updates=True returns their values.")
-    random = sorted(op for op in found if op in _RANDOM or "Random" in op or op.startswith(("Stateful", "Rng")))
-    if random:
-        ways.append(f"Random numbers ({', '.join(random)}): jta draws TensorFlow's values for its stateless ops "
-                    "(tf.random.stateless_*, tf.random.split and fold_in) and for the stateful kernels of "
-                    "tf.random.uniform, normal, truncated_normal, categorical and shuffle (dropout, noise), not "
-                    "for other distributions (gamma, Poisson): draw with the stateless ops from an "
-                    "explicit seed argument (e.g. seed + tf.stack([step, 0])), or pass the random values as "
-                    "arguments of the tf.function.")
-    v1 = sorted(op for op in found if op in _V1_CONTROL_FLOW)
-    if v1:
-        ways.append(f"Control flow v1 ({', '.join(v1)}): the function was traced after "
-                    "tf.compat.v1.disable_control_flow_v2(); trace it after tf.compat.v1.enable_control_flow_v2() "
-                    "(TF2's default), or import the TF1 graph with jta.import_graph_def.")
-    python = sorted(op for op in found if op in ("EagerPyFunc", "PyFunc", "PyFuncStateless"))
-    if python:
-        ways.append(f"Python callbacks ({', '.join(python)}: tf.py_function, tf.numpy_function): their Python "
-                    "code is not in the graph; write it with TensorFlow ops, or run it outside the tf.function "
-                    "(or in JAX, jax.pure_callback) and pass its results as arguments.")
-    data = sorted(op for op in found if "Dataset" in op or op.startswith(("Iterator", "AnonymousIterator")))
-    if data:
-        ways.append(f"tf.data ({', '.join(data)}): iterate the dataset outside the function and pass each "
-                    "batch as an argument.")
-    strings = sorted(op for op in found if op.startswith(("String", "Regex", "Substr", "Unicode")) or
-                     op in ("AsString", "DecodeRaw", "ParseExampleV2"))
-    if strings:
-        ways.append(f"Strings ({', '.join(strings)}): JAX has no string arrays; tokenize outside the function "
-                    "and pass the ids as arguments.")
-    summaries = sorted(op for op in found if "Summary" in op)
-    if summaries:
-        ways.append(f"Summaries ({', '.join(summaries)}: tf.summary): return the values from the tf.function "
-                    "and log them from Python (tf.print is imported as a no-op).")
-    rest = sorted(set(found) - set(assign) - set(random) - set(v1) - set(python) - set(data) - set(strings)
-                  - set(summaries))
+    ways, rest = [], set(found)
+    for title, note, matches, way in _WAYS:
+        ops = sorted(op for op in found if matches(op))
+        if ops:
+            ways.append(f"{title} ({', '.join(ops)}{note}): {way}")
+            rest -= set(ops)
     if rest:
-        ways.append(f"Other op types ({', '.join(rest)}): jta.graph_import.supported_tf2_ops() lists what runs; "
-                    "compute these outside the tf.function and pass the results as arguments, or please report "
-                    "the op with the function.")
+        ways.append(f"Other op types ({', '.join(sorted(rest))}): jta.graph_import.supported_tf2_ops() lists what "
+                    "runs; compute these outside the tf.function and pass the results as arguments, or please "
+                    "report the op with the function.")
     GraphError.TF2_UNSUPPORTED.raise_(items="\n".join(items + ways))
 
 
