@@ -47,6 +47,9 @@ UNREGISTERED = frozenset({
     "Snapshot", "SoftsignGrad", "StatelessRandomGetAlg", "StatelessRandomGetKeyCounter",
     "StatelessRandomGetKeyCounterAlg", "StringFormat", "Unique", "UniqueV2", "UniqueWithCounts",
     "UniqueWithCountsV2", "UnravelIndex", "UpperBound", "Where",
+    # tf.summary's writes (._ops_logging: no-ops without outputs)
+    "CloseSummaryWriter", "FlushSummaryWriter", "WriteAudioSummary", "WriteGraphSummary", "WriteHistogramSummary",
+    "WriteImageSummary", "WriteRawProtoSummary", "WriteScalarSummary", "WriteSummary",
 })
 
 

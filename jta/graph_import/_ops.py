@@ -208,26 +208,6 @@ def _nothing(node: Node, args: list[Any]) -> list[Any]:
     return []
 
 
-@_reg("PrintV2")
-def _print_v2(node: Node, args: list[Any]) -> list[Any]:
-    """``tf.print``: imported as a no-op, as tf2jax does (it has no effect on any value). The imported
-    function prints nothing; print from JAX (``jax.debug.print``) where that is wanted."""
-    return []
-
-
-@_reg("StringFormat")
-def _string_format(node: Node, args: list[Any]) -> list[Any]:
-    """The message ``tf.print`` formats: a placeholder string (JAX has no strings; only ``PrintV2``,
-    a no-op here, reads it), whatever the inputs."""
-    return [np.asarray(b"<tf.print message: not formatted by jta>", dtype=object)]
-
-
-@_reg("Print")
-def _print(node: Node, args: list[Any]) -> list[Any]:
-    """TF1's ``tf.compat.v1.Print``: its first input, passed through; it prints nothing."""
-    return [args[0]]
-
-
 @_reg("Const")
 def _const(node: Node, args: list[Any]) -> list[Any]:
     return [np.asarray(node.attr("value"))]

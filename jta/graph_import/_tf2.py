@@ -23,6 +23,7 @@ from ._functions import ASSIGN_OPS, CONTROL_OPS, Body, Evaluator, Library, Var, 
 from ._messages import GraphError
 from ._nodes import parse, tensor_name
 from ._ops import OPS, is_static
+from ._ops_logging import SUMMARY_OPS, WRITER
 from ._random_kernels import KERNEL_OPS, initial_state, key_of
 
 __all__ = ["import_function", "import_saved_model", "supported_tf2_ops"]
@@ -137,8 +138,7 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: boo
     assigning = sorted({body.nodes[n].op for body in bodies for n in body.order
                         if body.nodes[n].op in ASSIGN_OPS or body.nodes[n].op in KERNEL_OPS})
     if assigning and not with_updates:
-        name = concrete.name.decode() if isinstance(concrete.name, bytes) else str(concrete.name)
-        warnings.warn(f"{name} assigns variables or steps random generators ({', '.join(assigning)}): the "
+        warnings.warn(f"{_name(concrete)} assigns variables or steps random generators ({', '.join(assigning)}): the "
                       "imported function computes its outputs with the new values, as TensorFlow does, but "
                       "returns the outputs only (a random op draws the same values every call); pass "
                       "with_updates=True to get (outputs, new_params).", stacklevel=3)
@@ -155,6 +155,14 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: boo
     # a captured eager tensor (a closure's tf.constant, a Keras 3 Normalization's adapted mean) is a constant
     constants = {internal.op.name: ext.numpy() for ext, internal in concrete.graph.captures
                  if id(ext) not in by_handle and hasattr(ext, "numpy") and ext.dtype.is_numpy_compatible}
+    writes = sorted({body.nodes[n].op for body in bodies for n in body.order} & set(SUMMARY_OPS))
+    if writes:
+        warnings.warn(f"{_name(concrete)} writes summaries ({', '.join(writes)}): the imported function writes "
+                      "none; return the values to log from the tf.function and log them from Python.",
+                      stacklevel=3)
+        # (a captured resource that is not a variable: the writer, which only the summary ops read)
+        constants.update({internal.op.name: WRITER for ext, internal in concrete.graph.captures
+                          if id(ext) not in by_handle and ext.dtype == tf.resource})
     handles = [Var(names[n]) if n in variables else constants.get(n) for n in inputs[n_args:]]
     for n, h in zip(inputs[n_args:], handles, strict=True):
         if h is None:
@@ -206,6 +214,10 @@ def _dense(values: Any, indices: Any, dense_shape: Any) -> jax.Array:
         GraphError.NOT_STATIC.raise_(node="(an output)", op="IndexedSlices", what="its dense_shape")
     shape = tuple(int(d) for d in np.asarray(dense_shape))
     return jnp.zeros(shape, jnp.asarray(values).dtype).at[indices].add(values)
+
+
+def _name(concrete: Any) -> str:
+    return concrete.name.decode() if isinstance(concrete.name, bytes) else str(concrete.name)
 
 
 def _unique_names(variables: dict[str, Any]) -> dict[str, str]:
@@ -307,8 +319,9 @@ _WAYS: tuple[tuple[str, str, Callable[[str], bool], str], ...] = (
     ("Strings", "", lambda op: op.startswith(("String", "Regex", "Substr", "Unicode")) or
      op in ("AsString", "DecodeRaw", "ParseExampleV2"),
      "JAX has no string arrays; tokenize outside the function and pass the ids as arguments."),
-    ("Summaries", ": tf.summary", lambda op: "Summary" in op,
-     "return the values from the tf.function and log them from Python (tf.print is imported as a no-op)."),
+    ("Summaries", "", lambda op: "Summary" in op,
+     "jta imports tf.summary's writes as no-ops (with a warning), not TF1's summary protos; return the values "
+     "from the tf.function and log them from Python."),
 )
 
 
