@@ -50,8 +50,6 @@ TF_QUIRKS: dict[str, str] = {
 
 # Cases that call an op outside jta's table (``UnimplementedError`` code 430): case -> the op.
 REFUSED: dict[str, str] = {
-    "tridiagonal_solve.plain": "TridiagonalSolve",
-    "tridiagonal_matmul.plain": "TridiagonalMatMul",
     "sparse.dense_matmul": "SparseTensorDenseMatMul",
     "approx_max_k.plain": "ApproxTopK",
     "isotonic_regression.plain": "IsotonicRegression",

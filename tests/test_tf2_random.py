@@ -171,7 +171,7 @@ def test_truncated_normal_groups_that_need_more_draws_get_them(dtype):
 
     def draw(seed: Any) -> Any:
         with np.errstate(over="ignore"):  # (the op's wrapper's: uint32 arithmetic wraps)
-            key, counter = _ops_random._seed_key_counter(node, seed)
+            key, counter = _ops_random.seed_key_counter(node, seed)
             return _ops_random._truncated(key, counter, 50, dtype, tries=1)
     # (a wrong pick would be off by far more than an ulp of sin/cos/log)
     np.testing.assert_allclose(draw(SEEDS[0]), want, rtol=1e-6, atol=1e-7)  # numpy, a loop
@@ -233,12 +233,13 @@ def test_threefry_is_refused():
         fn(params, SEEDS[0])
 
 
-def test_a_gamma_draw_is_refused_naming_the_stateless_ops():
-    f = tf.function(lambda x: x * tf.random.gamma([3], 2.0), input_signature=[tf.TensorSpec([3], tf.float32)])
+def test_a_binomial_draw_is_refused_naming_the_stateless_ops():
+    f = tf.function(lambda x: x * tf.random.stateless_binomial([3], [1, 2], 5.0, 0.5, output_dtype=tf.float32),
+                    input_signature=[tf.TensorSpec([3], tf.float32)])
     with pytest.raises(UnimplementedError) as info:
         fn, params = jta.import_function(f, np.ones(3, np.float32))
         fn(params, np.ones(3, np.float32))
-    for needle in ("RandomGamma", "stateless", "explicit seed", "as arguments"):
+    for needle in ("StatelessRandomBinomial", "stateless", "explicit seed", "as arguments"):
         assert needle in str(info.value), needle
 
 

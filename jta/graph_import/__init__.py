@@ -29,6 +29,8 @@ from . import (  # noqa: F401
     _control_flow,
     _nodes,
     _ops_color,
+    _ops_ctc,
+    _ops_gamma,
     _ops_image,
     _ops_linalg,
     _ops_logging,
@@ -39,8 +41,10 @@ from . import (  # noqa: F401
     _ops_search,
     _ops_segments,
     _ops_sizes,
+    _ops_sparse,
     _ops_special,
     _ops_tf2jax,
+    _ops_tridiagonal,
     _unsupported,
 )
 from ._frames import Graph

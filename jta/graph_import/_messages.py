@@ -13,7 +13,7 @@ __all__ = ["GraphError"]
 
 
 class GraphError(Message):
-    """Static refusals of the importer, codes 401-499."""
+    """Static refusals of the importer and run-time checks of its ops, codes 401-499 and 620-639."""
 
     UNSUPPORTED = (401, UnimplementedError, "jta.import_graph_def cannot run this graph; unsupported:\n{items}")
     NEEDS_TF = (402, ImportError, "jta.import_graph_def parses graphs with TensorFlow: pip install "
@@ -192,3 +192,39 @@ class GraphError(Message):
                           ("low", "high"))
     STACK_OVERFLOW = (491, InvalidArgumentError, "Node {name} ({op}): Stack[{stack}] overflowed its max_size ({max})",
                            ("max",))  # (TensorFlow adds a per-process count to the stack's name)
+    # the sparse kernels' checks (._ops_sparse) and InvertPermutation's at run time
+    SPARSE_SEGMENT_INDEX = (620, InvalidArgumentError, "Node {name} ({op}): Bad: indices[{index}] == {value} out "
+                                 "of range [0, {count})", ("index", "value", "count"))
+    SPARSE_GRAD_INDEX = (621, InvalidArgumentError, "Node {name} ({op}): Index {value} out of range [0, {count}).",
+                              ("value", "count"))
+    SPARSE_GRAD_SEGMENT = (622, InvalidArgumentError, "Node {name} ({op}): Segment id {value} out of range [0, "
+                                "{count}).", ("value", "count"))
+    SPARSE_BOUNDS_1 = (623, InvalidArgumentError, "Node {name} ({op}): indices[{index}] = [{first}] is out of "
+                            "bounds: need 0 <= index < [{shape}]", ("index", "first"))
+    SPARSE_BOUNDS_2 = (624, InvalidArgumentError, "Node {name} ({op}): indices[{index}] = [{first},{second}] is out "
+                            "of bounds: need 0 <= index < [{shape}]", ("index", "first", "second"))
+    SPARSE_ORDER_1 = (625, InvalidArgumentError, "Node {name} ({op}): indices[{index}] = [{first}] is out of order. "
+                           "Many sparse ops require sorted indices.\n    Use `tf.sparse.reorder` to create a "
+                           "correctly ordered copy.\n\n", ("index", "first"))
+    SPARSE_ORDER_2 = (626, InvalidArgumentError, "Node {name} ({op}): indices[{index}] = [{first},{second}] is out "
+                           "of order. Many sparse ops require sorted indices.\n    Use `tf.sparse.reorder` to "
+                           "create a correctly ordered copy.\n\n", ("index", "first", "second"))
+    SPARSE_REPEAT_1 = (627, InvalidArgumentError, "Node {name} ({op}): indices[{index}] = [{first}] is repeated",
+                            ("index", "first"))
+    SPARSE_REPEAT_2 = (628, InvalidArgumentError, "Node {name} ({op}): indices[{index}] = [{first},{second}] is "
+                            "repeated", ("index", "first", "second"))
+    SPARSE_MATMUL_INDEX = (629, InvalidArgumentError, "Node {name} ({op}): {letter} ({value}) from "
+                                "index[{index},{column}] out of bounds (>={count})", ("value", "index", "count"))
+    SPARSE_REDUCE_WRITE = (630, InvalidArgumentError, "Node {name} ({op}): Obtained a write index of {value} which "
+                                "is outside of bounds of [0, {count})", ("value", "count"))
+    SPARSE_FILL_ROW = (631, InvalidArgumentError, "Node {name} ({op}): indices({index}, 0) is invalid: {value} >= "
+                            "{count}", ("index", "value", "count"))
+    SPARSE_FILL_GRAD = (632, InvalidArgumentError, "Node {name} ({op}): Elements in reverse index must be in [0, "
+                             "{count}) but got {value}", ("value", "count"))
+    SPARSE_DENSE_ADD_INDEX = (633, InvalidArgumentError, "Node {name} ({op}): Sparse tensor has an invalid index on "
+                                   "dimension {dim}: a_indices({index},{dim}) = {value}, dense tensor shape: "
+                                   "{shape}", ("index", "dim", "value"))
+    PERMUTATION_RANGE = (634, InvalidArgumentError, "Node {name} ({op}): {value} is not between 0 and {count}",
+                              ("value", "count"))
+    PERMUTATION_REPEAT = (635, InvalidArgumentError, "Node {name} ({op}): {value} is duplicated in the input.",
+                               ("value",))

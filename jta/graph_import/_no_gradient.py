@@ -24,12 +24,14 @@ from jax.core import Tracer
 
 # ops.NotDifferentiable in TensorFlow (of the ops in jta's table whose inputs may be floats)
 NOT_DIFFERENTIABLE = frozenset({
-    "Assert", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BroadcastGradientArgs", "ConcatOffset", "Const",
+    "Assert", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BroadcastGradientArgs", "CTCGreedyDecoder",
+    "ConcatOffset", "Const",
     "Equal", "Greater", "GreaterEqual", "HSVToRGB", "Invert", "InvertPermutation", "LeftShift", "Less",
     "LessEqual", "LogicalAnd", "LogicalNot", "LogicalOr", "Multinomial", "NonMaxSuppression",
     "NonMaxSuppressionV2", "NotEqual", "OneHot", "OnesLike", "RandomShuffle", "RandomStandardNormal",
     "RandomUniform", "Range", "Rank", "ResizeBilinearGrad", "RightShift", "Shape", "ShapeN", "Size",
-    "StatelessMultinomial", "StatelessRandomNormal", "StatelessRandomNormalV2", "StatelessRandomUniform",
+    "StatelessMultinomial", "StatelessRandomNormal", "StatelessRandomNormalV2", "StatelessRandomPoisson",
+    "StatelessRandomUniform",
     "StatelessRandomUniformFullInt", "StatelessRandomUniformFullIntV2", "StatelessRandomUniformInt",
     "StatelessRandomUniformIntV2", "StatelessRandomUniformV2", "StatelessTruncatedNormal",
     "StatelessTruncatedNormalV2", "StopGradient", "TruncatedNormal", "ZerosLike",
@@ -43,8 +45,11 @@ UNREGISTERED = frozenset({
     "IRFFT3D", "IgammaGradA", "InTopK", "InTopKV2", "InplaceAdd", "InplaceUpdate", "IsFinite", "IsInf", "IsNan",
     "LRNGrad", "ListDiff", "LowerBound", "Lu", "MaxPoolGradGradV2", "MaxPoolGradWithArgmax", "NoOp",
     "NonMaxSuppressionV3", "NonMaxSuppressionV4", "NonMaxSuppressionV5", "PrintV2", "RFFT3D", "RandomGammaGrad",
+    "RandomPoisson", "RandomPoissonV2",
     "RandomUniformInt", "ResizeArea", "ResizeBicubicGrad", "ResizeNearestNeighborGrad", "ScaleAndTranslateGrad",
-    "Snapshot", "SoftsignGrad", "StatelessRandomGetAlg", "StatelessRandomGetKeyCounter",
+    "Snapshot", "SoftsignGrad", "SparseFillEmptyRowsGrad", "SparseReshape", "SparseSegmentMeanGrad",
+    "SparseSegmentMeanGradV2", "SparseSegmentSqrtNGrad", "SparseSegmentSqrtNGradV2", "SparseSegmentSumGrad",
+    "SparseSegmentSumGradV2", "StatelessRandomGetAlg", "StatelessRandomGetKeyCounter",
     "StatelessRandomGetKeyCounterAlg", "StringFormat", "Unique", "UniqueV2", "UniqueWithCounts",
     "UniqueWithCountsV2", "UnravelIndex", "UpperBound", "Where",
     # tf.summary's writes (._ops_logging: no-ops without outputs)

@@ -318,9 +318,13 @@ def _transpose(node: Node, args: list[Any]) -> list[Any]:
 
 @_reg("InvertPermutation")
 def _invert_permutation(node: Node, args: list[Any]) -> list[Any]:
-    perm = static_value(node, args[0], "perm")
+    perm = _ops_checks.known_or_traced(args[0])[0]
     _ops_checks.invertible_permutation(node, perm)
-    return [np.argsort(perm).astype(perm.dtype)]
+    if is_static(perm):
+        return [np.argsort(perm).astype(perm.dtype)]
+    # a permutation computed at run time (the sort of run-time indices SparseReorder's gradient inverts)
+    n = perm.shape[0]
+    return [jnp.zeros(n, perm.dtype).at[perm].set(jnp.arange(n, dtype=perm.dtype), mode="drop")]
 
 
 @_reg("Tile")

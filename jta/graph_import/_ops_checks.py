@@ -244,14 +244,28 @@ def permutation(node: Node, perm: Any, rank: int) -> tuple[int, ...]:
 
 
 def invertible_permutation(node: Node, perm: Any) -> None:
-    """``InvertPermutation``'s input, a permutation of ``0 .. n - 1``: TensorFlow's checks in its order."""
-    seen: set[int] = set()
-    for d in (int(v) for v in np.reshape(perm, -1)):
-        if not 0 <= d < np.size(perm):
-            invalid(node, f"{d} is not between 0 and {np.size(perm)}")
-        if d in seen:
-            invalid(node, f"{d} is duplicated in the input.")
-        seen.add(d)
+    """``InvertPermutation``'s input, a permutation of ``0 .. n - 1``: TensorFlow's checks in its order,
+    entry by entry (in ``[0, n)``, not repeated), from compiled code where ``perm`` is traced."""
+    if isinstance(perm, (np.ndarray, np.generic)):
+        seen: set[int] = set()
+        for d in (int(v) for v in np.reshape(perm, -1)):
+            if not 0 <= d < np.size(perm):
+                invalid(node, f"{d} is not between 0 and {np.size(perm)}")
+            if d in seen:
+                invalid(node, f"{d} is duplicated in the input.")
+            seen.add(d)
+        return
+    flat = jnp.reshape(perm, -1)
+    n = flat.shape[0]
+    if not n:
+        return
+    outside = (flat < 0) | (flat >= n)
+    # an entry is repeated where an earlier one has its value (the first such entry, in order)
+    first_seen = jnp.full(n, n, jnp.int32).at[jnp.clip(flat, 0, n - 1)].min(jnp.arange(n, dtype=jnp.int32))
+    repeated = ~outside & (first_seen[jnp.clip(flat, 0, n - 1)] < jnp.arange(n))
+    first = jnp.argmax(outside | repeated)
+    value_ops.report(node.name, outside[first], GraphError.PERMUTATION_RANGE, flat[first], n, extra={"op": node.op})
+    value_ops.report(node.name, repeated[first], GraphError.PERMUTATION_REPEAT, flat[first], extra={"op": node.op})
 
 
 def mirror_padding(node: Node, before: int, after: int, size: int, what: str) -> None:

@@ -57,7 +57,7 @@ Words = tuple[Any, ...]  # uint32 arrays (numpy or JAX), one per word
 
 
 # -- the generator ------------------------------------------------------------------------------
-def _wide(xp: Any) -> bool:
+def has_64_bits(xp: Any) -> bool:
     """Whether ``xp`` has 64-bit integers and floats: numpy always, JAX only with x64."""
     return xp is np or jax.dtypes.canonicalize_dtype(np.int64) == np.int64  # (jax.enable_x64 included)
 
@@ -88,14 +88,14 @@ def _round(_: Any, state: tuple[Any, ...]) -> tuple[Any, ...]:
 
 @jax.jit
 def _philox_jax(key: Words, counter: Words) -> Words:
-    """:func:`_philox` in JAX: a loop, not ten copies of the round (XLA compiles it several times
+    """:func:`philox` in JAX: a loop, not ten copies of the round (XLA compiles it several times
     faster), jitted so that an eager call compiles it once per shape."""
     shape = np.broadcast_shapes(*(np.shape(c) for c in counter))
     state = tuple(jnp.broadcast_to(jnp.asarray(c, jnp.uint32), shape) for c in counter)
     return jax.lax.fori_loop(0, 10, _round, (*state, *(jnp.asarray(k, jnp.uint32) for k in key)))[:4]
 
 
-def _philox(key: Words, counter: Words) -> Words:
+def philox(key: Words, counter: Words) -> Words:
     """One Philox4x32-10 block per counter (``PhiloxRandom::operator()``): the counters' words may be
     arrays, the key's are scalars."""
     if not all(is_static(w) for w in (*key, *counter)):
@@ -121,7 +121,7 @@ def skip(counter: Words, blocks: np.ndarray) -> Words:
 def _blocks(key: Words, counter: Words, blocks: np.ndarray) -> Any:
     """The four words of the blocks at ``counter + blocks``, stacked on a last axis."""
     xp = np if all(is_static(w) for w in (*key, *counter)) else jnp
-    return xp.stack(_philox(key, skip(counter, blocks)), axis=-1)
+    return xp.stack(philox(key, skip(counter, blocks)), axis=-1)
 
 
 def words(key: Words, counter: Words, count: int) -> Any:
@@ -139,14 +139,14 @@ def _low_high(xp: Any, v: Any) -> tuple[Any, Any]:
     return low, xp.where(v < 0, U32(0xFFFFFFFF), U32(0)).astype(U32)
 
 
-def _seed_key_counter(node: Node, seed: Any) -> tuple[Words, Words]:
+def seed_key_counter(node: Node, seed: Any) -> tuple[Words, Words]:
     """The Philox key and counter of a ``[2]`` seed (``GenerateKey``, ``stateless_random_ops.cc``)."""
     xp = np if is_static(seed) else jnp
     if np.shape(seed) != (2,):
         GraphError.TF2_UNSUPPORTED.raise_(items=f"  - node {node.name} ({node.op}): seed must have shape [2], "
                                                 f"not {list(np.shape(seed))}")
     low, high = _low_high(xp, xp.asarray(seed))
-    mix = _philox(tuple(U32(k) for k in _SCRAMBLE_KEY), (low[0], high[0], low[1], high[1]))
+    mix = philox(tuple(U32(k) for k in _SCRAMBLE_KEY), (low[0], high[0], low[1], high[1]))
     return (mix[0], mix[1]), (U32(0) * mix[2], U32(0) * mix[2], mix[2], mix[3])
 
 
@@ -154,7 +154,7 @@ def _as_uint64(xp: Any, words: Words) -> Any:
     """Word pairs (low first) as TensorFlow's uint64 values: uint64 where ``xp`` has it, else ``[n, 2]``
     uint32 pairs (read back by :func:`_words_of`)."""
     pairs = xp.stack([xp.stack(words[i:i + 2]) for i in range(0, len(words), 2)]).astype(U32)
-    if not _wide(xp):
+    if not has_64_bits(xp):
         return pairs
     wide = pairs.astype(xp.uint64)
     return wide[:, 0] | (wide[:, 1] << xp.uint64(32))
@@ -178,7 +178,7 @@ def _words_of(node: Node, v: Any, what: str) -> Words:
     raise AssertionError  # (raise_ raises)
 
 
-def _key_counter_v2(node: Node, args: list[Any]) -> tuple[Words, Words]:
+def key_counter_v2(node: Node, args: list[Any]) -> tuple[Words, Words]:
     """The key and counter inputs (1 and 2) of a V2 op, after checking its algorithm (input 3):
     Philox, or auto_select (Philox on CPU, ``GetKeyCounterAlgFromInputs``); ThreeFry is refused, as
     TensorFlow's CPU kernel refuses it ("Unsupported algorithm id")."""
@@ -213,11 +213,11 @@ def _half(words: Any, dtype: Any) -> Any:
     return _bits(xp, bits, dtype) - xp.asarray(1, dtype)
 
 
-def _float64(w0: Any, w1: Any) -> Any:
+def uint64_to_double(w0: Any, w1: Any) -> Any:
     """``Uint64ToDouble``: 20 mantissa bits of ``w0`` over the 32 of ``w1``, minus 1. Without x64 (traced)
     the same value rounded to float32."""
     xp = _xp(w0)
-    if _wide(xp):
+    if has_64_bits(xp):
         bits = ((w0 & U32(0xFFFFF)).astype(xp.uint64) << xp.uint64(32)) | w1.astype(xp.uint64)
         return _bits(xp, bits | xp.uint64(1023 << 52), np.float64) - 1.0
     return (w0 & U32(0xFFFFF)).astype(jnp.float32) * 2.0 ** -20 + w1.astype(jnp.float32) * 2.0 ** -52
@@ -234,7 +234,7 @@ def _two_pi_times(xp: Any, u: Any) -> Any:
     """``float(2.0f * M_PI * u)`` as ``BoxMullerFloat`` computes it: ``M_PI`` is a double, so the product
     is rounded once to float32. In float64 where there is one; else Dekker's exact product of
     ``float32(2 pi)`` and ``u`` plus the rest of 2 pi (rounded once in all of 2M tries)."""
-    if _wide(xp):
+    if has_64_bits(xp):
         return (2 * np.pi * u.astype(np.float64)).astype(np.float32)
     high = np.float32(2 * np.pi)
     low = np.float32(2 * np.pi - np.float64(high))
@@ -253,13 +253,13 @@ def _box_muller(u1: Any, u2: Any, dtype: Any) -> tuple[Any, Any]:
     return xp.sin(v1) * radius, xp.cos(v1) * radius
 
 
-def _box_muller_double(words: Any) -> tuple[Any, Any]:
+def box_muller_double(words: Any) -> tuple[Any, Any]:
     """``BoxMullerDouble`` of the words ``[..., 4]``. Without x64 in float32, with ``log(u1)`` from the
     double's bits: ``log1p(-(1 - u1))`` for ``u1 >= 1/2``, where ``1 - u1`` is exact from the bits and
     ``u1`` rounded to float32 would lose the small logarithm (x64 or not, within float32 rounding)."""
     w0, w1, w2, w3 = (words[..., k] for k in range(4))
-    u1, u2 = _float64(w0, w1), _float64(w2, w3)
-    if _wide(_xp(words)):
+    u1, u2 = uint64_to_double(w0, w1), uint64_to_double(w2, w3)
+    if has_64_bits(_xp(words)):
         return _box_muller(u1, u2, np.float64)
     # 1 - u1 = (2**52 - mantissa) * 2**-52: borrow from the high word when the low one is not 0.
     low = (U32(0) - w1).astype(jnp.float32) * 2.0 ** -52
@@ -274,7 +274,7 @@ def _uniform(words: Any, dtype: Any) -> Any:
     """Uniform [0, 1) values, groups on the first axis (``UniformDistribution``): one per word, a
     float64 from each pair of words."""
     if np.dtype(dtype) == np.float64:
-        return _float64(words[:, 0::2], words[:, 1::2])
+        return uint64_to_double(words[:, 0::2], words[:, 1::2])
     if np.dtype(dtype) == np.float32:
         return _float32(words)
     return _half(words, dtype)
@@ -285,7 +285,7 @@ def _normal(words: Any, dtype: Any) -> Any:
     computed in float32 and rounded), doubles of word quadruples."""
     xp = _xp(words)
     if np.dtype(dtype) == np.float64:
-        return xp.stack(_box_muller_double(words), axis=-1)
+        return xp.stack(box_muller_double(words), axis=-1)
     a, b = _box_muller(_float32(words[:, 0::2]), _float32(words[:, 1::2]), np.float32)
     return xp.stack([a, b], axis=-1).reshape(words.shape[0], -1)
 
@@ -319,7 +319,7 @@ def _truncated(key: Words, counter: Words, size: int, dtype: Any, tries: int = 0
         words = _blocks(key, counter, offsets)  # [groups, tries, 4]
         xp = _xp(words)
         if per == 2:
-            a, b = _box_muller_double(words)
+            a, b = box_muller_double(words)
         else:
             a, b = _box_muller(_float32(words[..., 0::2]), _float32(words[..., 1::2]), np.float32)
         values = xp.stack([a, b], axis=-1).reshape(groups, -1)  # candidates in the order drawn
@@ -404,7 +404,7 @@ def _uniform_int(words: Any, lo: Any, hi: Any, dtype: Any) -> Any:
         lo32, hi32 = _low_high(xp, xp.asarray(lo))[0], _low_high(xp, xp.asarray(hi))[0]
         return _bits(xp, (lo32 + words % (hi32 - lo32)).astype(U32), np.int32)
     w0, w1 = words[:, 0::2], words[:, 1::2]
-    if _wide(xp):
+    if has_64_bits(xp):
         lo64 = _bits(xp, xp.asarray(lo).astype(np.int64), np.uint64)
         hi64 = _bits(xp, xp.asarray(hi).astype(np.int64), np.uint64)
         bits = w0.astype(xp.uint64) | (w1.astype(xp.uint64) << xp.uint64(32))
@@ -421,7 +421,7 @@ def _full_int(words: Any, dtype: Any) -> Any:
     xp = _xp(words)
     if np.dtype(dtype).itemsize == 4:
         return _bits(xp, words, dtype)
-    if not _wide(xp):
+    if not has_64_bits(xp):
         return _bits(xp, words[:, 0::2], jax.dtypes.canonicalize_dtype(dtype))
     bits = words[:, 0::2].astype(xp.uint64) | (words[:, 1::2].astype(xp.uint64) << xp.uint64(32))
     return _bits(xp, bits, dtype)
@@ -472,7 +472,7 @@ def _get_key_counter(node: Node, args: list[Any]) -> list[Any]:
     """The scrambled key ``[1]`` and counter ``[2]`` of a seed (uint64; uint32 pairs when traced without
     x64), and Philox's id, what ``auto_select`` is on CPU (``GetKeyCounterAlgOp``)."""
     def run() -> list[Any]:
-        key, counter = _seed_key_counter(node, args[0])
+        key, counter = seed_key_counter(node, args[0])
         xp = np if is_static(key[0]) else jnp
         return [_as_uint64(xp, key), _as_uint64(xp, counter)]
     out = quietly(run)
@@ -487,7 +487,7 @@ def _get_alg(node: Node, args: list[Any]) -> list[Any]:
 def _v2(kind: str) -> Callable[[Node, list[Any]], list[Any]]:
     def op(node: Node, args: list[Any]) -> list[Any]:
         def run() -> Any:
-            key, counter = _key_counter_v2(node, args)
+            key, counter = key_counter_v2(node, args)
             return float_values(kind, key, counter, shape_of(node, args[0]), node.attr("dtype"))
         return [quietly(run)]
     op.__doc__ = f"The V2 op of {kind} floats: shape, key, counter, alg (``stateless_random_ops_v2.cc``)."
@@ -497,7 +497,7 @@ def _v2(kind: str) -> Callable[[Node, list[Any]], list[Any]]:
 def _v1(kind: str) -> Callable[[Node, list[Any]], list[Any]]:
     def op(node: Node, args: list[Any]) -> list[Any]:
         def run() -> Any:
-            key, counter = _seed_key_counter(node, args[1])
+            key, counter = seed_key_counter(node, args[1])
             return float_values(kind, key, counter, shape_of(node, args[0]), node.attr("dtype"))
         return [quietly(run)]
     op.__doc__ = f"The v1 op of {kind} floats: shape, seed (``stateless_random_ops.cc``)."
@@ -515,7 +515,7 @@ def _full_range_fits(node: Node, seeds: list[Any]) -> None:
     """Full-range 64-bit integers drawn from a traced seed need x64: JAX would keep their low 32 bits, and
     ``tf.random.experimental.stateless_split``'s new seeds (such draws) would key other streams."""
     if node.op.startswith("StatelessRandomUniformFullInt") and np.dtype(node.attr("dtype")).itemsize == 8 and \
-            not _wide(jnp) and not all(is_static(s) for s in seeds):
+            not has_64_bits(jnp) and not all(is_static(s) for s in seeds):
         GraphError.TF2_UNSUPPORTED.raise_(items=(
             f"  - node {node.name} ({node.op}): full-range 64-bit integers (tf.random.experimental."
             "stateless_split's seeds) from a run-time seed, which JAX holds in 64 bits only with jax_enable_x64: "
@@ -528,7 +528,7 @@ def _int_v2(node: Node, args: list[Any]) -> list[Any]:
     _full_range_fits(node, args[1:3])
 
     def run() -> Any:
-        key, counter = _key_counter_v2(node, args)
+        key, counter = key_counter_v2(node, args)
         bounds = (args[4], args[5]) if node.op == "StatelessRandomUniformIntV2" else None
         return int_values(node, key, counter, shape_of(node, args[0]), node.attr("dtype"), bounds)
     return [quietly(run)]
@@ -540,7 +540,7 @@ def _int_v1(node: Node, args: list[Any]) -> list[Any]:
     _full_range_fits(node, args[1:2])
 
     def run() -> Any:
-        key, counter = _seed_key_counter(node, args[1])
+        key, counter = seed_key_counter(node, args[1])
         bounds = (args[2], args[3]) if node.op == "StatelessRandomUniformInt" else None
         return int_values(node, key, counter, shape_of(node, args[0]), node.attr("dtype"), bounds)
     return [quietly(run)]
@@ -558,7 +558,7 @@ def _multinomial(node: Node, args: list[Any]) -> list[Any]:
     differ between machines, and jta's (one block) match only its first block of rows."""
     logits, count, seed = args
     n = int(static_value(node, count, "num_samples"))
-    return [quietly(lambda: categorical(node, *_seed_key_counter(node, seed), logits, n))]
+    return [quietly(lambda: categorical(node, *seed_key_counter(node, seed), logits, n))]
 
 
 def categorical(node: Node, key: Words, counter: Words, logits: Any, n: int) -> Any:
@@ -576,8 +576,8 @@ def _categorical(n: int, dtype: Any, key: Words, counter: Words, logits: Any) ->
     batch = np.shape(logits)[0]
     words = _blocks(key, counter, np.arange(-(-batch * n // 2), dtype=np.int64)).reshape(-1, 2)[:batch * n]
     xp = _xp(words) if is_static(logits) else jnp
-    u = _float64(words[:, 0], words[:, 1]).reshape(batch, n)
-    x = xp.asarray(logits).astype(np.float64 if _wide(xp) else np.float32)
+    u = uint64_to_double(words[:, 0], words[:, 1]).reshape(batch, n)
+    x = xp.asarray(logits).astype(np.float64 if has_64_bits(xp) else np.float32)
     finite = xp.isfinite(x)
     top = xp.max(xp.where(finite, x, -xp.inf), axis=1, keepdims=True)
     cdf = xp.cumsum(xp.where(finite, xp.exp(x - top), 0), axis=1)

@@ -33,7 +33,7 @@ def _flat(ids: Any) -> tuple[Any, Any]:
     return xp.reshape(known, -1), xp
 
 
-def _sorted_rows(node: Node, ids: Any) -> tuple[Any, int]:
+def sorted_rows(node: Node, ids: Any) -> tuple[Any, int]:
     """Sorted ids, flat, and the output's row count (the last id plus one), after TensorFlow's checks in
     its kernel's order: the last id is not negative (452); then, at the end of each segment, the next
     segment's id is larger (453) and this one's is in ``[0, count)`` (454)."""
@@ -102,11 +102,11 @@ def _scanned_prod(data: Any, ids: Any, n: int) -> Any:
 @_reg("SegmentSum", "SegmentMax", "SegmentMin", "SegmentMean", "SegmentProd")
 def _sorted_segment_reduction(node: Node, args: list[Any]) -> list[Any]:
     """The reduction of ``data``'s rows by sorted ``segment_ids`` (a prefix of its shape) into the last
-    id plus one rows (:func:`_sorted_rows`); an empty segment gives 0 (1 for ``SegmentProd``), as in
+    id plus one rows (:func:`sorted_rows`); an empty segment gives 0 (1 for ``SegmentProd``), as in
     TensorFlow."""
     data, ids = args
     rest = np.shape(data)[np.ndim(ids):]
-    ids, n = _sorted_rows(node, ids)
+    ids, n = sorted_rows(node, ids)
     data = jnp.asarray(data).reshape((-1,) + rest)
     kind = node.op[len("Segment"):].lower()
     if kind == "prod":

@@ -100,12 +100,12 @@ _igamma.defjvp(lambda p, t: _igamma_jvp(1, _igamma, p, t))
 _igammac.defjvp(lambda p, t: _igamma_jvp(-1, _igammac, p, t))
 
 
-def _random_gamma_grad(a: Any, x: Any) -> Any:
+def random_gamma_grad(a: Any, x: Any) -> Any:
     # (a wrapper of JAX's passes the dtype: its signature's ``dtype`` is not the caller's)
     return _eigen_edges(a, x, jax.lax.random_gamma_grad(a, x), 0.0, 0.0, -0.0)  # pyright: ignore[reportCallIssue]
 
 
-_GAMMA = {"Igamma": _igamma, "Igammac": _igammac, "IgammaGradA": igamma_grad_a, "RandomGammaGrad": _random_gamma_grad}
+_GAMMA = {"Igamma": _igamma, "Igammac": _igammac, "IgammaGradA": igamma_grad_a, "RandomGammaGrad": random_gamma_grad}
 
 
 @_reg(*_GAMMA)

@@ -59,19 +59,19 @@ def initial_state(node: Node) -> np.ndarray:
     return np.asarray([w & 0xFFFFFFFF for w in (seed, seed >> 32, 0, 0, seed2, seed2 >> 32)], np.uint32)
 
 
-def _words(state: State) -> tuple[_ops_random.Words, _ops_random.Words]:
+def state_words(state: State) -> tuple[_ops_random.Words, _ops_random.Words]:
     state = state if isinstance(state, np.ndarray) else jnp.asarray(state, jnp.uint32)
     return (state[0], state[1]), (state[2], state[3], state[4], state[5])
 
 
-def _stepped(state: State, blocks: int) -> State:
+def stepped(state: State, blocks: int) -> State:
     """``state`` after ``blocks`` blocks (``PhiloxRandom::Skip``, carries and all)."""
-    key, counter = _words(state)
+    key, counter = state_words(state)
     xp = np if isinstance(state, np.ndarray) else jnp
     return xp.stack([*key, *_ops_random.skip(counter, np.asarray(blocks, np.int64))]).astype(np.uint32)
 
 
-def _kernel(*ops: str) -> Callable[[Kernel], Kernel]:
+def register_kernel(*ops: str) -> Callable[[Kernel], Kernel]:
     def register(fn: Kernel) -> Kernel:
         KERNEL_OPS.update(dict.fromkeys(ops, fn))
         return fn
@@ -81,35 +81,35 @@ def _kernel(*ops: str) -> Callable[[Kernel], Kernel]:
 _FLOAT_KINDS = {"RandomUniform": "uniform", "RandomStandardNormal": "normal", "TruncatedNormal": "truncated"}
 
 
-@_kernel(*_FLOAT_KINDS)
+@register_kernel(*_FLOAT_KINDS)
 def _floats(node: Node, args: list[Any], state: State) -> tuple[list[Any], State]:
     """Uniform floats in [0, 1), standard normals, normals truncated at 2 (input: the shape)."""
     shape = _ops_random.shape_of(node, args[0])
-    key, counter = _words(state)
+    key, counter = state_words(state)
     values = _ops_random.quietly(lambda: _ops_random.float_values(
         _FLOAT_KINDS[node.op], key, counter, shape, node.attr("dtype")))
-    return [values], _stepped(state, int(np.prod(shape, dtype=np.int64)) * _PER_VALUE)
+    return [values], stepped(state, int(np.prod(shape, dtype=np.int64)) * _PER_VALUE)
 
 
-@_kernel("RandomUniformInt")
+@register_kernel("RandomUniformInt")
 def _integers(node: Node, args: list[Any], state: State) -> tuple[list[Any], State]:
     """Integers in ``[minval, maxval)`` (inputs: the shape, minval, maxval)."""
     shape = _ops_random.shape_of(node, args[0])
-    key, counter = _words(state)
+    key, counter = state_words(state)
     values = _ops_random.quietly(lambda: _ops_random.int_values(
         node, key, counter, shape, node.attr("Tout"), (args[1], args[2])))
-    return [values], _stepped(state, int(np.prod(shape, dtype=np.int64)) * _PER_VALUE)
+    return [values], stepped(state, int(np.prod(shape, dtype=np.int64)) * _PER_VALUE)
 
 
-@_kernel("Multinomial")
+@register_kernel("Multinomial")
 def _categorical(node: Node, args: list[Any], state: State) -> tuple[list[Any], State]:
     """``tf.random.categorical``: ``StatelessMultinomial``'s draw from the kernel's generator, which
     reserves ``2 * ceil4(num_samples)`` values a row on CPU (two words make one double)."""
     logits, count = args
     n = int(static_value(node, count, "num_samples"))
-    key, counter = _words(state)
+    key, counter = state_words(state)
     samples = _ops_random.quietly(lambda: _ops_random.categorical(node, key, counter, logits, n))
-    return [samples], _stepped(state, np.shape(logits)[0] * (-(-n // 4) * 4) * 2 * _PER_VALUE)
+    return [samples], stepped(state, np.shape(logits)[0] * (-(-n // 4) * 4) * 2 * _PER_VALUE)
 
 
 def read_and_skip(node: Node, state: Any, alg: Any, delta: Any) -> Any:
@@ -129,7 +129,7 @@ def read_and_skip(node: Node, state: Any, alg: Any, delta: Any) -> Any:
     return jnp.concatenate([jax.lax.bitcast_convert_type(jnp.stack([low, high]), jnp.int64), state[2:]])
 
 
-@_kernel("RandomShuffle")
+@register_kernel("RandomShuffle")
 def _shuffle(node: Node, args: list[Any], state: State) -> tuple[list[Any], State]:
     """``tf.random.shuffle``: the rows permuted by Fisher-Yates from the first row up, row ``i`` swapped
     with row ``i + word % (n - i)``, the words drawn one by one (``SingleSampleAdapter``) from
@@ -138,7 +138,7 @@ def _shuffle(node: Node, args: list[Any], state: State) -> tuple[list[Any], Stat
     n = value.shape[0] if value.ndim else 0
     if n <= 1:
         return [value], state
-    key, counter = _words(state)
+    key, counter = state_words(state)
     words = jnp.asarray(_ops_random.quietly(lambda: _ops_random.words(key, counter, n - 1)))
 
     def swap(i: Any, order: Any) -> Any:
@@ -146,4 +146,4 @@ def _shuffle(node: Node, args: list[Any], state: State) -> tuple[list[Any], Stat
         return order.at[i].set(order[j]).at[j].set(order[i])
 
     order = jax.lax.fori_loop(0, n - 1, swap, jnp.arange(n, dtype=jnp.int32))
-    return [jnp.take(value, order, axis=0)], _stepped(state, -(-(n - 1) // 4))
+    return [jnp.take(value, order, axis=0)], stepped(state, -(-(n - 1) // 4))

@@ -287,8 +287,8 @@ def _argument_names(concrete: Any, n_args: int) -> list[str]:
 
 _ASSIGN = ("ResourceApplyGradientDescent", "ResourceApplyAdam", "ResourceApplyMomentum", "ResourceApplyKerasMomentum")
 # Random ops whose streams are not reproduced (the stateless ones with explicit seeds run bit for bit,
-# jta.graph_import._ops_random, and the stateful kernels of uniform/normal draws, ._random_kernels)
-_RANDOM = ("RandomGamma", "RandomGammaV2", "RandomPoissonV2", "StatefulUniform", "StatefulUniformInt",
+# jta.graph_import._ops_random, and the stateful kernels of uniform/normal/gamma/Poisson draws, ._random_kernels)
+_RANDOM = ("RandomGammaV2", "StatefulUniform", "StatefulUniformInt",
            "StatefulUniformFullInt", "StatefulStandardNormalV2", "StatefulTruncatedNormal",
            "RngSkip")
 
@@ -303,8 +303,9 @@ _WAYS: tuple[tuple[str, str, Callable[[str], bool], str], ...] = (
      "plain assignments (assign, assign_add, assign_sub) run, with_updates=True returns their values."),
     ("Random numbers", "", lambda op: op in _RANDOM or "Random" in op or op.startswith(("Stateful", "Rng")),
      "jta draws TensorFlow's values for its stateless ops (tf.random.stateless_*, tf.random.split and fold_in) "
-     "and for the stateful kernels of tf.random.uniform, normal, truncated_normal, categorical and shuffle "
-     "(dropout, noise), not for other distributions (gamma, Poisson): draw with the stateless ops from an "
+     "and for the stateful kernels of tf.random.uniform, normal, truncated_normal, categorical, shuffle, gamma "
+     "and poisson (dropout, noise), not for other distributions (binomial, parameterized truncated normal): "
+     "draw with the supported stateless ops from an "
      "explicit seed argument (e.g. seed + tf.stack([step, 0])), or pass the random values as arguments of the "
      "tf.function."),
     ("Control flow v1", "", lambda op: op in _V1_CONTROL_FLOW,
