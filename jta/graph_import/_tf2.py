@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _list_vectors, _lists, _ops_linalg, _ops_nn, _ops_tf2jax, _tf2_loops  # noqa: F401 - they register ops
+from . import _list_vectors, _lists, _ops_linalg, _ops_nn, _ops_tf2jax, _tf2_loops, _variable_names  # noqa: F401 - they register ops
 from ._functions import ASSIGN_OPS, CONTROL_OPS, Body, Evaluator, Library, Var, reached
 from ._messages import GraphError
 from ._nodes import parse, tensor_name
@@ -48,11 +48,6 @@ def _concrete_function(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     if hasattr(fn, "graph") and hasattr(fn, "structured_outputs"):
         return fn
     GraphError.TF2_SOURCE.raise_(given=f"{type(fn).__name__} {fn!r}"[:200])
-
-
-def _var_name(v: Any) -> str:
-    name = v.name
-    return name[:-2] if name.endswith(":0") else name
 
 
 def import_function(fn: Any, *example_args: Any, pad_stacks: bool = False, with_updates: bool = False,
@@ -101,11 +96,14 @@ def import_function(fn: Any, *example_args: Any, pad_stacks: bool = False, with_
     except ImportError as e:  # pragma: no cover - the extra is installed in the tests
         raise GraphError.NEEDS_TF.exception(error=str(e)) from e
     concrete = _concrete_function(fn, example_args, example_kwargs)
-    return _import_concrete(concrete, tf, pad_stacks, with_updates)
+    roots = (fn,) if concrete is not fn else None  # (a ConcreteFunction keeps no Python function)
+    return _import_concrete(concrete, tf, pad_stacks, with_updates, roots)
 
 
-def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: bool = False
-                     ) -> tuple[Callable[..., Any], dict[str, Any]]:
+def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: bool = False,
+                     roots: Optional[tuple[Any, ...]] = None) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """``concrete`` imported (``roots``: the Python objects it was traced from, which name its Keras 3
+    variables: :mod:`._variable_names`)."""
     graph_def = concrete.graph.as_graph_def()
     nodes = parse(graph_def, tf)
     lib = Library(graph_def.library)
@@ -149,7 +147,7 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: boo
         warnings.warn("the function is compiled by XLA in TensorFlow (jit_compile=True), whose random ops draw "
                       "XLA's values; the import draws those of TensorFlow's kernels (the same seeds give other "
                       "values).", stacklevel=3)
-    names = _unique_names(variables)
+    names = _variable_names.keys(variables, roots)
     params = {names[n]: jnp.asarray(v.numpy()) for n, v in variables.items()}
     params.update({key_of([], k): jnp.asarray(initial_state(node)) for k, node in kernels.items()})
     # a captured eager tensor (a closure's tf.constant, a Keras 3 Normalization's adapted mean) is a constant
@@ -218,49 +216,6 @@ def _dense(values: Any, indices: Any, dense_shape: Any) -> jax.Array:
 
 def _name(concrete: Any) -> str:
     return concrete.name.decode() if isinstance(concrete.name, bytes) else str(concrete.name)
-
-
-def _unique_names(variables: dict[str, Any]) -> dict[str, str]:
-    """Each captured variable's ``params`` key: a Keras 3 variable's ``path`` (``m/dense/kernel``: its
-    ``tf.Variable`` is named by the model's scope alone, ``m/kernel``; :func:`_keras_paths`), else its
-    name without ``:0`` (``tf.Variable``, ``tf_keras``); where keys repeat (two ``tf.Variable(...)``
-    without a name are both ``Variable:0``), ``_1``, ``_2``, ... in capture order."""
-    paths = _keras_paths(list(variables.values()))
-    keys: dict[str, str] = {}
-    taken: set[str] = set()
-    for placeholder, v in variables.items():
-        base = key = paths.get(id(v)) or _var_name(v)
-        k = 0
-        while key in taken:
-            k += 1
-            key = f"{base}_{k}"
-        keys[placeholder] = key
-        taken.add(key)
-    return keys
-
-
-def _keras_paths(variables: list[Any]) -> dict[int, str]:
-    """The Keras 3 ``path`` of each of ``variables`` (by ``id``) that a Keras 3 variable wraps.
-
-    With the TensorFlow backend a ``keras.Variable`` holds a ``tf.Variable`` (its ``_value``), and the
-    function captures only that, which does not refer back to it: the live Keras 3 variables are
-    looked up (one pass over ``gc.get_objects()``, about 0.1 s for 400,000 objects, only when Keras 3
-    is loaded). A variable that no Keras 3 variable, or more than one path, claims keeps its name."""
-    import gc
-    import sys
-
-    module = sys.modules.get("keras.src.backend.common.variables")
-    keras_variable = getattr(module, "Variable", None)
-    if not isinstance(keras_variable, type) or not variables:
-        return {}
-    ids = {id(v): v for v in variables}
-    found: dict[int, set[str]] = {}
-    for obj in gc.get_objects():
-        if isinstance(obj, keras_variable):
-            held, path = getattr(obj, "_value", None), getattr(obj, "path", None)
-            if isinstance(path, str) and path and ids.get(id(held)) is held:
-                found.setdefault(id(held), set()).add(path)
-    return {i: next(iter(p)) for i, p in found.items() if len(p) == 1}
 
 
 def _positional_count(concrete: Any) -> Optional[int]:
@@ -385,5 +340,5 @@ def import_saved_model(path: str, name: str = "serving_default", *, pad_stacks: 
         concrete = getattr(loaded, name).get_concrete_function()
     else:
         GraphError.SIGNATURE.raise_(path=str(path), name=name, known=", ".join(sorted(loaded.signatures)) or "none")
-    jax_fn, params = _import_concrete(concrete, tf, pad_stacks, with_updates)
+    jax_fn, params = _import_concrete(concrete, tf, pad_stacks, with_updates, roots=())  # (restored variables)
     return jax_fn, params
