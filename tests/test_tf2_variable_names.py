@@ -32,7 +32,7 @@ def _train_step(x: Any) -> Any:
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(MODEL(x, training=True) ** 2)
     grads = tape.gradient(loss, MODEL.trainable_variables)
-    OPTIMIZER.apply_gradients(zip(grads, MODEL.trainable_variables))
+    OPTIMIZER.apply(grads, MODEL.trainable_variables)
     return loss
 
 
