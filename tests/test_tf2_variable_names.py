@@ -85,3 +85,14 @@ def test_a_program_without_keras_does_not_look_in_the_heap(monkeypatch):
     v = tf.Variable(np.ones(3, np.float32), name="v")
     keys, scans = _keys(tf.function(lambda x: x * v), monkeypatch)
     assert (keys, scans) == (["v"], 0)
+
+
+def test_the_walk_passes_over_objects_whose_attributes_raise(monkeypatch):
+    class Touchy:
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError(name)
+
+    touchy = Touchy()
+    f = tf.function(lambda x: MODEL(x) if touchy is not None else x)
+    keys, scans = _keys(f, monkeypatch)
+    assert scans == 0 and "net/hidden/kernel" in keys, keys

@@ -93,7 +93,7 @@ def _reached(roots: tuple[Any, ...], keras_variable: type) -> tuple[list[Any], b
         if isinstance(obj, keras_variable):
             out.append(obj)
             keras_seen = True
-        elif type(obj).__module__.startswith("keras."):
+        elif (getattr(type(obj), "__module__", None) or "").startswith("keras."):
             keras_seen = True
             todo.extend((v, depth + 1) for v in _keras_state(obj))
         elif depth < _DEPTH:
@@ -130,10 +130,13 @@ def _children(obj: Any) -> list[Any]:
         named = [obj.__globals__[n] for n in _names(obj.__code__) if n in obj.__globals__]
         return [*cells, *named, *(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values(),
                 *([obj.__wrapped__] if hasattr(obj, "__wrapped__") else [])]
-    python_function = getattr(obj, "python_function", None)  # a tf.function
+    try:  # (an object's __getattr__ may raise anything)
+        python_function = getattr(obj, "python_function", None)  # a tf.function
+        attributes = getattr(obj, "__dict__", None)
+    except Exception:  # noqa: BLE001 -- nothing to follow there
+        return []
     if python_function is not None:
         return [python_function]
-    attributes = getattr(obj, "__dict__", None)
     return list(attributes.values()) if isinstance(attributes, dict) else []
 
 
