@@ -295,7 +295,8 @@ def test_where_of_a_traced_value_names_the_node_under_jit():
         jax.jit(f)(feed)
     assert str(info.value) == ("Node Where (Where): its input (the number of true entries is the output's shape; "
                                "jta.checked learns it at run time) must be static (computable from constants and shapes while tracing), but it "
-                               "depends on the inputs' values.")
+                               "depends on the inputs' values. An eager call (outside jax.jit and jax.grad) knows them.")
+    f(feed)  # (as the text says)
 
 
 def test_bitcast_to_a_64_bit_type_without_x64_is_refused():

@@ -297,6 +297,14 @@ def test_refusals_of_callbacks_strings_and_summaries_name_their_ways_out() -> No
                    "pass the ids"):
         assert needle in str(info.value), needle
 
+    @tf.function(input_signature=[tf.TensorSpec([3, 4], tf.float32), tf.TensorSpec([3], tf.int32)])
+    def ragged(x: Any, n: Any) -> Any:  # (red-team batch 16: ragged rows of a map_fn, densified inside)
+        rows = tf.map_fn(lambda a: a[0][: a[1]] * 2.0, (x, n), fn_output_signature=tf.RaggedTensorSpec([None]))
+        return rows.to_tensor()
+
+    with pytest.raises(jta.errors.UnimplementedError, match=r"Ragged values in a loop \(.*padded to a static"):
+        jta.import_function(ragged, np.ones((3, 4), np.float32), np.array([2, 4, 1], np.int32))
+
     @tf.function(input_signature=[tf.TensorSpec([3], tf.float32)])
     def proto(x: Any) -> Any:  # (TF2's writes are no-ops: tests/test_tf2_summaries.py)
         return x * 2, tf.compat.v1.summary.scalar("x", tf.reduce_sum(x))

@@ -129,3 +129,34 @@ if __name__ == "__main__":  # the table of every program's outcomes: python -m t
         same = all(out[m][0] == out["tf"][0] and (np.array_equal(out[m][1], out["tf"][1]) if out[m][0] == "value"
                                                   else out[m][1] == out["tf"][1]) for m in ("eager", "jit"))
         print("ok  " if same else "DIFF", "-".join(case), out["tf"], "" if same else f"jta: {out['eager']} {out['jit']}")
+
+
+def test_steps_of_other_element_shapes_in_a_loop_are_refused_not_called_misuse():
+    """Red-team batch 16: a train step collecting each step's ``boolean_mask`` rows (a count the data decides)
+    in a ``TensorArray(element_shape=[None])`` ran eagerly and, under ``jta.checked``, failed with TensorFlow's
+    "incompatible shape" misuse text, which TensorFlow never raises there; it is jta's limit (code 487)."""
+    from jta.graph_import._messages import GraphError
+
+    w = tf.Variable(np.float32(0.8), name="w")
+
+    @tf.function
+    def train_step(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False,
+                                element_shape=tf.TensorShape([None]))
+
+            def body(i: Any, s: Any, ta: Any) -> Any:
+                s = s * w + 0.3
+                return i + 1, s, ta.write(i, tf.boolean_mask(s, s > 1.0))
+
+            _, _, ta = tf.while_loop(lambda i, s, ta: tf.reduce_min(s) < 1.2, body, (0, x, ta))
+            loss = tf.reduce_sum(ta.concat() ** 2)
+        return loss, tape.gradient(loss, w)
+
+    x = np.array([0.0, 0.5, 1.4, 0.9], np.float32)
+    step, params = jta.import_function(train_step, x)
+    for got, want in zip(step(params, x), train_step(x), strict=True):
+        np.testing.assert_allclose(np.asarray(got), want.numpy(), rtol=1e-5)
+    with pytest.raises(jta.errors.UnimplementedError, match="call the imported function eagerly") as info:
+        jta.checked(jax.jit(step))(params, x)
+    assert GraphError.BUFFER_SHAPE.matches(info.value)

@@ -292,6 +292,10 @@ def check_push(node: Node, lst: TList, item: Any, at: str = "") -> None:
                       f"{tf_dtype_name(dtype)} but list elements {tf_dtype_name(lst.dtype)}")
     shape = lst.element_shape() if lst.parts is None else lst.shape
     if lst.dtype != VARIANT and not admits(shape, np.shape(item)):
+        if lst.parts is None and lst.items is not None and admits(lst.shape, np.shape(item)):
+            # (TensorFlow takes it: jta's buffer holds one shape)
+            GraphError.BUFFER_SHAPE.raise_(node=node.name, op=node.op, shape=list(np.shape(item)),
+                                           buffer=shape_text(shape))
         misuse(node, f"Tried to append a tensor with incompatible shape to a list{' at index ' + at if at else ''}. "
                       f"Op element shape: {list(np.shape(item))} list shape: {shape_text(shape)}")
     if lst.limit is not None:

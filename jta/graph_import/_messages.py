@@ -21,7 +21,8 @@ class GraphError(Message):
     UNKNOWN_TENSOR = (403, ValueError, "jta.import_graph_def: the graph has no tensor {tensor!r} ({what}).")
     ARGUMENT_COUNT = (404, TypeError, "The imported graph takes {expected} inputs ({names}), got {given}.")
     NOT_STATIC = (405, UnimplementedError, "Node {node} ({op}): {what} must be static (computable from "
-                        "constants and shapes while tracing), but it depends on the inputs' values.")
+                        "constants and shapes while tracing), but it depends on the inputs' values. An eager call "
+                        "(outside jax.jit and jax.grad) knows them.")
     STACK_CAPACITY = (406, UnimplementedError, "Stack {stack}: pushed inside the while loop {frame}, whose "
                             "trip count is not static here; pass stack_capacity=N to jta.import_graph_def, or call the "
                             "imported function through jta.checked, which learns it.")
@@ -82,6 +83,18 @@ class GraphError(Message):
                           "tf.while_loop, or a for loop over tf.range(n) with a static n); or call it eagerly "
                           "(outside jax.jit and jax.grad), where loops run step by step.")
     TF2_LOOP = (436, UnimplementedError, "Loop {node} ({op}): {what}")
+    BUFFER_SHAPE = (487, UnimplementedError, "Node {node} ({op}): an element of shape {shape} goes into a list whose "
+                         "buffer holds elements of shape {buffer}: TensorFlow's list takes elements of any shape its "
+                         "declared element shape admits, a buffer (a list a loop carries) one (the data decides "
+                         "each step's shape here). The way out: call the imported function eagerly (outside "
+                         "jax.jit and jax.grad), where loops run step by step.")
+    NESTED_GROWTH = (486, UnimplementedError, "Node {node} ({op}): the loop has no static bound on its trip count, "
+                          "grows a TensorList and runs in the body of another loop, whose buffers are sized before "
+                          "it runs, for every step at once: neither jax.jit nor jta.checked can size them. The ways "
+                          "out: give this loop a static bound (maximum_iterations= of tf.while_loop; in an autograph "
+                          "loop, a for loop over tf.range of a static bound, skipping the extra steps with an if); "
+                          "or call the imported function eagerly (outside jax.jit and jax.grad), where loops run "
+                          "step by step.")
     SIGNATURE = (437, KeyError, "jta.import_saved_model: the SavedModel at {path!r} has no signature or "
                       "tf.function attribute {name!r} (signatures: {known}).")
     PADDED_STACK = (438, UnimplementedError, "Node {node} ({op}): the list's length is only known at run time "

@@ -211,7 +211,7 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
             carry[k] = jnp.asarray(a)
     variants = [k for k in carry if isinstance(args[k], TList) and args[k].dtype == VARIANT and args[k].static]
     if variants:  # their elements (lists, optionals) as the scan carries them: from a step on that carry
-        _variant_templates(ev, node, body, args, carry, variants, capacity, growth, plan)
+        _variant_templates(ev, node, body, args, carry, variants, capacity, steps is None, growth, plan)
     if any(c is not None for c in consts.values()):
         _consts(ev, body, args, carry)
     ev.params.update(start)  # (the abstract steps above assigned their own traces' values)
@@ -357,7 +357,7 @@ def _unseen_growth(ev: Evaluator, body: Body, args: list[Any], fixed: list[int],
 
 
 def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], carry: dict[int, Any],
-                       variants: list[int], steps: int, growth: dict[int, Any],
+                       variants: list[int], steps: int, unbounded: bool, growth: dict[int, Any],
                        plan: Optional[tuple[int, int]]) -> None:
     """Size the lists of lists (or of optionals) of the carry from one abstract step on the carry
     (where the lists they receive are already buffers with traced lengths), not on the arguments."""
@@ -370,7 +370,7 @@ def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], c
         out = outs[k]
         template = out.items if out.items is not None or not out.parts else jax.tree_util.tree_map(
             lambda e: jax.ShapeDtypeStruct((1, *e.shape), e.dtype), out.parts[-1])
-        c = _prepare(node, args[k], growth[k], template, steps, plan is not None, plan=plan)
+        c = _prepare(node, args[k], growth[k], template, steps, unbounded, nested=ev.carry_depth > 0, plan=plan)
         carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, None, limit=c.limit, plan=c.plan)
 
 
@@ -405,9 +405,7 @@ def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: i
         if nested:
             # (inside an enclosing loop: its abstract step, where its counter was static, did not see this
             # loop's trip count, so the enclosing loop's buffer may be too small; it is unrolled instead)
-            GraphError.LIST_CAPACITY.raise_(node=node.name, op=node.op, what=(
-                "the loop has no static bound on its trip count and grows a TensorList, whose buffer must be "
-                "sized before the loop."))
+            GraphError.NESTED_GROWTH.raise_(node=node.name, op=node.op)
         if plan is not None:
             return sized_by_plan(node, lst, shape, plan, room if growth is None else growth)
         # outside jta.checked: room for as many steps as its plans start with; a write past them fails
