@@ -26,6 +26,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import jta  # noqa: E402
+from tests.helpers.tf2_steps import op_types, tape_step  # noqa: E402
 
 RNG = np.random.default_rng(7)
 
@@ -76,16 +77,8 @@ def _check(build: Any, *args: np.ndarray, rtol: float = 1e-6, atol: float = 1e-6
     got = jax.jit(jax.grad(jax_loss, argnums=wrt))(*args)
     _close(list(got), tape_grads, tol, tol, "jax.grad")
 
-    @tf.function(input_signature=[_spec(a) for a in args])
-    def step(*xs: Any) -> Any:
-        xs = list(xs)
-        with tf.GradientTape() as tape:
-            tape.watch([xs[k] for k in wrt])
-            value = loss(*xs)
-        return [value, *tape.gradient(value, [xs[k] for k in wrt])]
-
-    graph = step.get_concrete_function().graph.as_graph_def()
-    found = {n.op for n in graph.node} | {n.op for fd in graph.library.function for n in fd.node_def}
+    step = tape_step(loss, args, wrt)
+    found = op_types(step)
     assert set(ops) <= found, sorted(set(ops) - found)
     jax_step, step_params = jta.import_function(step, *args)
     _close(jax.jit(jax_step)(step_params, *args), step(*args), tol, tol, "train step")

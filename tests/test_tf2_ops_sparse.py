@@ -25,6 +25,7 @@ import jax.numpy as jnp  # noqa: E402
 
 import jta  # noqa: E402
 from tests.helpers import budget  # noqa: E402
+from tests.helpers.tf2_steps import op_types, tape_step  # noqa: E402
 
 IDS = np.array([[1, 0, 2], [0, 0, 0], [3, 5, 0], [4, 4, 1]], np.int64)  # (0: no id; row 1 is empty)
 W = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0], [3.0, 0.5, 0.0], [-1.5, 0.25, 0.75]], np.float32)
@@ -77,17 +78,8 @@ def _check(build: Any, *args: np.ndarray, wrt: tuple[int, ...] = (1,), variable:
         _close([*got[1:], *([got[0][variable.name.split(":")[0]]] if variable is not None else [])], tape_grads,
                tol, "jax.grad")
 
-    @tf.function(input_signature=[_spec(a) for a in args])
-    def step(*xs: Any) -> Any:
-        xs = list(xs)
-        with tf.GradientTape() as tape:
-            tape.watch([xs[k] for k in wrt])
-            value = loss(*xs)
-        grads = tape.gradient(value, [xs[k] for k in wrt] + ([variable] if variable is not None else []))
-        return [value, *(tf.convert_to_tensor(g) for g in grads)]
-
-    graph = step.get_concrete_function().graph.as_graph_def()
-    found = {n.op for n in graph.node} | {n.op for fd in graph.library.function for n in fd.node_def}
+    step = tape_step(loss, args, wrt, [variable] if variable is not None else [])
+    found = op_types(step)
     assert set(ops) <= found, sorted(set(ops) - found)
     jax_step, step_params = jta.import_function(step, *args)
     _close(jta.checked(jax.jit(jax_step))(step_params, *args), step(*args), tol, "train step")

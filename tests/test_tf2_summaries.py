@@ -23,6 +23,7 @@ import jax  # noqa: E402
 
 import jta  # noqa: E402
 from jta.graph_import._ops_logging import SUMMARY_OPS  # noqa: E402
+from tests.helpers.tf2_steps import op_types  # noqa: E402
 
 X = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(2, 3)
 
@@ -35,11 +36,6 @@ def _import(f: Any, *args: Any) -> tuple[Any, Any]:
     texts = [str(w.message) for w in caught if "summar" in str(w.message)]
     assert len(texts) == 1 and "writes none" in texts[0], [str(w.message) for w in caught]
     return fn, params
-
-
-def _graph_ops(concrete: Any) -> set[str]:
-    g = concrete.graph.as_graph_def()
-    return {n.op for n in g.node} | {n.op for f in g.library.function for n in f.node_def}
 
 
 def test_a_train_step_that_logs_computes_tensorflows_values(tmp_path):
@@ -67,7 +63,7 @@ def test_a_train_step_that_logs_computes_tensorflows_values(tmp_path):
             step.assign_add(1)
         return loss, g
 
-    assert {"WriteSummary", "FlushSummaryWriter"} <= _graph_ops(train_step.get_concrete_function())
+    assert {"WriteSummary", "FlushSummaryWriter"} <= op_types(train_step)
     fn, params = _import(train_step, X)
     want_loss, want_grad = (t.numpy() for t in train_step(X))
     for how, run in {"eager": fn, "jit": jax.jit(fn), "checked": jta.checked(fn)}.items():
@@ -115,7 +111,7 @@ def test_every_summary_write_op_is_a_no_op(tmp_path):
         tf.raw_ops.CloseSummaryWriter(writer=h)
         return x * 2
 
-    assert _graph_ops(logs.get_concrete_function()) >= set(SUMMARY_OPS) - {"WriteSummary", "WriteGraphSummary"}
+    assert op_types(logs) >= set(SUMMARY_OPS) - {"WriteSummary", "WriteGraphSummary"}
     fn, params = _import(logs, X)
     np.testing.assert_array_equal(jax.jit(fn)(params, X)[0], X * 2)
 
