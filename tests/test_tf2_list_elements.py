@@ -160,3 +160,27 @@ def test_steps_of_other_element_shapes_in_a_loop_are_refused_not_called_misuse()
     with pytest.raises(jta.errors.UnimplementedError, match="call the imported function eagerly") as info:
         jta.checked(jax.jit(step))(params, x)
     assert GraphError.BUFFER_SHAPE.matches(info.value)
+
+
+def test_a_split_at_run_time_lengths_is_learned_by_checked():
+    """Red-team batch 16: ``TensorArray.split(x, lengths)`` of argument lengths ran eagerly only; its elements'
+    shapes are the lengths, which ``jta.checked`` now learns (a compilation per lengths), with TensorFlow's
+    values and its error for lengths that do not add up."""
+    @tf.function(input_signature=[tf.TensorSpec([9, 2], tf.float32), tf.TensorSpec([3], tf.int32)])
+    def f(x: Any, lengths: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=3, infer_shape=False).split(x, lengths)
+        return ta.concat() * 2, ta.read(2)
+
+    x = np.arange(18, dtype=np.float32).reshape(9, 2)
+    fn, params = jta.import_function(f, x, np.array([2, 4, 3], np.int32))
+    checked = jta.checked(jax.jit(fn))
+    for lengths in ([2, 4, 3], [5, 1, 3], [0, 9, 0]):
+        lengths = np.array(lengths, np.int32)
+        for got, want in zip(checked(params, x, lengths), f(x, lengths), strict=True):
+            np.testing.assert_array_equal(np.asarray(got), want.numpy())
+    bad = np.array([2, 4, 4], np.int32)
+    with pytest.raises(tf.errors.InvalidArgumentError) as tf_error:
+        f(x, bad)
+    with pytest.raises(jta.errors.InvalidArgumentError) as error:
+        checked(params, x, bad)
+    assert str(error.value).split(": ", 1)[1] in str(tf_error.value), (str(error.value), str(tf_error.value))

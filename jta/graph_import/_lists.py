@@ -239,7 +239,7 @@ def _from_tensor(node: Node, args: list[Any]) -> list[Any]:
 
 @_reg("TensorListSplit")
 def _split(node: Node, args: list[Any]) -> list[Any]:
-    x, shape, lengths = jnp.asarray(args[0]), args[1], static_value(node, args[2], "the lengths")
+    x, shape, lengths = jnp.asarray(args[0]), args[1], learned_value(node, args[2], "the lengths")
     offsets = split_offsets(node, lengths, x.shape[0])
     parts = tuple(x[offsets[k]:offsets[k + 1]] for k in range(len(lengths)))
     return [TList(None, len(parts), x.dtype, _decl_shape(node, shape), parts)]
