@@ -19,6 +19,7 @@ __all__ = [
     "NotFoundError",
     "ResourceExhaustedError",
     "FailedPreconditionError",
+    "InternalError",
 ]
 
 
@@ -49,3 +50,8 @@ class ResourceExhaustedError(TensorArrayError):
 class FailedPreconditionError(TensorArrayError):
     """An input is not in the state the op requires (an image of other than three channels for a color
     conversion, vectors of other than three elements for a cross product)."""
+
+
+class InternalError(TensorArrayError):
+    """An input breaks an invariant a kernel relies on, which TensorFlow reports as internal (a sparse
+    tensor's entry outside its dense shape in ``tf.sparse.reduce_sum``)."""

@@ -296,3 +296,21 @@ def test_sparse_gradient_v2_in_a_train_step(name: str) -> None:
     fn, params = jta.import_function(step, data, idx, seg)
     _close(fn(params, data, idx, seg), step(data, idx, seg), 1e-6, "eager")
     _close(jta.checked(jax.jit(fn))(params, data, idx, seg), step(data, idx, seg), 1e-6, "jta.checked(jit)")
+
+
+def test_a_reduction_of_an_entry_outside_the_dense_shape_is_tensorflows_internal_error():
+    """``SparseReduceSum`` of an index past the dense shape: TensorFlow's ``InternalError`` and text, eagerly
+    and from compiled code."""
+    shape = np.array([2, 3], np.int64)
+    values = np.array([1.0, 2.0], np.float32)
+    f = tf.function(lambda i: tf.raw_ops.SparseReduceSum(input_indices=i, input_values=values, input_shape=shape,
+                                                        reduction_axes=[1]),
+                    input_signature=[tf.TensorSpec([2, 2], tf.int64)])
+    bad = np.array([[0, 1], [5, 0]], np.int64)
+    with pytest.raises(tf.errors.InternalError, match="Obtained a write index of 5 which is outside of bounds"):
+        f(bad)
+    fn, params = jta.import_function(f, bad)
+    for run in (fn, jta.checked(jax.jit(fn))):
+        with pytest.raises(jta.errors.InternalError, match=r"Obtained a write index of 5 which is outside of "
+                                                            r"bounds of \[0, 2\)"):
+            run(params, bad)

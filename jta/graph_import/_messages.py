@@ -7,7 +7,13 @@ They share :class:`jta._records.catalogue.Message` with the TensorArray errors (
 from __future__ import annotations
 
 from .._records.catalogue import Message
-from ..errors import FailedPreconditionError, InvalidArgumentError, OutOfRangeError, UnimplementedError
+from ..errors import (
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    OutOfRangeError,
+    UnimplementedError,
+)
 
 __all__ = ["GraphError"]
 
@@ -228,7 +234,7 @@ class GraphError(Message):
                             "repeated", ("index", "first", "second"))
     SPARSE_MATMUL_INDEX = (629, InvalidArgumentError, "Node {name} ({op}): {letter} ({value}) from "
                                 "index[{index},{column}] out of bounds (>={count})", ("value", "index", "count"))
-    SPARSE_REDUCE_WRITE = (630, InvalidArgumentError, "Node {name} ({op}): Obtained a write index of {value} which "
+    SPARSE_REDUCE_WRITE = (630, InternalError, "Node {name} ({op}): Obtained a write index of {value} which "
                                 "is outside of bounds of [0, {count})", ("value", "count"))
     SPARSE_FILL_ROW = (631, InvalidArgumentError, "Node {name} ({op}): indices({index}, 0) is invalid: {value} >= "
                             "{count}", ("index", "value", "count"))

@@ -379,8 +379,7 @@ def _lex_order(xp: Any, idx: Any) -> Any:
 def _sparse_reduce_sum(node: Node, args: list[Any]) -> list[Any]:
     """The dense sum of a sparse tensor over ``reduction_axes`` (static; negative, repeated allowed),
     ``keep_dims`` as ``tf.reduce_sum``'s. An entry whose kept coordinates fall outside the dense shape fails
-    with TensorFlow's text (its class there is ``InternalError``; jta has no such class, so
-    ``InvalidArgumentError``)."""
+    with TensorFlow's class (``InternalError``) and text."""
     indices, values, shape, axes = args
     shape = _shape(node, shape, "input_shape")
     rank = len(shape)
