@@ -18,13 +18,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _list_vectors, _lists, _ops_linalg, _ops_nn, _ops_tf2jax, _tf2_loops, _variable_names  # noqa: F401 - they register ops
+from . import _list_vectors, _lists, _ops_linalg, _ops_nn, _ops_tf2jax, _tf2_loops  # noqa: F401 - they register ops
 from ._functions import ASSIGN_OPS, CONTROL_OPS, Body, Evaluator, Library, Var, reached
 from ._messages import GraphError
 from ._nodes import parse, tensor_name
 from ._ops import OPS, is_static
 from ._ops_logging import SUMMARY_OPS, WRITER
 from ._random_kernels import KERNEL_OPS, initial_state, key_of
+from ._variable_names import params_keys
 
 __all__ = ["import_function", "import_saved_model", "supported_tf2_ops"]
 
@@ -147,7 +148,7 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: boo
         warnings.warn("the function is compiled by XLA in TensorFlow (jit_compile=True), whose random ops draw "
                       "XLA's values; the import draws those of TensorFlow's kernels (the same seeds give other "
                       "values).", stacklevel=3)
-    names = _variable_names.keys(variables, roots)
+    names = params_keys(variables, roots)
     params = {names[n]: jnp.asarray(v.numpy()) for n, v in variables.items()}
     params.update({key_of([], k): jnp.asarray(initial_state(node)) for k, node in kernels.items()})
     # a captured eager tensor (a closure's tf.constant, a Keras 3 Normalization's adapted mean) is a constant

@@ -30,7 +30,7 @@ _VISITS = 5000
 _LEAVES = (str, bytes, int, float, complex, bool, type(None), type, types.ModuleType, types.CodeType)
 
 
-def keys(variables: dict[str, Any], roots: Optional[tuple[Any, ...]]) -> dict[str, str]:
+def params_keys(variables: dict[str, Any], roots: Optional[tuple[Any, ...]]) -> dict[str, str]:
     """Each captured variable's ``params`` key, by placeholder (``variables``: placeholder -> ``tf.Variable``).
     ``roots``: the Python objects of the function (None where there are none to walk: the whole heap is
     looked up; ``()``: no Keras 3 variable can wrap these, as a loaded SavedModel's)."""
