@@ -291,7 +291,7 @@ def test_cumulative_logsumexp_of_a_constant_stays_static():
     _check(lambda x: x * tf.math.cumulative_logsumexp(tf.constant(c), exclusive=True)[1:], _normal(3))
 
 
-# -- tf.print: a no-op ------------------------------------------------------------------------
+# -- tf.print: a no-op, with a warning ------------------------------------------------------------
 @pytest.mark.long_only  # (3 s; test_v1_print_passes_its_input_through keeps the class)
 def test_print_in_a_loop_is_a_no_op():
     def forward(v: Any, x: Any) -> Any:
@@ -305,6 +305,14 @@ def test_print_in_a_loop_is_a_no_op():
 
 def test_v1_print_passes_its_input_through():
     _check(lambda x: tf.compat.v1.Print(x, [x], message="x") * 2, _normal(3))
+
+
+def test_an_import_of_a_function_that_prints_warns_that_it_prints_nothing():
+    f = tf.function(lambda x: (tf.print("x", x, output_stream="file:///dev/null"), x * 2)[1],
+                    input_signature=[tf.TensorSpec([3], tf.float32)])
+    with pytest.warns(UserWarning, match=r"prints \(tf.print\): the imported function prints nothing"):
+        fn, params = jta.import_function(f, _normal(3))
+    np.testing.assert_array_equal(fn(params, np.ones(3, np.float32)), 2 * np.ones(3, np.float32))
 
 
 # -- gathers with batch_dims ------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 They are imported as no-ops, as tf2jax imports ``tf.print``: the imported function prints nothing and
 writes no summary (print from JAX with ``jax.debug.print``; return the values to log and log them from
-Python). Dropping a print is harmless; dropping a summary loses what a training run records, so
-:func:`jta.import_function` warns when the function writes summaries (:data:`SUMMARY_OPS`).
+Python). :func:`jta.import_function` warns when the function prints or writes summaries
+(:data:`SUMMARY_OPS`): what it drops is no value, but it is what a run shows or records.
 
 A summary writer is a resource the function captures (``tf.summary.create_file_writer`` outside it);
 the import hands the ops that take it a placeholder, :data:`WRITER`, as it hands ``PrintV2`` a
