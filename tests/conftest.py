@@ -79,6 +79,13 @@ mode of every combination. The counts, default / ``--long``:
 * ``tests/test_tf2_random_kernels.py``: draws carried by a loop without a bound / by the three loop forms.
 * ``tests/test_tf2_gradient_sweep.py``: the gradient sweep's cases every 96th (4 of 328) / all, with an
   eager ``jax.grad`` too (about 8 minutes);
+* ``tests/test_tf2_ops_ctc.py``: ``tf.nn.ctc_loss``, one greedy decoder and one tridiagonal solve (partial
+  pivoting, 5 rows) / every attribute, the raw ``CTCLoss`` cases, tf_keras's ``ctc_batch_cost``, four sizes
+  of each solver and the second derivative's refusal;
+* ``tests/test_tf2_ops_sparse.py``: the sum embedding bag, ``sparse_dense_matmul`` and three segment errors /
+  every combiner and weights, ``safe_embedding_lookup_sparse``, each ``tf.sparse`` function and error;
+* ``tests/test_tf2_random_gamma.py``: float32 draws and the stateless gamma gradient / every dtype, the
+  stateful gradient, a loop carrying a kernel and many draws of many parameters against TF;
 * moved under ``--long`` only to keep the default run within CI's budget (each class keeps a default
   test): ``test_tf2_import.py``'s ``Where``/``boolean_mask`` under ``jta.checked``, a custom gradient in a
   called function and a list of an unknown element shape that a loop's condition reads,
