@@ -378,17 +378,19 @@ def test_array_grown_to_a_fed_length_under_jta_checked():
     inputs, outputs = ["x:0", "n:0"], ["stacked:0", "size:0", "dx:0"]
     traces = []
     imported = jta.import_graph_def(graph.as_graph_def(), inputs=inputs, outputs=outputs)
-    checked = jta.checked(lambda *a: traces.append(1) or imported(*a))
+    running = [0]  # (the n of the call that traces)
+    checked = jta.checked(lambda *a: traces.append(running[0]) or imported(*a))
     forward = jta.import_graph_def(graph.as_graph_def(), inputs=inputs, outputs=["loss:0"])
     grad = jta.checked(jax.grad(lambda v, n: forward(v, n)[0]))
     for n in (3, 5, 300, 3):
+        running[0] = n
         expected = _session(graph, outputs, {"x:0": xv, "n:0": n})
         _close(checked(xv, np.int32(n)), expected)
         _close([grad(xv, np.int32(n))], expected[2:])
-    # 3: a first trace finds a write at a traced index (a buffer), a second learns the size; 5: its size;
-    # 300: the buffer doubles, then the size, then the gradient loop's stacks (one record per run);
-    # 3 again: its size with the grown buffer.
-    assert len(traces) == 8
+    # 3: three traces (a first finds a write at a traced index, a buffer; the next two learn what its runs
+    # report); 5: one (its size); 300: two (the buffer doubles, then its size); 3 again: one (its size with
+    # the grown buffer).
+    assert traces == [3, 3, 3, 5, 300, 300, 3]
     capped = jta.import_graph_def(graph.as_graph_def(), inputs=inputs, outputs=outputs, tensor_array_capacity=8)
     _close(jta.checked(capped)(xv, np.int32(6)), _session(graph, outputs, {"x:0": xv, "n:0": 6}))
 
