@@ -36,10 +36,10 @@ def known_or_traced(x: Any) -> tuple[Any, Any]:
     return (known, np) if known is not None else (jnp.asarray(x), jnp)
 
 
-def dims(shape: Any) -> str:
-    """A shape as an error's ``index_shape`` or ``shape`` (``"2,3"``): a traced flat index is written as
-    TensorFlow names the element (``jta._records.catalogue.unravelled``)."""
-    return ",".join(str(int(d)) for d in shape)
+def dims(shape: Any, sep: str = ",") -> str:
+    """A shape as an error's ``index_shape`` or ``shape`` (``"2,3"``; some kernels write ``"2 3"``): a traced
+    flat index is written as TensorFlow names the element (``jta._records.catalogue.unravelled``)."""
+    return sep.join(str(int(d)) for d in shape)
 
 
 def _first_outside(values: Any, limit: int) -> Optional[tuple[Any, Any, Any]]:
@@ -199,6 +199,12 @@ def scan_axis(node: Node, axis: int, rank: int) -> int:
 def invalid(node: Node, text: str) -> NoReturn:
     """TensorFlow's ``InvalidArgumentError`` of an input its kernel rejects, with its ``text``."""
     GraphError.INVALID_ARGUMENT.raise_(node=node.name, op=node.op, error=text)
+
+
+def invalid_where(node: Node, bad: Any, text: str, message: GraphError = GraphError.INVALID_ARGUMENT) -> None:
+    """TensorFlow's ``InvalidArgumentError`` (or ``message``'s class) with a ``text`` that names no run-time
+    value, where ``bad`` holds: now where it is known, else from compiled code."""
+    value_ops.report(node.name, bad, message, extra={"node": node.name, "op": node.op, "error": text})
 
 
 def failed_precondition(node: Node, text: str) -> NoReturn:

@@ -39,11 +39,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import OPS, learned_size, registrar
-from ._ops_checks import failed_precondition, invalid, known_now
+from ._ops_checks import dims, failed_precondition, invalid, invalid_where, known_now
 
 _reg = registrar(OPS)
 
@@ -51,16 +50,6 @@ _SECOND_DERIVATIVE = ("Gradient explicitly disabled. Reason: b\"Currently there 
                       "derivative of ctc_loss due to the fused implementation's interaction  with tf.gradients()\"")
 _LONGER = ("Not enough time for target transition sequence (required: {0}, available: {1}){2}You can turn this "
            "error into a warning by using the flag ignore_longer_outputs_than_inputs")
-
-
-def _traced_check(node: Node, bad: Any, text: str) -> None:
-    """TensorFlow's ``InvalidArgumentError`` with ``text`` where the traced ``bad`` holds (from compiled code)."""
-    value_ops.report(node.name, jnp.any(bad), GraphError.INVALID_ARGUMENT,
-                     extra={"node": node.name, "op": node.op, "error": text})
-
-
-def _join(values: Any) -> str:
-    return ",".join(str(int(v)) for v in values)
 
 
 def _labels_now(node: Node, indices: np.ndarray, values: np.ndarray, seq_len: np.ndarray, shape: tuple[int, ...],
@@ -73,7 +62,7 @@ def _labels_now(node: Node, indices: np.ndarray, values: np.ndarray, seq_len: np
         shown = ",".join(str(int(v)) for v in index)
         if any(not 0 <= int(v) < b for v, b in zip(index, bounds, strict=False)):
             invalid(node, f"label SparseTensor is not valid: indices[{k}] = [{shown}] is out of bounds: need "
-                          f"0 <= index < [{_join(bounds)}]")
+                          f"0 <= index < [{dims(bounds)}]")
         if k and tuple(indices[k]) <= tuple(indices[k - 1]):
             what = "is repeated" if tuple(indices[k]) == tuple(indices[k - 1]) else \
                 "is out of order. Many sparse ops require sorted indices.\n    Use `tf.sparse.reorder` to create " \
@@ -92,11 +81,11 @@ def _labels_now(node: Node, indices: np.ndarray, values: np.ndarray, seq_len: np
                     finished = True
                 elif finished:
                     invalid(node, f"Saw a non-null label (index >= num_classes - 1) following a null label, batch: "
-                                  f"{b} num_classes: {classes} labels: {_join(raw)} labels seen so far: {_join(kept)}")
+                                  f"{b} num_classes: {classes} labels: {dims(raw)} labels seen so far: {dims(kept)}")
                 else:
                     kept.append(v)
         if any(v < 0 for v in kept):
-            invalid(node, f"All labels must be nonnegative integers, batch: {b} labels: {_join(kept)}")
+            invalid(node, f"All labels must be nonnegative integers, batch: {b} labels: {dims(kept)}")
         if not ignore and len(raw) > int(seq_len[b]):
             invalid(node, _LONGER.format(len(raw), int(seq_len[b]), b))
 
@@ -112,8 +101,8 @@ def _lengths_checks(node: Node, seq_len: Any, time: int) -> None:
             if n < 0:
                 invalid(node, f"seq_len({b}) < 0")
         return
-    _traced_check(node, seq_len > time, f"sequence_length(b) <= {time} (for some batch entry b)")
-    _traced_check(node, seq_len < 0, "seq_len(b) < 0 (for some batch entry b)")
+    invalid_where(node, jnp.any(seq_len > time), f"sequence_length(b) <= {time} (for some batch entry b)")
+    invalid_where(node, jnp.any(seq_len < 0), "seq_len(b) < 0 (for some batch entry b)")
 
 
 def _dense_labels(indices: Any, values: Any, batch: int, width: int, classes: int,
@@ -152,14 +141,14 @@ def _labels_traced(node: Node, indices: Any, seq_len: Any, given: Any, after_sto
         outside = jnp.any((indices < 0) | (indices[:, :1] >= batch))
         unordered = jnp.any((indices[1:, 0] < previous[:, 0]) |
                             ((indices[1:, 0] == previous[:, 0]) & (indices[1:, 1] <= previous[:, 1])))
-        _traced_check(node, outside, "label SparseTensor is not valid: an index is out of bounds")
-        _traced_check(node, ~outside & unordered, "label SparseTensor is not valid: indices are out of order or "
+        invalid_where(node, jnp.any(outside), "label SparseTensor is not valid: an index is out of bounds")
+        invalid_where(node, jnp.any(~outside & unordered), "label SparseTensor is not valid: indices are out of order or "
                                                   "repeated. Many sparse ops require sorted indices.")
-    _traced_check(node, given == 0, "Labels length is zero in batch b (for some batch entry b)")
-    _traced_check(node, after_stop, "Saw a non-null label (index >= num_classes - 1) following a null label")
-    _traced_check(node, negative, "All labels must be nonnegative integers")
+    invalid_where(node, jnp.any(given == 0), "Labels length is zero in batch b (for some batch entry b)")
+    invalid_where(node, jnp.any(after_stop), "Saw a non-null label (index >= num_classes - 1) following a null label")
+    invalid_where(node, jnp.any(negative), "All labels must be nonnegative integers")
     if not ignore:
-        _traced_check(node, given > seq_len, "Not enough time for target transition sequence (a label sequence is "
+        invalid_where(node, jnp.any(given > seq_len), "Not enough time for target transition sequence (a label sequence is "
                                              "longer than its sequence_length). You can turn this error into a "
                                              "warning by using the flag ignore_longer_outputs_than_inputs")
 
@@ -279,7 +268,7 @@ def _ctc_loss(node: Node, args: list[Any]) -> list[Any]:
                       f"batch_size: {batch}")
     if np.shape(indices)[0] != np.shape(values)[0]:
         invalid(node, "labels_indices and labels_values must contain the same number of rows, but saw shapes: "
-                      f"[{_join(np.shape(indices))}] vs. [{_join(np.shape(values))}]")
+                      f"[{dims(np.shape(indices))}] vs. [{dims(np.shape(values))}]")
     if batch == 0:
         invalid(node, "batch_size must not be 0")
     collapse = bool(node.attr("preprocess_collapse_repeated", False))
@@ -337,9 +326,8 @@ def _ctc_greedy_decoder(node: Node, args: list[Any]) -> list[Any]:
             if n > time:
                 failed_precondition(node, f"sequence_length({b}) <= {time}")
     else:
-        value_ops.report(node.name, jnp.any(jnp.asarray(seq_len) > time), GraphError.FAILED_PRECONDITION,
-                         extra={"node": node.name, "op": node.op,
-                                "error": f"sequence_length(b) <= {time} (for some batch entry b)"})
+        invalid_where(node, jnp.any(jnp.asarray(seq_len) > time),
+                      f"sequence_length(b) <= {time} (for some batch entry b)", GraphError.FAILED_PRECONDITION)
     blank_attr = int(node.attr("blank_index", -1))
     blank = classes + blank_attr if blank_attr < 0 else blank_attr
     if not 0 <= blank < classes:

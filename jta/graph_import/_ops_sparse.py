@@ -30,18 +30,10 @@ import numpy as np
 from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
-from ._ops import OPS, learned_size, learned_value, registrar, static_value
-from ._ops_checks import invalid, known_or_traced
+from ._ops import OPS, learned_size, learned_value, registrar, static_value, xp_of
+from ._ops_checks import dims, invalid, invalid_where, known_or_traced
 
 _reg = registrar(OPS)
-
-
-
-def _static_text(node: Node, bad: Any, text: str) -> None:
-    """TensorFlow's ``InvalidArgumentError`` with a ``text`` that names no run-time value, where ``bad``
-    holds (now, or from compiled code)."""
-    value_ops.report(node.name, bad, GraphError.INVALID_ARGUMENT, extra={"node": node.name, "op": node.op,
-                                                                         "error": text})
 
 
 def _int_array(x: Any) -> Any:
@@ -49,22 +41,14 @@ def _int_array(x: Any) -> Any:
     return known_or_traced(x)[0]
 
 
-def _xp(*xs: Any) -> Any:
-    return np if all(isinstance(x, np.ndarray) for x in xs) else jnp
-
-
 def _alike(*xs: Any) -> tuple[Any, ...]:
     """``xs`` all numpy (known now), else all JAX arrays (one of them traced), and their array module."""
-    xp = _xp(*xs)
+    xp = xp_of(*xs)
     return (*(x if xp is np else jnp.asarray(x) for x in xs), xp)
 
 
 def _shape(node: Node, shape: Any, what: str) -> tuple[int, ...]:
     return tuple(int(d) for d in np.reshape(static_value(node, shape, what), -1))
-
-
-def _dims(shape: Any, sep: str = ",") -> str:
-    return sep.join(str(int(d)) for d in shape)
 
 
 def _lex_steps(xp: Any, idx: Any) -> tuple[Any, Any]:
@@ -134,9 +118,9 @@ def _sparse_segment(node: Node, args: list[Any]) -> list[Any]:
             invalid(node, "segment ids must be >= 0")
         if count:
             beyond = seg[-1] + 1 > rows
-            _static_text(node, beyond, "segment ids must be < num_segments")
+            invalid_where(node, beyond, "segment ids must be < num_segments")
             if rows == 0:  # (then no id is in range: TensorFlow's kernel says so before its loop)
-                _static_text(node, ~beyond, "segment ids must be >= 0")
+                invalid_where(node, ~beyond, "segment ids must be >= 0")
     elif count:  # (the last id plus one rows: its check is _sorted_rows's, the others come in the loop's order)
         last = seg[-1] + 1
         value_ops.report(node.name, last < 1, GraphError.SEGMENT_NEGATIVE, extra={"op": node.op})
@@ -170,7 +154,7 @@ def _grad_inputs(node: Node, args: list[Any]) -> tuple[Any, Any, Any, int, str]:
     rows = grad.shape[0]
     if seg.shape[0]:
         idx, seg, xp = _alike(idx, seg)
-        _static_text(node, seg[-1] + 1 > rows, "Invalid number of segments")
+        invalid_where(node, seg[-1] + 1 > rows, "Invalid number of segments")
         bad_index, bad_seg = (idx < 0) | (idx >= dim0), (seg < 0) | (seg >= rows)
         ok = seg[-1] + 1 <= rows
         if kind != "sum":  # (a mean's or root's kernel counts the segments first: their ids, then the indices)
@@ -234,12 +218,12 @@ def _index_report(node: Node, bad: Any, first: Any, idx: Any, messages: tuple[Gr
     for a rank of 1 or 2; for a higher rank from compiled code without them (``text``)."""
     rank = idx.shape[1]
     if isinstance(bad, (bool, np.bool_)) and bad:
-        invalid(node, f"indices[{int(first)}] = [{_dims(idx[first])}] {text}")
+        invalid(node, f"indices[{int(first)}] = [{dims(idx[first])}] {text}")
     if rank > 2:
-        _static_text(node, bad, f"indices[...] {text} (jta: the index is not recorded for rank {rank})")
+        invalid_where(node, bad, f"indices[...] {text} (jta: the index is not recorded for rank {rank})")
         return
     fields = [first] + [idx[first, j] for j in range(rank)]
-    value_ops.report(node.name, bad, messages[rank - 1], *fields, extra={"op": node.op, "shape": _dims(shape)})
+    value_ops.report(node.name, bad, messages[rank - 1], *fields, extra={"op": node.op, "shape": dims(shape)})
 
 
 @_reg("SparseToDense")
@@ -249,18 +233,18 @@ def _sparse_to_dense(node: Node, args: list[Any]) -> list[Any]:
     only the bounds, and a repeated index takes its last value."""
     indices, shape, values, default = args
     if np.ndim(indices) > 2:
-        invalid(node, f"sparse_indices should be a scalar, vector, or matrix, got shape {_dims(np.shape(indices))}")
+        invalid(node, f"sparse_indices should be a scalar, vector, or matrix, got shape {dims(np.shape(indices))}")
     n = np.shape(indices)[0] if np.ndim(indices) else 1
     d = np.shape(indices)[1] if np.ndim(indices) > 1 else 1
     shape = _shape(node, shape, "output_shape")
     if len(shape) != d:
         invalid(node, f"output_shape has incorrect number of elements: {len(shape)} should be: {d}")
     if np.ndim(values) > 1 or (np.ndim(values) == 1 and np.shape(values)[0] != n):
-        invalid(node, f"sparse_values has incorrect shape [{_dims(np.shape(values))}], should be [] or [{n}]")
+        invalid(node, f"sparse_values has incorrect shape [{dims(np.shape(values))}], should be [] or [{n}]")
     if np.ndim(default):
         invalid(node, "default_value should be a scalar.")
     idx = _int_array(indices)
-    xp = _xp(idx)
+    xp = xp_of(idx)
     idx = xp.reshape(idx, (n, d))
     if n:
         outside = xp.any((idx < 0) | (idx >= np.asarray(shape, np.int64)), axis=1)
@@ -268,7 +252,7 @@ def _sparse_to_dense(node: Node, args: list[Any]) -> list[Any]:
             before, same = _lex_steps(xp, idx) if n > 1 else (xp.zeros(0, bool), xp.zeros(0, bool))
             before, same = (xp.concatenate([xp.zeros(1, bool), b]) for b in (before, same))
             first = xp.argmax(outside | before | same)
-            text = f"is out of bounds: need 0 <= index < [{_dims(shape)}]"
+            text = f"is out of bounds: need 0 <= index < [{dims(shape)}]"
             _index_report(node, outside[first], first, idx, (GraphError.SPARSE_BOUNDS_1, GraphError.SPARSE_BOUNDS_2), text, shape)
             _index_report(node, ~outside[first] & before[first], first, idx, (GraphError.SPARSE_ORDER_1, GraphError.SPARSE_ORDER_2),
                           "is out of order. Many sparse ops require sorted indices.\n    Use `tf.sparse.reorder` "
@@ -276,7 +260,7 @@ def _sparse_to_dense(node: Node, args: list[Any]) -> list[Any]:
             _index_report(node, ~outside[first] & ~before[first] & same[first], first, idx,
                           (GraphError.SPARSE_REPEAT_1, GraphError.SPARSE_REPEAT_2), "is repeated", shape)
         else:
-            _static_text(node, xp.any(outside), f"Indices are not valid (out of bounds).  Shape: [{_dims(shape)}]")
+            invalid_where(node, xp.any(outside), f"Indices are not valid (out of bounds).  Shape: [{dims(shape)}]")
     values, default = jnp.asarray(values), jnp.asarray(default)
     out = jnp.broadcast_to(default.astype(values.dtype), shape)
     if not n or 0 in shape:
@@ -293,16 +277,16 @@ def _sparse_dense_matmul(node: Node, args: list[Any]) -> list[Any]:
     adj_a, adj_b = bool(node.attr("adjoint_a", False)), bool(node.attr("adjoint_b", False))
     shape = _shape(node, a_shape, "a_shape")
     if len(shape) != 2 or np.ndim(a_indices) != 2 or np.ndim(b) != 2:
-        invalid(node, f"Tensor 'a_shape' is not a vector of 2 elements: [{_dims(shape)}]")
+        invalid(node, f"Tensor 'a_shape' is not a vector of 2 elements: [{dims(shape)}]")
     b = jnp.asarray(b)
     rows, inner = (shape[1], shape[0]) if adj_a else shape
     inner_b, cols = (b.shape[1], b.shape[0]) if adj_b else b.shape
     if inner != inner_b:
         invalid(node, f"Cannot multiply A and B because inner dimension does not match: {inner} vs. {inner_b}.  "
                       f"Did you forget a transpose?  Dimensions of A: [{shape[0]}, {shape[1]}).  Dimensions of B: "
-                      f"[{_dims(b.shape)}]")
+                      f"[{dims(b.shape)}]")
     idx = _int_array(a_indices)
-    xp = _xp(idx)
+    xp = xp_of(idx)
     m, k = (idx[:, 1], idx[:, 0]) if adj_a else (idx[:, 0], idx[:, 1])
     if np.shape(idx)[0]:
         bad_k, bad_m = (k < 0) | (k >= inner), (m < 0) | (m >= rows)
@@ -332,14 +316,14 @@ def _sparse_dense_add(node: Node, args: list[Any]) -> list[Any]:
             invalid(node, f"Dimension {d} does not equal (no broadcasting is supported): sparse side {s} vs dense "
                           f"side {t}")
     idx = _int_array(a_indices)
-    xp = _xp(idx)
+    xp = xp_of(idx)
     if not np.shape(idx)[0]:
         return [b]
     bad = (idx < 0) | (idx >= np.asarray(b.shape, np.int64))
     flat = xp.argmax(xp.reshape(bad, -1))
     i, d = flat // b.ndim, flat % b.ndim
     value_ops.report(node.name, xp.reshape(bad, -1)[flat], GraphError.SPARSE_DENSE_ADD_INDEX, i, d, idx[i, d],
-                     extra={"op": node.op, "shape": _dims(b.shape, " ")})
+                     extra={"op": node.op, "shape": dims(b.shape, " ")})
     return [b.at[tuple(jnp.asarray(idx).T)].add(jnp.asarray(a_values).astype(b.dtype), mode="drop")]
 
 
@@ -352,11 +336,11 @@ def _sparse_dense_cwise(node: Node, args: list[Any]) -> list[Any]:
     lead = len(shape) - dense.ndim
     if lead < 0 or any(t not in (1, s) for s, t in zip(shape[lead:], dense.shape, strict=True)):
         invalid(node, f"SparseDenseBinaryOpShared broadcasts dense to sparse only; got incompatible shapes: "
-                      f"[{_dims(shape)}] vs. [{_dims(dense.shape)}]")
+                      f"[{dims(shape)}] vs. [{dims(dense.shape)}]")
     idx = _int_array(sp_indices)
-    xp = _xp(idx)
+    xp = xp_of(idx)
     if np.shape(idx)[0]:
-        _static_text(node, xp.any((idx < 0) | (idx >= np.asarray(shape, np.int64))),
+        invalid_where(node, xp.any((idx < 0) | (idx >= np.asarray(shape, np.int64))),
                      "Provided indices are out-of-bounds w.r.t. dense side with broadcasted shape")
     idx = jnp.asarray(idx)
     at = tuple(jnp.clip(idx[:, lead + j], 0, t - 1) if t != 1 else jnp.zeros(idx.shape[0], idx.dtype)
@@ -392,7 +376,7 @@ def _sparse_reduce_sum(node: Node, args: list[Any]) -> list[Any]:
     out_shape = tuple(shape[d] for d in kept)
     size = int(np.prod(out_shape, dtype=np.int64))
     idx = _int_array(indices)
-    xp = _xp(idx)
+    xp = xp_of(idx)
     values = jnp.asarray(values)
     written = xp.zeros(np.shape(idx)[0], idx.dtype)
     for d in kept:
@@ -420,13 +404,13 @@ def _sparse_softmax(node: Node, args: list[Any]) -> list[Any]:
     indices, values, shape = args
     shape = _shape(node, shape, "sp_shape")
     if len(shape) < 2:
-        invalid(node, f"Input should have rank >= 2, but received shape: {_dims(shape, ' ')}")
+        invalid(node, f"Input should have rank >= 2, but received shape: {dims(shape, ' ')}")
     n = np.shape(indices)[0]
     values = jnp.asarray(values)
     if not n:
         return [values]
     idx = _int_array(indices)
-    xp = _xp(idx)
+    xp = xp_of(idx)
     order = _lex_order(xp, idx)
     group = jnp.asarray(_groups(xp, idx[order]))
     x = values[jnp.asarray(order)]
@@ -441,7 +425,7 @@ def _sparse_reorder(node: Node, args: list[Any]) -> list[Any]:
     no bounds are checked, as in TensorFlow."""
     indices, values, _ = args
     idx = _int_array(indices)
-    xp = _xp(idx)
+    xp = xp_of(idx)
     if not np.shape(idx)[0]:
         return [idx, jnp.asarray(values)]
     order = _lex_order(xp, idx)
@@ -465,13 +449,13 @@ def _sparse_reshape(node: Node, args: list[Any]) -> list[Any]:
         wanted[unknown[0]] = dense // product if product else 0
         if product == 0 or dense % product:
             invalid(node, f"Input to reshape is a SparseTensor with {dense} dense values, but the requested shape "
-                          f"requires a multiple of {product}. input_shape=[{_dims(shape)}] output_shape="
-                          f"[{_dims(wanted)}]")
+                          f"requires a multiple of {product}. input_shape=[{dims(shape)}] output_shape="
+                          f"[{dims(wanted)}]")
     elif product != dense:
         invalid(node, f"Input to reshape is a tensor with {dense} dense values, but the requested shape has "
-                      f"{product}. input_shape=[{_dims(shape)}] output_shape=[{_dims(wanted)}]")
+                      f"{product}. input_shape=[{dims(shape)}] output_shape=[{dims(wanted)}]")
     idx = _int_array(indices)
-    xp = _xp(idx)
+    xp = xp_of(idx)
     place = xp.zeros(np.shape(idx)[0], idx.dtype)
     for d, s in enumerate(shape):
         place = place * s + idx[:, d]
@@ -496,7 +480,7 @@ def _sparse_fill_empty_rows(node: Node, args: list[Any]) -> list[Any]:
     if dense_rows == 0 and n:
         invalid(node, f"Received SparseTensor with dense_shape[0] = 0 but indices.shape[0] = {n}")
     idx = _int_array(indices)
-    xp = _xp(idx)
+    xp = xp_of(idx)
     rows = idx[:, 0] if n else xp.zeros(0, idx.dtype)
     if n:
         bad = (rows < 0) | (rows >= dense_rows)
@@ -536,7 +520,7 @@ def _sparse_fill_empty_rows_grad(node: Node, args: list[Any]) -> list[Any]:
     grad = jnp.asarray(grad)
     total = grad.shape[0]
     at = _int_array(reverse)
-    xp = _xp(at)
+    xp = xp_of(at)
     if np.shape(at)[0]:
         bad = (at < 0) | (at >= total)
         first = xp.argmax(bad)
