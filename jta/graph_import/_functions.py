@@ -38,6 +38,8 @@ from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
 from ._ops import is_static, learned_size, run_op
+from ._optionals import Opt, as_jax, fill_optionals
+from ._padding import PaddedStacks
 from ._random_kernels import KERNEL_OPS, key_of, relative_key
 
 __all__ = ["Body", "Evaluator", "Library", "UNKNOWN", "Var", "CONTROL_OPS"]
@@ -67,74 +69,6 @@ class Var:
     """A captured variable's resource handle: its value is ``params[name]``."""
 
     name: str
-
-
-@jax.tree_util.register_pytree_node_class
-class Opt:
-    """An optional (``OptionalFromValue``/``OptionalNone``): what a cond inside a loop hands its gradient
-    (the intermediates of the branch taken). ``value`` is a tuple of values or None; ``has`` a bool.
-
-    TF's cond gives each branch's intermediates the same optional slots, so one slot may hold values
-    of different types in different branches (an optional is a variant). After a ``lax.switch``
-    such a slot is a union: ``kinds`` lists the types it holds (:func:`_kind`), and ``value`` one
-    part per kind, the taken branch's value in its own, zeros in the others; ``OptionalGetValue``
-    reads the part of the type it asks for. Where several fit (lists, which are all variants), the
-    read is in the gradient's branch of the same index (TensorFlow reads a branch's intermediates in
-    its gradient's branch only): ``owners`` (the branch count, and per kind the branches that give
-    it) picks the part."""
-
-    def __init__(self, value: Optional[tuple[Any, ...]], has: Any, kinds: Optional[tuple[Any, ...]] = None,
-                 owners: Optional[tuple[int, tuple[frozenset[int], ...]]] = None):
-        self.value, self.has, self.kinds, self.owners = value, has, kinds, owners
-
-    def tree_flatten(self) -> tuple[tuple[Any, ...], Any]:
-        return (self.value, self.has), (self.kinds, self.owners)
-
-    @classmethod
-    def tree_unflatten(cls, aux: Any, children: Any) -> Opt:
-        return cls(*children, kinds=aux[0], owners=aux[1])
-
-    def read(self, node: Node, branch: Optional[tuple[int, int]]) -> list[Any]:
-        """``OptionalGetValue`` of it (``node``'s ``output_types``/``output_shapes`` choose the part;
-        ``branch``, the innermost branch running and the count of its cond's branches, where they do not)."""
-        if self.value is None:
-            _ops_checks.invalid(node, "The optional variant has no value.")
-        if self.kinds is None:
-            return list(self.value)
-        types, shapes = node.attr("output_types", []), node.attr("output_shapes", [])
-        fitting = [k for k, kind in enumerate(self.kinds) if _fits(kind, types, shapes)]
-        if len(fitting) > 1 and branch is not None and self.owners is not None and branch[1] == self.owners[0]:
-            fitting = [k for k in fitting if branch[0] in self.owners[1][k]]
-        fits = [self.value[k] for k in fitting]
-        if len(fits) != 1:
-            _ops_checks.invalid(node, (
-                f"the optional holds one of {len(self.kinds)} types, and {len(fits)} of them are {types} {shapes}"))
-        return list(fits[0])
-
-
-def _kind(value: tuple[Any, ...]) -> Any:
-    """An optional value's type: its tree structure and the shape and dtype of each leaf."""
-    leaves, tree = jax.tree_util.tree_flatten(value)
-    return tree, tuple((tuple(np.shape(x)), jnp.result_type(x)) for x in leaves), tuple(
-        (np.dtype(jnp.result_type(v)), tuple(np.shape(v))) if not isinstance(v, (_lists.TList, Opt)) else None
-        for v in value)
-
-
-def _fits(kind: Any, types: list[Any], shapes: list[Any]) -> bool:
-    """Whether values of ``kind`` are what an ``OptionalGetValue`` of ``types`` and ``shapes`` reads."""
-    values = kind[2]
-    if len(values) != len(types):
-        return False
-    for k, (value, dtype) in enumerate(zip(values, types, strict=True)):
-        if value is None or not isinstance(dtype, np.dtype):  # a list or an optional: a variant
-            if (value is None) != (not isinstance(dtype, np.dtype)):
-                return False
-            continue
-        shape = shapes[k] if k < len(shapes) else None
-        if value[0] != jax.dtypes.canonicalize_dtype(dtype) or (shape is not None and (len(shape) != len(value[1]) or any(
-                d is not None and d != n for d, n in zip(shape, value[1], strict=True)))):
-            return False
-    return True
 
 
 OPTIONAL_OPS = ("OptionalFromValue", "OptionalNone", "OptionalGetValue", "OptionalHasValue")
@@ -343,6 +277,7 @@ class Evaluator:
                  probe: bool = False, pad_stacks: bool = False, handles: Optional[dict[int, Var]] = None):
         # ``loop(evaluator, node, args)`` runs a While (jta.graph_import._tf2_loops.run, which imports this module)
         self.lib, self.params, self.loop, self.probe, self.pad_stacks = lib, params, loop, probe, pad_stacks
+        self.padding = PaddedStacks() if pad_stacks and not probe else None  # (the padded stacks' uses)
         self.leaves = dict(params)  # the variables' values the call was given (what jax.grad differentiates)
         self.bounds: dict[int, tuple[Any, int]] = {}  # id(traced count) -> (the count, its static bound)
         self.carry_depth = 0  # how many loop bodies on their prepared carry are running (see _tf2_loops)
@@ -379,7 +314,10 @@ class Evaluator:
         finally:
             self.envs.pop()
             self.bodies.pop()
-        return [UNKNOWN if t[0] in unknown else env[t] for t in body.outputs]
+        outs = [UNKNOWN if t[0] in unknown else env[t] for t in body.outputs]
+        if self.padding is not None:
+            self.padding.leaving(outs, self.sites[-1] if self.sites else body.name)
+        return outs
 
     def _forward_value(self, tensor: Tensor, graph: Optional[str] = None) -> Any:
         """A tensor of a body running, computed now if its outputs did not need it (a custom gradient
@@ -432,6 +370,9 @@ class Evaluator:
 
     def node(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
         """The node's outputs (None: all unknown to the probe)."""
+        return self._node(node, args) if self.padding is None else self.padding.follow(node, args, self._node)
+
+    def _node(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
         op = node.op
         if op == "StopGradient" and not self.probe:  # (TF2 writes back_prop=False and stop_recording so too)
             return [jax.tree_util.tree_map(_stopped, args[0])]
@@ -455,6 +396,8 @@ class Evaluator:
         if op in CALL_OPS or op in self.lib or op in IF_OPS or op in CASE_OPS or op in WHILE_OPS:
             self.sites.append(node.name)  # (the call op whose functions run: it owns their kernels)
             self.looping += op in WHILE_OPS
+            if self.padding is not None:  # (lax remakes a loop's carry, a run-time branch's outputs)
+                self.padding.crossing.append(op not in CALL_OPS and op not in self.lib)
             try:
                 if op in IF_OPS or op in CASE_OPS:
                     return self._branch(node, args)
@@ -464,6 +407,8 @@ class Evaluator:
             finally:
                 self.sites.pop()
                 self.looping -= op in WHILE_OPS
+                if self.padding is not None:
+                    self.padding.crossing.pop()
         if op in KERNEL_OPS:
             return None if self.probe else self._draw(node, args)
         if self.probe:
@@ -610,7 +555,7 @@ class Evaluator:
         start.update({k: jnp.asarray(self.params[k]) for k in kernels if k in self.params})
         fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest, start) for k, b in enumerate(bodies)]
         if any(b.nodes[n].op in ("OptionalNone", "OptionalFromValue") for b in bodies for n in b.order):
-            fns = _fill_optionals(fns)  # (TF may put values of different shapes in one slot: a union)
+            fns = fill_optionals(fns)  # (TF may put values of different shapes in one slot: a union)
         fns = lists_agree(fns)
         try:
             outs = list(jax.lax.switch(index, fns))
@@ -636,7 +581,7 @@ class Evaluator:
         self.params.update(start)
         self.carried |= added
         try:
-            return _as_jax(self.call(body, args)) + [jnp.asarray(self.params[n], v.dtype) for n, v in start.items()]
+            return as_jax(self.call(body, args)) + [jnp.asarray(self.params[n], v.dtype) for n, v in start.items()]
         finally:
             self.branches.pop()
             self.carried -= added
@@ -648,45 +593,3 @@ def _static_bound(args: list[Any]) -> Optional[int]:
              if isinstance(a, (Bounded, int)) or (is_static(a) and np.ndim(a) == 0 and
                                                   np.issubdtype(np.asarray(a).dtype, np.integer))]
     return min(known) if known and min(known) >= 0 else None
-
-
-def _as_jax(values: list[Any]) -> list[Any]:
-    """Branch outputs as JAX values (``lax.cond`` needs matching array leaves, not numpy constants)."""
-    return [v if isinstance(v, _lists.TList) else Opt(v.value, jnp.asarray(v.has), v.kinds, v.owners) if isinstance(v, Opt)
-            else jnp.asarray(v) for v in values]
-
-
-def _fill_optionals(fns: list[Callable[[], list[Any]]]) -> list[Callable[[], list[Any]]]:
-    """Branches whose optionals agree in type slot by slot, so that every branch gives outputs of one
-    structure (a ``lax.switch`` needs that): an empty optional (``OptionalNone``) holds zeros of the
-    type the other branches' values at its slot have, and a slot whose values differ in type from
-    branch to branch is a union of them (:class:`Opt`'s ``kinds``)."""
-    shapes = [jax.eval_shape(fn) for fn in fns]
-    kinds: dict[int, list[Any]] = {}
-    templates: dict[tuple[int, Any], Any] = {}
-    owners: dict[tuple[int, Any], set[int]] = {}
-    for k, outs in enumerate(shapes):
-        for j, v in enumerate(outs):
-            if isinstance(v, Opt) and v.value is not None:
-                kind = _kind(v.value)
-                if kind not in kinds.setdefault(j, []):
-                    kinds[j].append(kind)
-                    templates[j, kind] = v.value
-                owners.setdefault((j, kind), set()).add(k)
-
-    def zeros(j: int, kind: Any) -> Any:
-        return jax.tree_util.tree_map(lambda t: jnp.zeros(t.shape, t.dtype), templates[j, kind])
-
-    def slot(j: int, v: Any) -> Any:
-        if not isinstance(v, Opt) or j not in kinds:
-            return v
-        if len(kinds[j]) == 1:
-            return v if v.value is not None else Opt(zeros(j, kinds[j][0]), v.has)
-        mine = None if v.value is None else _kind(v.value)
-        parts = tuple(v.value if kind == mine else zeros(j, kind) for kind in kinds[j])
-        return Opt(parts, v.has, kinds=tuple(kinds[j]),
-                   owners=(len(fns), tuple(frozenset(owners[j, kind]) for kind in kinds[j])))
-
-    def filled(fn: Callable[[], list[Any]]) -> Callable[[], list[Any]]:
-        return lambda: [slot(j, v) for j, v in enumerate(fn())]
-    return [filled(fn) for fn in fns]

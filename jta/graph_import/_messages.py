@@ -94,6 +94,12 @@ class GraphError(Message):
                          "declared element shape admits, a buffer (a list a loop carries) one (the data decides "
                          "each step's shape here). The way out: call the imported function eagerly (outside "
                          "jax.jit and jax.grad), where loops run step by step.")
+    PADDED_USE = (488, UnimplementedError, "Node {node} ({op}) reads the stack {stack}, which pad_stacks=True "
+                       "padded with zero rows past its run-time length: TensorFlow's stack has no such rows, and this "
+                       "op could see them (only the function's outputs, sums and ops that keep zeros zero on the way "
+                       "to them cannot). The ways out: import without pad_stacks and call the imported function "
+                       "through jta.checked (jta.checked(jax.jit(fn))), which learns the length at run time and "
+                       "compiles for it, or eagerly with concrete arguments (its loops then run step by step).")
     NESTED_GROWTH = (486, UnimplementedError, "Node {node} ({op}): the loop has no static bound on its trip count, "
                           "grows a TensorList and runs in the body of another loop, whose buffers are sized before "
                           "it runs, for every step at once: neither jax.jit nor jta.checked can size them. The ways "
@@ -111,7 +117,7 @@ class GraphError(Message):
                          "step): the stack then has TensorFlow's shape; or import with pad_stacks=True: the stack then "
                          "has as many rows "
                          "as the loop's bound, the rows past the length zeros (as a fixed-size TensorArray's unwritten "
-                         "rows are), which sums and gradients do not see.")
+                         "rows are), for the function's outputs and sums only (any other use is refused).")
     TF2_BRANCH = (439, UnimplementedError, "Node {node} ({op}): its predicate is only known at run time, so it is "
                        "a lax.cond/lax.switch, whose branches must give outputs of one structure, shape and dtype "
                        "(TensorLists of one static length), but they do not ({error}). The ways out: call the "

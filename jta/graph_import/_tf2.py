@@ -62,7 +62,9 @@ def import_function(fn: Any, *example_args: Any, pad_stacks: bool = False, with_
     - `pad_stacks`: under ``jit`` or ``grad``, a list written in a loop whose trip count the data
       decides has a run-time length, and stacking it would need a shape JAX cannot give: by default
       that is refused; with ``pad_stacks=True`` the stack has the loop bound's rows, those past the
-      length zeros. (Eager calls with concrete arguments run such loops step by step: exact shapes.)
+      length zeros, for the function's outputs and sums of it only (another use, a mean, a max, its
+      last row, could see the zeros: refused, code 488). (Eager calls with concrete arguments run such
+      loops step by step: exact shapes.)
     - `with_updates`: ``jax_fn`` returns ``(outputs, new_params)``, ``params`` with the values the
       function assigned its variables (a batch norm's moving statistics in training, a Keras 3 seed
       generator's state). Without it a function that assigns variables computes its outputs with them

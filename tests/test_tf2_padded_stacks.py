@@ -1,0 +1,125 @@
+"""Stacks that ``pad_stacks=True`` pads (red-team batch 17): a list written in a loop whose trip count
+the data decides, stacked under ``jit``, has the buffer's rows, zeros past its length. A sum of it and
+the function's outputs see TensorFlow's values (outputs padded, as documented); any other use could
+see the zero rows (a mean, a max, a softmax, ``S[-1]``, ``tf.shape(S)[0]``, inside the loop that grows
+the stack too) and is refused (code 488), never a wrong value. The enumeration below runs each use of
+a padded stack: either jta gives TensorFlow's value, or it refuses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+import jax  # noqa: E402
+
+import jta  # noqa: E402
+from jta.graph_import._messages import GraphError  # noqa: E402
+
+D = 3
+X = np.linspace(-1.0, 1.0, D).astype(np.float32)
+N = np.int32(5)
+
+
+def _states(use: Callable[[Any], Any]) -> Any:
+    """A decoder's states, stacked after a loop of ``n`` steps (bounded by 8), and ``use`` of the stack."""
+    w = tf.Variable(np.random.default_rng(0).normal(size=(D, D)).astype(np.float32) * 0.5, name="w")
+
+    @tf.function
+    def f(x: Any, n: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[D])
+
+        def body(t: Any, h: Any, ta: Any) -> Any:
+            h = tf.tanh(tf.linalg.matvec(w, h))
+            return t + 1, h, ta.write(t, h)
+
+        _, _, ta = tf.while_loop(lambda t, h, ta: t < n, body, (0, x, ta), maximum_iterations=8)
+        return use(ta.stack())
+
+    return f
+
+
+USES: dict[str, tuple[Callable[[Any], Any], bool]] = {  # name: (the use, whether pad_stacks gives TF's value)
+    "sum": (lambda s: tf.reduce_sum(s, 0), True),
+    "sum_of_squares_scaled": (lambda s: 2.0 * tf.reduce_sum(tf.square(-s), [0, 1]), True),
+    "sum_over_columns": (lambda s: tf.reduce_sum(tf.abs(s), 1), True),  # (padded: an output of 8 rows)
+    "sum_of_a_sum": (lambda s: tf.reduce_sum(s + s * 3.0), True),
+    "mean": (lambda s: tf.reduce_mean(s, 0), False),
+    "max": (lambda s: tf.reduce_max(s, 0), False),
+    "softmax": (lambda s: tf.reduce_sum(tf.nn.softmax(s, axis=0) * s), False),
+    "last_row": (lambda s: s[-1], False),
+    "row_count": (lambda s: tf.cast(tf.shape(s)[0], tf.float32), False),
+    "shifted_sum": (lambda s: tf.reduce_sum(s + 1.0), False),
+    "exp_sum": (lambda s: tf.reduce_sum(tf.exp(s)), False),
+    "matmul_sum": (lambda s: tf.reduce_sum(tf.matmul(s, s, transpose_a=True)), False),
+}
+DEFAULT = ("sum", "sum_over_columns", "mean", "last_row", "row_count")
+
+
+def _refused(run: Callable[[], Any]) -> None:
+    with pytest.raises(jta.errors.UnimplementedError, match="padded with zero rows past its run-time length") as info:
+        run()
+    assert GraphError.PADDED_USE.matches(info.value)
+
+
+@pytest.mark.parametrize("name", [n if n in DEFAULT else pytest.param(n, marks=pytest.mark.long_only) for n in USES])
+def test_a_use_of_a_padded_stack_gives_tensorflows_value_or_is_refused(name: str) -> None:
+    use, exact = USES[name]
+    f = _states(use)
+    want = f(X, N).numpy()
+    fn, params = jta.import_function(f, X, N, pad_stacks=True)
+    np.testing.assert_allclose(fn(params, X, N), want, rtol=1e-6)  # eagerly: step by step, no padding
+    if not exact:
+        _refused(lambda: jax.jit(fn)(params, X, N))
+        return
+    got = np.asarray(jax.jit(fn)(params, X, N))
+    if got.shape != want.shape:  # a padded output: the rows past the length zeros
+        assert got.shape[0] == 8 and not got[N:].any(), got
+        got = got[:N]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_stack_read_in_the_loop_that_grows_it_is_refused() -> None:
+    """A running mean over the rows written so far (a memory, a KV cache): the padded stack is read
+    inside the loop, by a mean that would count its zero rows."""
+    w = tf.Variable(np.eye(D, dtype=np.float32) * 0.7, name="w")
+
+    @tf.function
+    def f(x: Any, n: Any) -> Any:
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[D])
+
+        def body(t: Any, h: Any, ta: Any) -> Any:
+            ta = ta.write(t, tf.linalg.matvec(w, h))
+            return t + 1, tf.tanh(tf.reduce_mean(ta.stack(), 0) + h), ta
+
+        return tf.while_loop(lambda t, h, ta: t < n, body, (0, x, ta), maximum_iterations=8)[1]
+
+    fn, params = jta.import_function(f, X, N, pad_stacks=True)
+    np.testing.assert_allclose(fn(params, X, N), f(X, N).numpy(), rtol=1e-6)
+    _refused(lambda: jax.jit(fn)(params, X, N))
+    _refused(lambda: jax.jit(jax.grad(lambda p: fn(p, X, N).sum()))(params))
+    with tf.GradientTape() as tape:  # (jax.grad of concrete arguments: the loop runs step by step)
+        want = tape.gradient(tf.reduce_sum(f(X, N)), w).numpy()
+    np.testing.assert_allclose(jax.grad(lambda p: fn(p, X, N).sum())(params)["w"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_train_step_summing_a_padded_stack_gives_tensorflows_gradients() -> None:
+    """The tape's gradient ops read the padded stack (its shape, for the sum's gradient): their
+    cotangents of the padded rows reach only rows the list's gradient never reads."""
+    f = _states(lambda s: tf.reduce_sum(tf.square(s)))
+
+    @tf.function
+    def step(x: Any, n: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = f(x, n)
+        return loss, tape.gradient(loss, x)
+
+    fn, params = jta.import_function(step, X, N, pad_stacks=True)
+    for got, want in zip(jax.jit(fn)(params, X, N), step(X, N), strict=True):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
