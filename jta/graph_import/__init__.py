@@ -45,6 +45,7 @@ from . import (  # noqa: F401
     _ops_special,
     _ops_tf2jax,
     _ops_tridiagonal,
+    _ops_xla,
     _unsupported,
 )
 from ._frames import Graph

@@ -37,7 +37,7 @@ from ._branches import lists_agree
 from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
-from ._ops import is_static, learned_size, run_op
+from ._ops import OPS, is_static, learned_size, run_op
 from ._optionals import Opt, as_jax, fill_optionals
 from ._padding import PaddedStacks
 from ._random_kernels import KERNEL_OPS, key_of, relative_key
@@ -76,7 +76,7 @@ CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
 IF_OPS = ("If", "StatelessIf")
 CASE_OPS = ("Case", "StatelessCase")
 WHILE_OPS = ("While", "StatelessWhile")
-VAR_OPS = ("ReadVariableOp", "VariableShape", "ResourceGather")
+VAR_OPS = ("ReadVariableOp", "VariableShape", "ResourceGather", "ResourceGatherNd")
 ASSIGN_OPS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "RngReadAndSkip")
 PASS_OPS = ("Identity", "IdentityN", "NoOp", "Placeholder", "StopGradient", "PreventGradient",
             "EnsureShape")
@@ -482,6 +482,8 @@ class Evaluator:
         value = jnp.asarray(value, jax.dtypes.canonicalize_dtype(node.attr("dtype")))
         if node.op == "ReadVariableOp":
             return [value]
+        if node.op == "ResourceGatherNd":  # GatherNd's kernel on the value: its checks, its scatter_nd gradient
+            return OPS["GatherNd"](node, [value, args[1]])
         _ops_checks.gather(node, args[1], np.shape(value)[0])
         return [jnp.take(value, jnp.asarray(args[1]), axis=0)]
 

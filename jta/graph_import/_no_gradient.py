@@ -28,7 +28,7 @@ NOT_DIFFERENTIABLE = frozenset({
     "ConcatOffset", "Const",
     "Equal", "Greater", "GreaterEqual", "HSVToRGB", "Invert", "InvertPermutation", "LeftShift", "Less",
     "LessEqual", "LogicalAnd", "LogicalNot", "LogicalOr", "Multinomial", "NonMaxSuppression",
-    "NonMaxSuppressionV2", "NotEqual", "OneHot", "OnesLike", "RandomShuffle", "RandomStandardNormal",
+    "NonMaxSuppressionV2", "NotEqual", "OneHot", "OnesLike", "RaggedRange", "RandomShuffle", "RandomStandardNormal",
     "RandomUniform", "Range", "Rank", "ResizeBilinearGrad", "RightShift", "Shape", "ShapeN", "Size",
     "StatelessMultinomial", "StatelessRandomNormal", "StatelessRandomNormalV2", "StatelessRandomPoisson",
     "StatelessRandomUniform",
@@ -51,7 +51,7 @@ UNREGISTERED = frozenset({
     "SparseSegmentMeanGradV2", "SparseSegmentSqrtNGrad", "SparseSegmentSqrtNGradV2", "SparseSegmentSumGrad",
     "SparseSegmentSumGradV2", "StatelessRandomGetAlg", "StatelessRandomGetKeyCounter",
     "StatelessRandomGetKeyCounterAlg", "StringFormat", "Unique", "UniqueV2", "UniqueWithCounts",
-    "UniqueWithCountsV2", "UnravelIndex", "UpperBound", "Where",
+    "UniqueWithCountsV2", "UnravelIndex", "UpperBound", "Where", "XlaDynamicSlice", "XlaDynamicUpdateSlice",
     # tf.summary's writes (._ops_logging: no-ops without outputs)
     "CloseSummaryWriter", "FlushSummaryWriter", "WriteAudioSummary", "WriteGraphSummary", "WriteHistogramSummary",
     "WriteImageSummary", "WriteRawProtoSummary", "WriteScalarSummary", "WriteSummary",

@@ -1,5 +1,5 @@
 """Ops whose results' sizes their inputs' values decide: ``Range``, ``DynamicPartition``,
-``DynamicStitch``, ``RaggedTensorToTensor``, ``Bincount`` (``Where`` is in :mod:`._ops_linalg`).
+``DynamicStitch``, ``RaggedTensorToTensor``, ``RaggedRange``, ``Bincount`` (``Where`` is in :mod:`._ops_linalg`).
 
 A size is known while tracing (constants, shape arithmetic) or in an eager call (concrete
 arguments); under ``jta.checked`` it is learned at run time (a record of code 506 makes it compile
@@ -339,3 +339,82 @@ def _put(a: Any, at: Any, values: Any) -> Any:
         a[at] = values
         return a
     return a.at[at].set(values)
+
+
+_INT64_MAX = float(np.iinfo(np.int64).max)
+
+
+def _range_sizes(xp: Any, s: Any, lim: Any, d: Any, integer: bool) -> tuple[Any, Any]:
+    """Each row's length as ``RaggedRange``'s kernel counts it (``divup(|limit - start|, |delta|)`` of
+    integers, ``ceil(|(limit - start) / delta|)`` in the floats' own type; 0 for a range that runs away
+    from its limit), and where a float count is past int64 (TensorFlow's error)."""
+    empty = ((d > 0) & (lim < s)) | ((d < 0) & (lim > s)) | (d == 0)
+    step = xp.where(d == 0, 1, d)
+    if integer:
+        size, huge = (xp.abs(lim - s) + xp.abs(step) - 1) // xp.abs(step), xp.zeros(np.shape(s), bool)
+    else:
+        size = xp.ceil(xp.abs((lim - s) / step))
+        huge = ~empty & ~(size <= _INT64_MAX)  # (NaN too: the kernel's `size <= max` fails)
+    count = np.int64 if xp is np else jax.dtypes.canonicalize_dtype(np.int64)
+    return xp.where(empty | huge, 0, size).astype(count), huge
+
+
+@_reg("RaggedRange")
+def _ragged_range(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.ragged.range``: one row per (broadcast) ``starts[i], limits[i], deltas[i]``, as row splits and
+    values. Each row's values are ``start``, then the previous value plus ``delta`` (the kernel adds, so a
+    float row drifts as TensorFlow's does; an integer row is ``start + j * delta``). The values' length
+    is the data's: known while tracing or in an eager call, learned by ``jta.checked`` at run time,
+    refused under a bare ``jit`` (``Bidirectional`` Keras layers reverse ragged rows with it)."""
+    names = ("starts", "limits", "deltas")
+    for name, a in zip(names, args, strict=True):
+        if np.ndim(a) > 1:
+            invalid(node, f"{name} must be a scalar or vector")
+    lengths = {np.shape(a)[0] for a in args if np.ndim(a) == 1}
+    if len(lengths) > 1:
+        invalid(node, "starts, limits, and deltas must have the same shape")
+    rows = lengths.pop() if lengths else 1
+    dtype, splits_dtype = np.dtype(node.attr("T")), np.dtype(node.attr("Tsplits", np.dtype("int64")))
+    integer = np.issubdtype(dtype, np.integer)
+    huge_text = f"Requires ((limit - start) / delta) <= {np.iinfo(np.int64).max}"
+    known = [known_now(a) for a in args]
+    if all(k is not None for k in known):
+        s, lim, d = (np.broadcast_to(np.asarray(k, dtype), (rows,)) for k in known)
+        if np.any(d == 0):
+            invalid(node, "Requires delta != 0")
+        sizes, huge = _range_sizes(np, s, lim, d, integer)
+        if np.any(huge):
+            invalid(node, huge_text)
+        splits = np.concatenate([[0], np.cumsum(sizes)]).astype(splits_dtype)
+        if integer:
+            values = [s[i] + np.arange(n, dtype=dtype) * d[i] for i, n in enumerate(sizes)]
+        else:  # (np.add.accumulate adds in order, as the kernel's `value += delta`)
+            values = [np.add.accumulate(np.concatenate([s[i:i + 1], np.full(max(n - 1, 0), d[i], dtype)]))[:n]
+                      for i, n in enumerate(sizes)]
+        return [splits, np.concatenate([np.zeros(0, dtype), *values]).astype(dtype)]
+    jdtype = jax.dtypes.canonicalize_dtype(dtype)
+    s, lim, d = (jnp.broadcast_to(jnp.asarray(a, jdtype), (rows,)) for a in args)
+    value_ops.report(node.name, jnp.any(d == 0), GraphError.INVALID_ARGUMENT,
+                     extra={"node": node.name, "op": node.op, "error": "Requires delta != 0"})
+    sizes, huge = _range_sizes(jnp, s, lim, d, integer)
+    value_ops.report(node.name, jnp.any(huge) & ~jnp.any(d == 0), GraphError.INVALID_ARGUMENT,
+                     extra={"node": node.name, "op": node.op, "error": huge_text})
+    splits = jnp.concatenate([jnp.zeros(1, sizes.dtype), jnp.cumsum(sizes)])
+    total = learned_size(node, splits[-1], "starts, limits and deltas (the number of values is the result's shape; "
+                                           "jta.checked learns it at run time)", 0)
+    splits = splits.astype(jax.dtypes.canonicalize_dtype(splits_dtype))
+    if not total or not rows:
+        return [splits, jnp.zeros(0, jdtype)]
+    at = jnp.arange(total)
+    row = jnp.clip(jnp.searchsorted(splits, at, side="right") - 1, 0, rows - 1)
+    col = (at - splits[row]).astype(jdtype)
+    if integer:
+        return [splits, s[row] + col * d[row]]
+
+    def step(previous: Any, item: tuple[Any, Any, Any]) -> tuple[Any, Any]:
+        first, start, delta = item  # (a row's first value is its start; the next ones add delta in order)
+        value = jnp.where(first, start, previous + delta)
+        return value, value
+
+    _, values = jax.lax.scan(step, jnp.zeros((), jdtype), (col == 0, s[row], d[row]))
+    return [splits, values]

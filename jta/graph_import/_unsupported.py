@@ -16,7 +16,7 @@ _V2_CONTROL_FLOW = frozenset({"While", "StatelessWhile", "If", "StatelessIf", "C
                               "PartitionedCall", "StatefulPartitionedCall"})
 _VARIABLES = frozenset({"VariableV2", "Variable", "VarHandleOp", "ReadVariableOp", "AssignVariableOp",
                         "AssignAddVariableOp", "AssignSubVariableOp", "Assign", "AssignAdd", "AssignSub",
-                        "VarIsInitializedOp", "IsVariableInitialized", "ResourceGather"})
+                        "VarIsInitializedOp", "IsVariableInitialized", "ResourceGather", "ResourceGatherNd"})
 _RANDOM_PREFIXES = ("Random", "StatelessRandom", "StatelessTruncated", "StatelessMultinomial", "TruncatedNormal",
                     "Multinomial", "ParameterizedTruncatedNormal", "StatefulStandardNormal", "StatefulUniform",
                     "RngBitGenerator", "XlaRngBitGenerator", "UniformCandidateSampler", "LogUniformCandidateSampler",
