@@ -35,7 +35,7 @@ NOT_COVERED: dict[str, str] = {
                      "StatelessWhile", "While"), _FUNCTIONAL),
     **dict.fromkeys(("RandomStandardNormal", "RandomUniform", "RandomUniformInt", "XlaRngBitGenerator"), _RANDOM),
     **dict.fromkeys(("XlaConv", "XlaConvV2", "XlaReduceWindow", "XlaSelectAndScatter", "XlaDot", "XlaDotV2",
-                     "XlaDynamicSlice", "XlaDynamicUpdateSlice", "XlaGather", "XlaPad", "XlaScatter",
+                     "XlaGather", "XlaPad", "XlaScatter",
                      "XlaVariadicReduceV2", "XlaVariadicSort"), _XLA),
 }
 
