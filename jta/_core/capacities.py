@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from typing import Any, Optional
 
 from jax._src import config as jax_config
@@ -49,6 +49,7 @@ class Plan:
     guessed: list[int] = dataclasses.field(default_factory=list)  # sizes given a guess, in trace order
     probe: Optional[int] = None  # the last number whose size :class:`SizeProbe` hands out
     probed: dict[int, Any] = dataclasses.field(default_factory=dict)  # the guessed sizes until then
+    keyed: dict[Hashable, int] = dataclasses.field(default_factory=dict)  # the numbers of what named itself
 
 
 _PLAN: contextvars.ContextVar[Optional[Plan]] = contextvars.ContextVar("jta_capacity_plan", default=None)
@@ -91,19 +92,27 @@ def active() -> bool:
     return _PLAN.get() is not None
 
 
-def _numbered() -> Optional[tuple[Plan, int]]:
-    """The plan and the next number in it (what asks for a size, in trace order), or ``None``."""
+def _numbered(key: Optional[Hashable] = None) -> Optional[tuple[Plan, int]]:
+    """The plan and the next number in it (what asks for a size, in trace order), or ``None``;
+    ``key``: what asks, which keeps its number however often it is traced (see :func:`planned_rows`)."""
     plan = _PLAN.get()
     if plan is None:
         return None
+    if key is not None and key in plan.keyed:
+        return plan, plan.keyed[key]
     number, plan.seen = plan.seen, plan.seen + 1
+    if key is not None:
+        plan.keyed[key] = number
     return plan, number
 
 
-def planned_rows() -> Optional[tuple[int, int]]:
+def planned_rows(key: Optional[Hashable] = None) -> Optional[tuple[int, int]]:
     """``(rows, loop)`` for the next loop of a plan (``loop``: its number), or ``None`` outside
-    ``jta.checked``. Whoever asks must :func:`report_full` when the loop outruns the rows."""
-    numbered = _numbered()
+    ``jta.checked``. Whoever asks must :func:`report_full` when the loop outruns the rows. ``key``
+    names the loop, which then keeps one number in a trace: a loop inside another loop's body is traced
+    once per abstract step of that loop too, and the buffers those steps size must be the ones it runs
+    with."""
+    numbered = _numbered(key)
     if numbered is None:
         return None
     plan, loop = numbered

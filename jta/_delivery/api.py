@@ -324,6 +324,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         relearned: set[capacities.Key] = set()
         probed_now: set[int] = set()  # the sizes probes gave in this call
         one_by_one = False  # a probe for each guessed size, in trace order (see below)
+        guessed_one = False  # the sizes no probe reaches were guessed 1 (see below)
         afresh = False  # the sizes of earlier calls were forgotten (see below)
         while True:
             if outcome is None:
@@ -361,6 +362,15 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                     continue
                 sizes = probed(numbers[0] if one_by_one else numbers[-1], args, kwargs,
                                guesses_before=not one_by_one and len(numbers) > 1) if numbers else None
+                unknown = [n for n in numbers if ("size", n) not in learned]
+                if sizes is None and unknown and not guessed_one:
+                    # asked for where no probe reaches (a loop body): the guess of 0 rows may be what failed
+                    # (a softmax or x[0] of no rows), so trace once more guessing 1; the run then reports
+                    # the sizes, learned as any are (or refused, where they differ from step to step)
+                    for n in unknown:
+                        learned = capacities.sized(learned, n, 1)
+                    guessed_one, probed_now, program, outcome = True, probed_now | set(unknown), None, None
+                    continue
                 if not one_by_one and (sizes == {} or probed_now and not numbers):
                     learned = {k: v for k, v in learned.items() if k[0] != "size" or k[1] not in probed_now}
                     one_by_one, program, outcome = True, None, None

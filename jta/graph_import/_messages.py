@@ -100,13 +100,6 @@ class GraphError(Message):
                        "to them cannot). The ways out: import without pad_stacks and call the imported function "
                        "through jta.checked (jta.checked(jax.jit(fn))), which learns the length at run time and "
                        "compiles for it, or eagerly with concrete arguments (its loops then run step by step).")
-    NESTED_GROWTH = (486, UnimplementedError, "Node {node} ({op}): the loop has no static bound on its trip count, "
-                          "grows a TensorList and runs in the body of another loop, whose buffers are sized before "
-                          "it runs, for every step at once: neither jax.jit nor jta.checked can size them. The ways "
-                          "out: give this loop a static bound (maximum_iterations= of tf.while_loop; in an autograph "
-                          "loop, a for loop over tf.range of a static bound, skipping the extra steps with an if); "
-                          "or call the imported function eagerly (outside jax.jit and jax.grad), where loops run "
-                          "step by step.")
     SIGNATURE = (437, KeyError, "jta.import_saved_model: the SavedModel at {path!r} has no signature or "
                       "tf.function attribute {name!r} (signatures: {known}).")
     PADDED_STACK = (438, UnimplementedError, "Node {node} ({op}): the list's length is only known at run time "

@@ -196,7 +196,7 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
     growth, shapes, consts, room, least = _discover(ev, body, args, fixed)
     capacity = steps if steps is not None else 0
     # without a bound, under jta.checked: the lists the loop grows get one number of the plan (its steps)
-    plan = capacities.planned_rows() if steps is None and capacities.active() and any(
+    plan = capacities.planned_rows(key=tuple(ev.sites)) if steps is None and capacities.active() and any(
         isinstance(args[k], TList) and growth.get(k) != 0 for k in growth) else None
     carry = {}
     for k, a in enumerate(args):
@@ -401,20 +401,17 @@ def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: i
     gives the buffer, which the carry's must have too)."""
     if growth == 0 and shape is None and lst.items is None:
         return TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts, limit=lst.limit)  # the loop does not touch it
+    if nested and not lst.static and lst.items is not None and lst.dtype != VARIANT:
+        # a run-time length inside an enclosing loop's body: the enclosing loop sized the buffer for all
+        # its steps (this loop's included); growing it here would change the enclosing loop's carry (a
+        # write past it fails from compiled code, or makes jta.checked grow the enclosing loop's plan)
+        return lst
     if unbounded and growth != 0:
-        if nested:
-            # (inside an enclosing loop: its abstract step, where its counter was static, did not see this
-            # loop's trip count, so the enclosing loop's buffer may be too small; it is unrolled instead)
-            GraphError.NESTED_GROWTH.raise_(node=node.name, op=node.op)
         if plan is not None:
             return sized_by_plan(node, lst, shape, plan, room if growth is None else growth)
         # outside jta.checked: room for as many steps as its plans start with; a write past them fails
         # from compiled code (LIST_BEYOND_CAPACITY, naming jta.checked), never clamped
         steps = capacities.INITIAL_ROWS
-    if nested and not lst.static and lst.items is not None and lst.dtype != VARIANT:
-        # a run-time length inside an enclosing loop's body: the enclosing loop sized the buffer for all
-        # its steps (this loop's included); growing it here would change the enclosing loop's carry
-        return lst
     have = lst.length if lst.static else rows(lst.items)
     capacity = max(have + steps * (room if growth is None else max(growth, 0)), least)
     lst = materialize(lst, node, capacity, shape)
