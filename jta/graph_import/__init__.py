@@ -34,6 +34,7 @@ from . import (  # noqa: F401
     _ops_image,
     _ops_linalg,
     _ops_logging,
+    _ops_lookup,
     _ops_nn,
     _ops_projective,
     _ops_random,

@@ -24,6 +24,7 @@ from ._messages import GraphError
 from ._nodes import parse, tensor_name
 from ._ops import OPS, is_static
 from ._ops_logging import SUMMARY_OPS, WRITER
+from ._ops_lookup import CHANGING_OPS, captured_tables
 from ._random_kernels import KERNEL_OPS, initial_state, key_of
 from ._variable_names import params_keys
 
@@ -168,6 +169,9 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: boo
         # (a captured resource that is not a variable: the writer, which only the summary ops read)
         constants.update({internal.op.name: WRITER for ext, internal in concrete.graph.captures
                           if id(ext) not in by_handle and ext.dtype == tf.resource})
+    # a captured lookup table (not a variable): its contents at import, integer keys (._ops_lookup)
+    constants.update(captured_tables(lib, top, [(ext, internal.op.name) for ext, internal in concrete.graph.captures
+                                                if id(ext) not in by_handle and ext.dtype == tf.resource], tf))
     handles = [Var(names[n]) if n in variables else constants.get(n) for n in inputs[n_args:]]
     for n, h in zip(inputs[n_args:], handles, strict=True):
         if h is None:
@@ -286,6 +290,9 @@ _WAYS: tuple[tuple[str, str, Callable[[str], bool], str], ...] = (
     ("Strings", "", lambda op: op.startswith(("String", "Regex", "Substr", "Unicode")) or
      op in ("AsString", "DecodeRaw", "ParseExampleV2"),
      "JAX has no string arrays; tokenize outside the function and pass the ids as arguments."),
+    ("Lookup tables", " (a table's insert, remove or initialization in the function)", lambda op: op in CHANGING_OPS,
+     "jta reads the tables a function captures (integer keys), as they are at import, and does not change them: "
+     "fill the table outside the tf.function."),
     ("Summaries", "", lambda op: "Summary" in op,
      "jta imports tf.summary's writes as no-ops (with a warning), not TF1's summary protos; return the values "
      "from the tf.function and log them from Python."),
