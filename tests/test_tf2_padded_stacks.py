@@ -123,3 +123,23 @@ def test_a_train_step_summing_a_padded_stack_gives_tensorflows_gradients() -> No
     fn, params = jta.import_function(step, X, N, pad_stacks=True)
     for got, want in zip(jax.jit(fn)(params, X, N), step(X, N), strict=True):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_two_stacks_of_a_loop_do_not_line_up_their_padding() -> None:
+    """``a + b`` of two padded stacks: TensorFlow's lengths may differ (here one row broadcasts), where the
+    padded buffers would line up: refused (488)."""
+    @tf.function
+    def f(x: Any, n: Any) -> Any:
+        a = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[D])
+        b = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[D])
+
+        def body(t: Any, a: Any, b: Any) -> Any:
+            b = tf.cond(t < 1, lambda: b.write(t, x * 2.0), lambda: b)  # (one row: it broadcasts in TF)
+            return t + 1, a.write(t, x * tf.cast(t, tf.float32)), b
+
+        _, a, b = tf.while_loop(lambda t, a, b: t < n, body, (0, a, b), maximum_iterations=8)
+        return tf.reduce_sum(a.stack() + b.stack(), 0)
+
+    fn, params = jta.import_function(f, X, N, pad_stacks=True)
+    np.testing.assert_allclose(fn(params, X, N), f(X, N).numpy(), rtol=1e-6)  # eagerly: step by step
+    _refused(lambda: jax.jit(fn)(params, X, N))

@@ -10,8 +10,8 @@ value from its stack, op by op, and refuses (code 488) the first op that could s
 - the function's outputs (the padding visible in their shape: documented), and sums over the
   padded axis (where zero rows add nothing), take it;
 - elementwise ops that map zeros to zeros (``Neg``, ``Square``, ``Cast``, ``Relu``...), with
-  padded operands only (``x + c`` is not zero where ``x`` is) or a finite constant factor, pass
-  it on;
+  operands padded alike, of one stack (``x + c`` is not zero where ``x`` is; two stacks' lengths may
+  differ), or a finite constant factor that broadcasts along the padded axis, pass it on;
 - the tape's gradient ops (under the ``gradients/`` and ``gradient_tape/`` scopes TensorFlow
   builds them in) take it: the cotangent they compute for the padded rows reaches only those
   rows, which the list's gradient never reads (it reads by index, under the length);
@@ -36,7 +36,7 @@ STACK_OPS = ("TensorListStack", "TensorListConcat", "TensorListConcatV2")
 
 # f(0) == 0, finite derivative at 0 not needed (the padded rows' cotangents are never read)
 _ZERO_KEEPING = frozenset({
-    "Identity", "Snapshot", "StopGradient", "PreventGradient", "EnsureShape", "Neg", "Square", "Abs", "Sign",
+    "Identity", "Snapshot", "StopGradient", "PreventGradient", "Neg", "Square", "Abs", "Sign",
     "Relu", "Relu6", "Elu", "Selu", "LeakyRelu", "Softsign", "Cast", "Sin", "Sinh", "Asinh", "Tan", "Atan",
     "Tanh", "Atanh", "Erf", "Expm1", "Log1p"})
 _ZERO_SUMS = frozenset({"Add", "AddV2", "Sub", "AddN"})  # zero where every operand is (all padded alike)
@@ -59,9 +59,13 @@ class PaddedStacks:
             if node.op in STACK_OPS and outs is not None and args and not getattr(args[0], "static", True):
                 self._add(outs[0], 0, node.name)
             return outs
-        _, (_, axis, stack) = padded[0]
-        keeps = node.op in _ZERO_KEEPING or (node.op in _ZERO_SUMS and len(padded) == len(args)) or (
-            node.op == "Mul" and all(k in dict(padded) or _finite_constant(a) for k, a in enumerate(args)))
+        _, (value, axis, stack) = padded[0]
+        # (operands padded alike: of one stack, one length; two stacks' lengths may differ, or one may
+        # broadcast, where their padded rows would line up; a constant factor must not span the padded axis)
+        alike = len({(p[2], p[1], np.ndim(p[0])) for _, p in padded}) == 1
+        keeps = node.op in _ZERO_KEEPING or (node.op in _ZERO_SUMS and alike and len(padded) == len(args)) or (
+            node.op == "Mul" and alike and all(k in dict(padded) or _finite_constant(a, np.ndim(value) - axis)
+                                               for k, a in enumerate(args)))
         if node.op == "Sum" and is_static(args[1]):
             axes = {int(a) % np.ndim(args[0]) for a in np.ravel(args[1])}
             outs = run(node, args)
@@ -95,5 +99,6 @@ def _backward(node: Node) -> bool:
     return isinstance(name, (str, bytes)) and "__backward_" in (name.decode() if isinstance(name, bytes) else name)
 
 
-def _finite_constant(value: Any) -> bool:
-    return is_static(value) and bool(np.all(np.isfinite(np.asarray(value))))
+def _finite_constant(value: Any, below: int) -> bool:
+    """A finite constant of fewer than ``below`` axes (it broadcasts along the padded axis)."""
+    return is_static(value) and np.ndim(value) < below and bool(np.all(np.isfinite(np.asarray(value))))
