@@ -135,3 +135,34 @@ def test_a_keras_lstms_batch_jacobian() -> None:
     x = np.random.default_rng(2).normal(size=(2, 5, 3)).astype(np.float32)
     fn, params = jta.import_function(f, x)
     _close(jax.jit(fn)(params, x), f(x))
+
+
+def _loop(w: Any, h: Any) -> Any:
+    return tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.tanh(tf.linalg.matvec(w, h))), (0, h))[1]
+
+
+@pytest.mark.parametrize("kind", ["vectorized_map", "jacobian"])
+def test_a_train_step_through_pfor_of_a_loop(kind: str) -> None:
+    """A tape through ``tf.vectorized_map`` of a loop, and a second-order gradient through a pfor jacobian
+    of a loop (red-team batch 16). pfor runs the loop's body in a cond, whose gradient gets the
+    transposes' permutations as optionals that the loop accumulates: static in every branch that gives
+    them, they stay static through the cond's ``lax.switch`` and the accumulator, so the gradient's
+    transposes have static permutations under ``jit`` too. (The weights are an argument: pfor cannot
+    read a variable inside ``vectorized_map``.)"""
+    x = np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]], np.float32)
+
+    @tf.function
+    def step(x: Any, w: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(w)
+            if kind == "vectorized_map":
+                loss = tf.reduce_sum(tf.vectorized_map(lambda r: _loop(w, r), x) ** 2)
+            else:
+                with tf.GradientTape() as inner:
+                    inner.watch(x)
+                    h = _loop(w, x[0])
+                loss = tf.reduce_sum(inner.jacobian(h, x) ** 2)
+        return loss, tape.gradient(loss, w)
+
+    fn, params = jta.import_function(step, x, W)
+    _close(jax.jit(fn)(params, x, W), step(x, W))

@@ -38,7 +38,7 @@ from ._custom_gradients import Gradient, identity_with_gradient
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
 from ._ops import OPS, is_static, learned_size, run_op
-from ._optionals import Opt, as_jax, fill_optionals
+from ._optionals import Opt, agreed, as_jax, fill_optionals, static_leaves
 from ._padding import PaddedStacks
 from ._random_kernels import KERNEL_OPS, key_of, relative_key
 
@@ -291,6 +291,8 @@ class Evaluator:
         self.carried: set[str] = set()  # the variables the loops running carry (assigned in their bodies)
         self.taken: dict[int, tuple[Any, int]] = {}  # id(predicate) -> (it, the branch jta.checked learned)
         self.sites: list[str] = []  # the call ops running (a While, an If, a PartitionedCall), outermost first
+        # the lists a run-time branch gave, and those made from them (what a loop's growth probe asks)
+        self.switched: Optional[set[int]] = None
 
     def call(self, body: Body, args: list[Any]) -> list[Any]:
         env: dict[Tensor, Any] = {}
@@ -449,6 +451,8 @@ class Evaluator:
             if op == "TensorListPushBack" and id(args[1]) in self.bounds:  # a tape keeps a bounded count
                 return _lists.push_bounded(node, args, self.bounds[id(args[1])][1])
             out = _folding.folded_lists(_lists.LIST_OPS[op], node, args) or _lists.LIST_OPS[op](node, args)
+            if self.switched is not None and any(id(a) in self.switched for a in args):
+                self.switched.update(id(o) for o in out if isinstance(o, _lists.TList))
             if op == "TensorListPopBack" and isinstance(args[0].const, _lists.AtMost) and isinstance(out[1], Tracer):
                 self.bounds[id(out[1])] = (out[1], args[0].const.bound)  # popped from a tape: under its bound
             elif op == "TensorListLength" and isinstance(out[0], Tracer):
@@ -555,15 +559,22 @@ class Evaluator:
         start = {} if None in found else {v.name: jnp.asarray(self.params[v.name]) for v in handles}
         kernels = sorted(key_of(self.sites, k) for n in names for k in self.lib.kernels(n))
         start.update({k: jnp.asarray(self.params[k]) for k in kernels if k in self.params})
-        fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest, start) for k, b in enumerate(bodies)]
+        statics: list[dict[Any, Any]] = [{} for _ in bodies]  # per branch: its static outputs (agreed below)
+        fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest, start, statics[k])
+               for k, b in enumerate(bodies)]
+        kept: list[set[int]] = [set() for _ in bodies]  # per branch: the lists it passes on as they came
+        if self.switched is not None:
+            fns = [_keeping(fn, rest, kept[k]) for k, fn in enumerate(fns)]
         if any(b.nodes[n].op in ("OptionalNone", "OptionalFromValue") for b in bodies for n in b.order):
             fns = fill_optionals(fns)  # (TF may put values of different shapes in one slot: a union)
         fns = lists_agree(fns)
         try:
             outs = list(jax.lax.switch(index, fns))
+            if self.switched is not None:  # (a list one branch grows and another passes on)
+                self.switched.update(id(outs[j]) for j in set.union(*kept) - set.intersection(*kept))
             self.params.update(zip(start, outs[len(outs) - len(start):], strict=True))
             self.assigned.update(start)
-            return outs[:len(outs) - len(start)]
+            return agreed(outs[:len(outs) - len(start)], statics)
         except TypeError as error:  # the branches' outputs differ in structure, shape or dtype
             self.params.update(start)
             if not capacities.active():
@@ -575,18 +586,33 @@ class Evaluator:
         self.taken[id(args[0])] = (args[0], k)
         return self.call(bodies[k], rest)
 
-    def _in_branch(self, k: int, count: int, body: Body, args: list[Any], start: dict[str, Any]) -> list[Any]:
+    def _in_branch(self, k: int, count: int, body: Body, args: list[Any], start: dict[str, Any],
+                   statics: dict[Any, Any]) -> list[Any]:
         """Branch ``k`` of ``count`` of a ``lax.switch`` (the optionals it reads know which it is), from the
-        variables' values ``start``, which it outputs after its own."""
+        variables' values ``start``, which it outputs after its own; ``statics``: its static outputs."""
         self.branches.append((k, count))
         added = set(start) - self.carried
         self.params.update(start)
         self.carried |= added
         try:
-            return as_jax(self.call(body, args)) + [jnp.asarray(self.params[n], v.dtype) for n, v in start.items()]
+            outs = self.call(body, args)
+            statics.clear()
+            statics.update(static_leaves(outs))
+            return as_jax(outs) + [jnp.asarray(self.params[n], v.dtype) for n, v in start.items()]
         finally:
             self.branches.pop()
             self.carried -= added
+
+
+def _keeping(fn: Callable[[], list[Any]], args: list[Any], kept: set[int]) -> Callable[[], list[Any]]:
+    """``fn``, noting in ``kept`` the outputs that are lists of one of ``args``' lengths (passed on)."""
+    lengths = {id(a.length) for a in args if isinstance(a, _lists.TList)}
+
+    def run() -> list[Any]:
+        outs = fn()
+        kept.update(j for j, o in enumerate(outs) if isinstance(o, _lists.TList) and id(o.length) in lengths)
+        return outs
+    return run
 
 
 def _static_bound(args: list[Any]) -> Optional[int]:

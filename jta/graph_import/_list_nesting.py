@@ -6,13 +6,14 @@ as one buffer of their leaves, stacked (``items``), which needs every element of
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._list_value import TList, check, index_of, misuse, rows, static_int
+from ._list_value import TList, check, from_key, index_of, misuse, rows, static_int, value_key
 from ._messages import GraphError
 from ._nodes import Node
 
@@ -96,3 +97,39 @@ def push_list(node: Node, lst: TList, item: Any) -> TList:
                plan=lst.plan)
     items = jax.tree_util.tree_map(lambda b, e: b.at[lst.length].set(e[0].astype(b.dtype)), lst.items, one)
     return TList(items, lst.length + 1, lst.dtype, lst.shape, limit=lst.limit, plan=lst.plan)
+
+
+@dataclasses.dataclass(frozen=True)
+class LeafConsts:
+    """A list of optionals' ``const``: per leaf of its elements, the static value (a ``value_key``) every
+    element pushed has there, else None. A cond's optionals carry its branch's intermediates to the
+    gradient, some of them static (pfor's transpose permutations): a loop's accumulator of them keeps
+    them static, as a list of tensors keeps a static element (:class:`TList`'s ``const``)."""
+
+    keys: tuple[Any, ...]
+
+
+def pushed_consts(lst: TList, item: Any) -> Optional[LeafConsts]:
+    """``lst``'s :class:`LeafConsts` after pushing ``item`` (None: no leaf static in every element)."""
+    if isinstance(item, TList):
+        return None
+    keys = tuple(value_key(x) if isinstance(x, (np.ndarray, np.generic)) else None
+                 for x in jax.tree_util.tree_leaves(item))
+    if not (lst.static and lst.length == 0):  # (agreeing with the elements before)
+        old = lst.const
+        if not isinstance(old, LeafConsts) or len(old.keys) != len(keys):
+            return None
+        keys = tuple(k if k == o else None for k, o in zip(keys, old.keys, strict=True))
+    return LeafConsts(keys) if any(k is not None for k in keys) else None
+
+
+def with_consts(lst: TList, element: Any) -> Any:
+    """An ``element`` read from ``lst``, its leaves static where every element's are."""
+    if not isinstance(lst.const, LeafConsts):
+        return element
+    leaves, tree = jax.tree_util.tree_flatten(element)
+    if len(leaves) != len(lst.const.keys):
+        return element
+    return jax.tree_util.tree_unflatten(tree, [
+        leaf if key is None else from_key(key)
+        for leaf, key in zip(leaves, lst.const.keys, strict=True)])

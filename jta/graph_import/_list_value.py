@@ -150,6 +150,12 @@ def value_key(v: Any) -> Any:
     return v.dtype.str, v.shape, v.tobytes()
 
 
+def from_key(key: Any) -> np.ndarray:
+    """The static value of a :func:`value_key`."""
+    dtype, shape, data = key
+    return np.frombuffer(data, np.dtype(dtype)).reshape(shape).copy()
+
+
 def hole_shape(node: Node, lst: TList, declared: Any = None) -> Optional[tuple[int, ...]]:
     """The shape an unset element of ``lst`` (one by one) reads as: the declared element shape merged with
     the set elements' (TensorFlow merges them, and fails where they disagree); None where it stays unknown."""

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core import capacities
-from ._list_nesting import materialize_lists, push_list, set_list
+from ._list_nesting import materialize_lists, push_list, pushed_consts, set_list, with_consts
 from ._list_value import (
     VARIANT,
     TList,
@@ -316,7 +316,9 @@ def push_back(node: Node, args: list[Any]) -> list[Any]:
     if lst.dtype != VARIANT:
         check_push(node, lst, item)
     if lst.dtype == VARIANT:
-        return [push_list(node, lst, item)]
+        out = push_list(node, lst, item)
+        out.const = pushed_consts(lst, item)
+        return [out]
     empty = lst.static and lst.length == 0
     if lst.static and lst.items is None and (empty or lst.parts is not None):
         # pushed where the length is static (outside loops, in an unrolled one): the elements are kept one
@@ -375,8 +377,9 @@ def _pop_back(node: Node, args: list[Any]) -> list[Any]:
     if lst.dtype == VARIANT:
         last = lst.length - 1
         if lst.parts is not None:
-            return [TList(None, last, lst.dtype, lst.shape, lst.parts[:-1], limit=lst.limit), lst.parts[-1]]
-        return [TList(lst.items, last, lst.dtype, lst.shape, limit=lst.limit), jax.tree_util.tree_map(lambda b: b[last], lst.items)]
+            return [TList(None, last, lst.dtype, lst.shape, lst.parts[:-1], lst.const, limit=lst.limit), lst.parts[-1]]
+        return [TList(lst.items, last, lst.dtype, lst.shape, None, lst.const, limit=lst.limit),
+                with_consts(lst, jax.tree_util.tree_map(lambda b: b[last], lst.items))]
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
     last = lst.length - 1
     if lst.const is not None and not isinstance(lst.const, AtMost):

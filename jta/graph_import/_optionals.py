@@ -11,9 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _lists, _ops_checks
+from ._list_value import from_key, value_key
 from ._nodes import Node
 
-__all__ = ["Opt", "as_jax", "fill_optionals", "fits", "kind_of"]
+__all__ = ["Opt", "agreed", "as_jax", "fill_optionals", "fits", "kind_of", "static_leaves"]
 
 
 @jax.tree_util.register_pytree_node_class
@@ -124,3 +125,42 @@ def fill_optionals(fns: list[Callable[[], list[Any]]]) -> list[Callable[[], list
     def filled(fn: Callable[[], list[Any]]) -> Callable[[], list[Any]]:
         return lambda: [slot(j, v) for j, v in enumerate(fn())]
     return [filled(fn) for fn in fns]
+
+
+Leaf = tuple[int, int]  # (output, leaf of an optional's value; -1: the output itself)
+
+
+def static_leaves(outs: list[Any]) -> dict[Leaf, Any]:
+    """A branch's outputs' static leaves (their ``value_key``; None where traced): of each optional that
+    holds a value, and of each output that is a tensor."""
+    seen: dict[Leaf, Any] = {}
+    for j, v in enumerate(outs):
+        if isinstance(v, Opt):
+            if v.value is not None:
+                seen.update({(j, i): value_key(x) if isinstance(x, (np.ndarray, np.generic)) else None
+                             for i, x in enumerate(jax.tree_util.tree_leaves(v.value))})
+        elif not isinstance(v, _lists.TList):
+            seen[j, -1] = value_key(v) if isinstance(v, (np.ndarray, np.generic)) else None
+    return seen
+
+
+def agreed(outs: list[Any], branches: list[dict[Leaf, Any]]) -> list[Any]:
+    """A ``lax.switch``'s ``outs``, static where every branch's (:func:`static_leaves`) is the same static
+    value: a tensor every branch gives, and an optional's leaf every branch that gives a value gives (the
+    others' is never read). pfor's transpose permutations reach a loop's gradient so, through a cond."""
+    def one(keys: list[Any]) -> Any:
+        return keys[0] if keys and keys[0] is not None and all(k == keys[0] for k in keys) else None
+
+    outs = list(outs)
+    for j, out in enumerate(outs):
+        if isinstance(out, Opt) and out.kinds is None and out.value is not None:
+            leaves, tree = jax.tree_util.tree_flatten(out.value)
+            keys = [one([b[j, i] for b in branches if (j, i) in b]) for i in range(len(leaves))]
+            if any(k is not None for k in keys):
+                value = [leaf if k is None else from_key(k) for leaf, k in zip(leaves, keys, strict=True)]
+                outs[j] = Opt(jax.tree_util.tree_unflatten(tree, value), out.has, out.kinds, out.owners)
+        elif not isinstance(out, (Opt, _lists.TList)):
+            key = one([b.get((j, -1)) for b in branches])
+            if key is not None and all((j, -1) in b for b in branches):
+                outs[j] = from_key(key)
+    return outs

@@ -211,7 +211,7 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
             carry[k] = jnp.asarray(a)
     variants = [k for k in carry if isinstance(args[k], TList) and args[k].dtype == VARIANT and args[k].static]
     if variants:  # their elements (lists, optionals) as the scan carries them: from a step on that carry
-        _variant_templates(ev, node, body, args, carry, variants, capacity, steps is None, growth, plan)
+        _variant_templates(ev, node, body, args, carry, variants, capacity, steps is None, growth, plan, consts)
     if any(c is not None for c in consts.values()):
         _consts(ev, body, args, carry)
     ev.params.update(start)  # (the abstract steps above assigned their own traces' values)
@@ -328,23 +328,31 @@ def _discover(ev: Evaluator, body: Body, args: list[Any], fixed: list[int]) -> t
 def _unseen_growth(ev: Evaluator, body: Body, args: list[Any], fixed: list[int], lists: list[int],
                    untouched: set[int], growth: dict[int, Any], room: dict[int, int], shapes: dict[int, Any]
                    ) -> None:
-    """The lists that step did not touch but a later one may grow: a write under a branch whose predicate is
-    static in the first step only (``if i % 2 == 0`` of a counter starting at 0). One more abstract step,
+    """The lists that step did not touch but a later one may grow, or grew but a later one may not: a write
+    under a branch whose predicate is static in the first step only (``if i % 2 == 0`` of a counter starting
+    at 0, ``if i < 1``). One more abstract step,
     the static values the loop changes traced and the lists of a traced length (as a loop carries them),
     shows each list a step may write; such a list's growth is not static (room: one element per step,
     more of which make ``jta.checked`` grow the plan's rows)."""
     still = [k for k in lists if k in untouched and growth[k] == 0 and args[k].dtype != VARIANT and args[k].static]
+    # and the lists the first step grew under such a branch (``if i < 1``): they do not grow in every step
+    grown = [k for k in lists if growth[k] not in (0, None) and args[k].dtype != VARIANT and args[k].static]
     varying = [k for k, a in enumerate(args) if k not in fixed and not isinstance(a, TList) and is_static(a)]
-    if not still or not varying:
+    if not (still or grown) or not varying:
         return
     written: dict[int, Any] = {}  # list -> the element shape written
 
     def one(dyn: dict[int, Any]) -> None:
         ins = [dyn.get(k, a) for k, a in enumerate(args)]
-        out = ev.call(body, ins)
+        ev.switched = set()
+        try:
+            out = ev.call(body, ins)
+        finally:
+            switched, ev.switched = ev.switched, None
         for k in still:
             if out[k].length is not ins[k].length:  # grown (a write that does not grow keeps the length)
                 written[k] = shapes[k] if out[k].items is None else tuple(out[k].items.shape[1:])
+        written.update({k: shapes[k] for k in grown if id(out[k]) in switched})
 
     dyn = {k: a for k, a in enumerate(args) if k in varying or not _is_const(a)}
     dyn.update({k: args[k].traced() for k in lists if args[k].dtype != VARIANT and args[k].static})
@@ -358,7 +366,7 @@ def _unseen_growth(ev: Evaluator, body: Body, args: list[Any], fixed: list[int],
 
 def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], carry: dict[int, Any],
                        variants: list[int], steps: int, unbounded: bool, growth: dict[int, Any],
-                       plan: Optional[tuple[int, int]]) -> None:
+                       plan: Optional[tuple[int, int]], consts: dict[int, Any]) -> None:
     """Size the lists of lists (or of optionals) of the carry from one abstract step on the carry
     (where the lists they receive are already buffers with traced lengths), not on the arguments."""
     def one(c: dict[int, Any]) -> dict[int, Any]:
@@ -371,7 +379,7 @@ def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], c
         template = out.items if out.items is not None or not out.parts else jax.tree_util.tree_map(
             lambda e: jax.ShapeDtypeStruct((1, *e.shape), e.dtype), out.parts[-1])
         c = _prepare(node, args[k], growth[k], template, steps, unbounded, nested=ev.carry_depth > 0, plan=plan)
-        carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, None, limit=c.limit, plan=c.plan)
+        carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, consts.get(k), limit=c.limit, plan=c.plan)
 
 
 def _consts(ev: Evaluator, body: Body, args: list[Any], carry: dict[int, Any]) -> None:
