@@ -49,6 +49,7 @@ USES: dict[str, tuple[Callable[[Any], Any], bool]] = {  # name: (the use, whethe
     "sum_of_squares_scaled": (lambda s: 2.0 * tf.reduce_sum(tf.square(-s), [0, 1]), True),
     "sum_over_columns": (lambda s: tf.reduce_sum(tf.abs(s), 1), True),  # (padded: an output of 8 rows)
     "sum_of_a_sum": (lambda s: tf.reduce_sum(s + s * 3.0), True),
+    "transposed_sum": (lambda s: tf.reduce_sum(tf.transpose(s), 1), True),
     "mean": (lambda s: tf.reduce_mean(s, 0), False),
     "max": (lambda s: tf.reduce_max(s, 0), False),
     "softmax": (lambda s: tf.reduce_sum(tf.nn.softmax(s, axis=0) * s), False),
@@ -143,3 +144,34 @@ def test_two_stacks_of_a_loop_do_not_line_up_their_padding() -> None:
     fn, params = jta.import_function(f, X, N, pad_stacks=True)
     np.testing.assert_allclose(fn(params, X, N), f(X, N).numpy(), rtol=1e-6)  # eagerly: step by step
     _refused(lambda: jax.jit(fn)(params, X, N))
+
+
+def test_a_gradient_with_respect_to_a_padded_stack_is_refused() -> None:
+    """``tape.gradient(y, S)`` of a padded stack: its padded rows are the padded rows' cotangents (one,
+    for a sum), not zeros, so only the tape's gradient ops may read it (red-team batch 18: a sum of it
+    counted the padded rows). A train step whose loss uses the stack twice still runs."""
+    f = _states(lambda s: s)
+
+    @tf.function
+    def count(x: Any, n: Any) -> Any:
+        s = f(x, n)
+        with tf.GradientTape() as tape:
+            tape.watch(s)
+            y = tf.reduce_sum(s)
+        return tf.reduce_sum(tape.gradient(y, s))
+
+    fn, params = jta.import_function(count, X, N, pad_stacks=True)
+    np.testing.assert_allclose(fn(params, X, N), count(X, N).numpy())  # eagerly: N * D
+    _refused(lambda: jax.jit(fn)(params, X, N))
+
+    @tf.function
+    def step(x: Any, n: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            s = f(x, n)
+            loss = tf.reduce_sum(s) + tf.reduce_sum(tf.square(s))
+        return loss, tape.gradient(loss, x)
+
+    fn, params = jta.import_function(step, X, N, pad_stacks=True)
+    for got, want in zip(jax.jit(fn)(params, X, N), step(X, N), strict=True):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)

@@ -281,6 +281,7 @@ class Evaluator:
         self.leaves = dict(params)  # the variables' values the call was given (what jax.grad differentiates)
         self.bounds: dict[int, tuple[Any, int]] = {}  # id(traced count) -> (the count, its static bound)
         self.carry_depth = 0  # how many loop bodies on their prepared carry are running (see _tf2_loops)
+        self.unrolls: list[bool] = []  # the loops running, innermost last: whether each can be unrolled
         self.envs: list[dict[Tensor, Any]] = []  # the values of the bodies running, innermost last
         self.computing: set[tuple[int, Tensor]] = set()  # tensors _forward_value is computing now
         self.bodies: list[Body] = []  # and those bodies

@@ -8,24 +8,28 @@ give a value TensorFlow never gives, of TensorFlow's shape. So the evaluator fol
 value from its stack, op by op, and refuses (code 488) the first op that could see its padding:
 
 - the function's outputs (the padding visible in their shape: documented), and sums over the
-  padded axis (where zero rows add nothing), take it;
+  padded axis (where zero rows add nothing), take it; a transpose moves it;
 - elementwise ops that map zeros to zeros (``Neg``, ``Square``, ``Cast``, ``Relu``...), with
   operands padded alike, of one stack (``x + c`` is not zero where ``x`` is; two stacks' lengths may
   differ), or a finite constant factor that broadcasts along the padded axis, pass it on;
-- the tape's gradient ops (under the ``gradients/`` and ``gradient_tape/`` scopes TensorFlow
-  builds them in) take it: the cotangent they compute for the padded rows reaches only those
-  rows, which the list's gradient never reads (it reads by index, under the length);
+- the tape's gradient ops (under the ``gradients`` and ``gradient_tape`` scopes TensorFlow builds
+  them in) take it: the cotangents they compute for the padded rows (not zeros: the gradient of a
+  sum is one there) reach only those rows, which the list's gradient never reads (it reads by
+  index, under the length); so what they compute from a padded value is followed too, and only
+  gradient ops may read it (not the function's outputs: ``tape.gradient(loss, stack)`` is refused);
 - a loop's carry or a run-time branch's output does not: ``lax`` makes a new value there, which
   could not be followed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Optional
 
 import numpy as np
 
+from ._list_value import TList
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static
@@ -40,21 +44,44 @@ _ZERO_KEEPING = frozenset({
     "Relu", "Relu6", "Elu", "Selu", "LeakyRelu", "Softsign", "Cast", "Sin", "Sinh", "Asinh", "Tan", "Atan",
     "Tanh", "Atanh", "Erf", "Expm1", "Log1p"})
 _ZERO_SUMS = frozenset({"Add", "AddV2", "Sub", "AddN"})  # zero where every operand is (all padded alike)
-_GRADIENT_SCOPES = ("gradients/", "gradient_tape/")
+_PASSING = frozenset({"Identity", "IdentityN", "AddN"})  # what passes cotangents on, outside the scopes too
+# what TensorFlow's gradient functions of the ops above do with their forward values: shapes, elementwise
+_GRADIENT_READS = _ZERO_KEEPING | _ZERO_SUMS | _PASSING | frozenset({
+    "Mul", "Shape", "ShapeN", "Rank", "Reshape", "BroadcastTo", "ExpandDims", "ZerosLike", "OnesLike",
+    "TanhGrad", "ReluGrad", "Relu6Grad", "EluGrad", "SeluGrad", "LeakyReluGrad", "SoftsignGrad",
+    "Cos", "Cosh", "Reciprocal", "Square", "Sign", "Select", "SelectV2", "GreaterEqual", "Greater", "Less",
+    "LessEqual", "Equal", "NotEqual", "TensorListFromTensor", "PartitionedCall", "StatefulPartitionedCall"})
+_GRADIENT_SCOPE = re.compile(r"(?:^|/)(?:gradients|gradient_tape)(?:_\d+)?/")
 
 
 class PaddedStacks:
-    """The padded values of one call, by ``id`` (each kept alive with its padded axis and its stack)."""
+    """The padded values of one call, by ``id`` (each kept alive with its padded axis and its stack), and
+    the values gradient ops computed from them (``gradients``: their padded rows hold anything)."""
 
     def __init__(self) -> None:
         self.values: dict[int, tuple[Any, int, str]] = {}
+        self.gradients: dict[int, tuple[Any, tuple[int, int, int], str]] = {}  # (its source's rank, axis, rows)
         self.crossing: list[bool] = []  # the bodies running, innermost last: whether lax remakes their outputs
 
     def follow(self, node: Node, args: list[Any], run: Callable[[Node, list[Any]], Optional[list[Any]]]
                ) -> Optional[list[Any]]:
         """``run(node, args)``, refusing it where a padded argument could see its padding."""
         padded = [(k, self.values[id(a)]) for k, a in enumerate(args) if id(a) in self.values]
-        if not padded or node.name.startswith(_GRADIENT_SCOPES) or _backward(node):
+        # what gradient ops computed from padded values (even their shapes): each with its source's rows
+        derived = [self.gradients[id(a)] for a in args if id(a) in self.gradients]
+        cotangents = [self.gradients[id(a)] for a in args  # (of the source's rows)
+                      if id(a) in self.gradients and _aligned(a, self.gradients[id(a)][1])]
+        if _gradient_op(node) or (node.op in _PASSING and derived and len(cotangents) == len(args)):
+            if padded and node.op not in _GRADIENT_READS:  # (a gradient function reads a padded value so only)
+                GraphError.PADDED_USE.raise_(node=node.name, op=node.op, stack=padded[0][1][2])
+            outs = run(node, args)
+            sources = [((np.ndim(v), axis, np.shape(v)[axis]), stack) for _, (v, axis, stack) in padded]
+            for rows, stack in sources + [(d[1], d[2]) for d in derived]:
+                self.gradients.update({id(o): (o, rows, stack) for o in outs or () if not isinstance(o, TList)})
+            return outs
+        if cotangents:  # (the padded rows' cotangents, which are not zeros: only gradient ops may read them)
+            GraphError.PADDED_USE.raise_(node=node.name, op=node.op, stack=f"{cotangents[0][2]} (a gradient of it)")
+        if not padded:
             outs = run(node, args)
             if node.op in STACK_OPS and outs is not None and args and not getattr(args[0], "static", True):
                 self._add(outs[0], 0, node.name)
@@ -66,6 +93,11 @@ class PaddedStacks:
         keeps = node.op in _ZERO_KEEPING or (node.op in _ZERO_SUMS and alike and len(padded) == len(args)) or (
             node.op == "Mul" and alike and all(k in dict(padded) or _finite_constant(a, np.ndim(value) - axis)
                                                for k, a in enumerate(args)))
+        if node.op == "Transpose" and is_static(args[1]):  # (the padding moves with its axis)
+            outs = run(node, args)
+            if outs is not None:
+                self._add(outs[0], [int(p) % np.ndim(value) for p in np.ravel(args[1])].index(axis), stack)
+            return outs
         if node.op == "Sum" and is_static(args[1]):
             axes = {int(a) % np.ndim(args[0]) for a in np.ravel(args[1])}
             outs = run(node, args)
@@ -76,20 +108,38 @@ class PaddedStacks:
             GraphError.PADDED_USE.raise_(node=node.name, op=node.op, stack=stack)
         outs = run(node, args)
         for out in outs or ():
-            if np.ndim(out) == np.ndim(padded[0][1][0]):
+            if np.ndim(out) == np.ndim(value):
                 self._add(out, axis, stack)
         return outs
 
     def leaving(self, outputs: list[Any], where: str) -> None:
-        """A body's ``outputs``, which a loop or a run-time branch turns into new values."""
-        if self.crossing and self.crossing[-1]:
-            for out in outputs:
-                if id(out) in self.values:
-                    GraphError.PADDED_USE.raise_(node=where, op="a loop's or a branch's output",
-                                                 stack=self.values[id(out)][2])
+        """A body's ``outputs``: a loop or a run-time branch turns them into new values (no padded value
+        may leave there), or they are the function's (no gradient of a padded value may leave there)."""
+        crossing = bool(self.crossing and self.crossing[-1])
+        if not crossing and self.crossing:
+            return
+        for out in outputs:
+            if id(out) in self.gradients and _aligned(out, self.gradients[id(out)][1]):
+                GraphError.PADDED_USE.raise_(node=where, op="an output", stack=f"{self.gradients[id(out)][2]} "
+                                                                             "(a gradient of it)")
+            if crossing and id(out) in self.values:
+                GraphError.PADDED_USE.raise_(node=where, op="a loop's or a branch's output",
+                                             stack=self.values[id(out)][2])
 
     def _add(self, value: Any, axis: int, stack: str) -> None:
         self.values[id(value)] = (value, axis, stack)
+
+
+def _aligned(value: Any, rows: tuple[int, int, int]) -> bool:
+    """Whether ``value`` has the rows of the padded value ``rows`` (rank, axis, rows) describes."""
+    rank, axis, count = rows
+    return np.ndim(value) == rank and np.shape(value)[axis] == count
+
+
+def _gradient_op(node: Node) -> bool:
+    """An op of a tape's gradient graph: under TensorFlow's ``gradients``/``gradient_tape`` scope (also
+    inside a loop's: ``while/gradient_tape/...``), or a call of a nested function's ``__backward_`` one."""
+    return _GRADIENT_SCOPE.search(node.name) is not None or _backward(node)
 
 
 def _backward(node: Node) -> bool:

@@ -174,6 +174,7 @@ def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], ste
         # tracing (a ListDiff of them has a static shape)
         with jax.ensure_compile_time_eval():
             return _python_loop(ev, cond, body, args)
+    ev.unrolls.append(short)
     try:
         with capacities.learning_refused(short):
             return _scan(ev, node, cond, body, args, steps, exact, final, assigned)
@@ -185,6 +186,8 @@ def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], ste
         # and which may differ between steps). A short loop is unrolled, so each step has its own; an
         # eager call runs any loop step by step, as TensorFlow runs it.
         return _python_loop(ev, cond, body, args)
+    finally:
+        ev.unrolls.pop()
 
 
 def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], steps: Optional[int], exact: bool,
@@ -203,7 +206,7 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
         if k in fixed:
             continue
         if isinstance(a, TList):
-            c = _prepare(node, a, growth[k], shapes[k], capacity, steps is None, room.get(k, 1), ev.carry_depth > 0,
+            c = _prepare(node, a, growth[k], shapes[k], capacity, steps is None, room.get(k, 1), _nesting(ev),
                          plan, least.get(k, 0))
             carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, consts[k],  # a copy: _consts edits it
                              limit=c.limit, plan=c.plan)
@@ -378,7 +381,7 @@ def _variant_templates(ev: Evaluator, node: Node, body: Body, args: list[Any], c
         out = outs[k]
         template = out.items if out.items is not None or not out.parts else jax.tree_util.tree_map(
             lambda e: jax.ShapeDtypeStruct((1, *e.shape), e.dtype), out.parts[-1])
-        c = _prepare(node, args[k], growth[k], template, steps, unbounded, nested=ev.carry_depth > 0, plan=plan)
+        c = _prepare(node, args[k], growth[k], template, steps, unbounded, nested=_nesting(ev), plan=plan)
         carry[k] = TList(c.items, c.length, c.dtype, c.shape, c.parts, consts.get(k), limit=c.limit, plan=c.plan)
 
 
@@ -401,18 +404,30 @@ def _consts(ev: Evaluator, body: Body, args: list[Any], carry: dict[int, Any]) -
             return
 
 
+def _nesting(ev: Evaluator) -> Optional[bool]:
+    """Whether the loop runs in another loop's body, on its carry: ``None`` if not, else whether that
+    loop can be unrolled (a short static trip count)."""
+    return (len(ev.unrolls) > 1 and ev.unrolls[-2]) if ev.carry_depth > 0 else None
+
+
 def _prepare(node: Node, lst: TList, growth: Optional[int], shape: Any, steps: int, unbounded: bool,
-             room: int = 1, nested: bool = False, plan: Optional[tuple[int, int]] = None, least: int = 0) -> TList:
+             room: int = 1, nested: Optional[bool] = None, plan: Optional[tuple[int, int]] = None,
+             least: int = 0) -> TList:
     """A list of the carry with its buffer sized for the loop (``room``: the growth per step where it
-    is not static; ``nested``: the loop runs inside another loop's body, on its carry; ``plan``: the
+    is not static; ``nested``: the loop runs inside another loop's body, on its carry (whether that loop
+    can be unrolled; None: it does not); ``plan``: the
     ``(steps, number)`` jta.checked's plan gives a loop without a bound; ``least``: the rows one step
     gives the buffer, which the carry's must have too)."""
     if growth == 0 and shape is None and lst.items is None:
         return TList(lst.items, lst.length, lst.dtype, lst.shape, lst.parts, limit=lst.limit)  # the loop does not touch it
-    if nested and not lst.static and lst.items is not None and lst.dtype != VARIANT:
+    if nested is not None and not lst.static and lst.items is not None and lst.dtype != VARIANT:
         # a run-time length inside an enclosing loop's body: the enclosing loop sized the buffer for all
         # its steps (this loop's included); growing it here would change the enclosing loop's carry (a
-        # write past it fails from compiled code, or makes jta.checked grow the enclosing loop's plan)
+        # write past it fails from compiled code, or makes jta.checked grow the enclosing loop's plan).
+        # Where this loop has no bound, the enclosing loop's first abstract step did not see how much it
+        # grows: an enclosing loop that can be unrolled is (each step then sizes its own)
+        if nested and unbounded and growth != 0:
+            raise capacities.LearnsPerStep(f"{node.name}: a loop without a bound grows a list of the carry")
         return lst
     if unbounded and growth != 0:
         if plan is not None:
