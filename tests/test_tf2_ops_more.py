@@ -726,3 +726,9 @@ def test_unsorted_segment_prod_of_run_time_ids_differentiates_as_tensorflow() ->
         tape.watch(d)
         loss = tf.reduce_sum(f(d, ids) * tf.range(1.0, 5.0))
     np.testing.assert_allclose(got, tape.gradient(loss, d), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0)])
+def test_softmax_of_an_empty_last_axis_is_empty(shape: tuple[int, ...]) -> None:
+    """TensorFlow returns the empty tensor (red-team batch 18: a max over no entries raised)."""
+    _check(lambda x: (tf.nn.softmax(x), tf.nn.log_softmax(x)), np.zeros(shape, np.float32))

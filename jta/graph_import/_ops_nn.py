@@ -536,6 +536,8 @@ def _space_depth(node: Node, args: list[Any]) -> list[Any]:
 
 # -- softmax and cross entropy ----------------------------------------------------------------
 def _log_softmax(xp: Any, logits: Any) -> Any:
+    if np.size(logits) == 0:  # (TensorFlow's kernel returns the empty tensor; a max over no entries has no value)
+        return logits
     shifted = logits - xp.max(logits, axis=-1, keepdims=True)
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
 
