@@ -16,7 +16,9 @@ value from its stack, op by op, and refuses (code 488) the first op that could s
   them in) take it: the cotangents they compute for the padded rows (not zeros: the gradient of a
   sum is one there) reach only those rows, which the list's gradient never reads (it reads by
   index, under the length); so what they compute from a padded value is followed too, and only
-  gradient ops may read it (not the function's outputs: ``tape.gradient(loss, stack)`` is refused);
+  gradient ops may read it (not the function's outputs: ``tape.gradient(loss, stack)`` is refused),
+  and they may read a padded value only as TensorFlow's gradient functions of the ops above do
+  (shapes, elementwise: a ``Mean`` under a ``gradients`` name scope is refused);
 - a loop's carry or a run-time branch's output does not: ``lax`` makes a new value there, which
   could not be followed.
 """
