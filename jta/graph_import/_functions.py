@@ -560,22 +560,19 @@ class Evaluator:
         start = {} if None in found else {v.name: jnp.asarray(self.params[v.name]) for v in handles}
         kernels = sorted(key_of(self.sites, k) for n in names for k in self.lib.kernels(n))
         start.update({k: jnp.asarray(self.params[k]) for k in kernels if k in self.params})
-        statics: list[dict[Any, Any]] = [{} for _ in bodies]  # per branch: its static outputs (agreed below)
-        fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest, start, statics[k])
-               for k, b in enumerate(bodies)]
-        kept: list[set[int]] = [set() for _ in bodies]  # per branch: the lists it passes on as they came
-        if self.switched is not None:
-            fns = [_keeping(fn, rest, kept[k]) for k, fn in enumerate(fns)]
+        facts: list[Any] = [None] * len(bodies)  # per branch: its static outputs, the lists it passes on
+        fns = [lambda b=b, k=k: self._in_branch(k, len(bodies), b, rest, start, facts) for k, b in enumerate(bodies)]
         if any(b.nodes[n].op in ("OptionalNone", "OptionalFromValue") for b in bodies for n in b.order):
             fns = fill_optionals(fns)  # (TF may put values of different shapes in one slot: a union)
         fns = lists_agree(fns)
         try:
             outs = list(jax.lax.switch(index, fns))
             if self.switched is not None:  # (a list one branch grows and another passes on)
+                kept = [passed for _, passed in facts]
                 self.switched.update(id(outs[j]) for j in set.union(*kept) - set.intersection(*kept))
             self.params.update(zip(start, outs[len(outs) - len(start):], strict=True))
             self.assigned.update(start)
-            return agreed(outs[:len(outs) - len(start)], statics)
+            return agreed(outs[:len(outs) - len(start)], [statics for statics, _ in facts])
         except TypeError as error:  # the branches' outputs differ in structure, shape or dtype
             self.params.update(start)
             if not capacities.active():
@@ -588,32 +585,23 @@ class Evaluator:
         return self.call(bodies[k], rest)
 
     def _in_branch(self, k: int, count: int, body: Body, args: list[Any], start: dict[str, Any],
-                   statics: dict[Any, Any]) -> list[Any]:
+                   facts: list[Any]) -> list[Any]:
         """Branch ``k`` of ``count`` of a ``lax.switch`` (the optionals it reads know which it is), from the
-        variables' values ``start``, which it outputs after its own; ``statics``: its static outputs."""
+        variables' values ``start``, which it outputs after its own; ``facts[k]``: its static outputs
+        (:func:`static_leaves`) and the outputs that are lists of ``args`` it passes on as they came."""
         self.branches.append((k, count))
         added = set(start) - self.carried
         self.params.update(start)
         self.carried |= added
         try:
             outs = self.call(body, args)
-            statics.clear()
-            statics.update(static_leaves(outs))
+            lengths = {id(a.length) for a in args if isinstance(a, _lists.TList)}
+            facts[k] = (static_leaves(outs), {j for j, o in enumerate(outs)
+                                              if isinstance(o, _lists.TList) and id(o.length) in lengths})
             return as_jax(outs) + [jnp.asarray(self.params[n], v.dtype) for n, v in start.items()]
         finally:
             self.branches.pop()
             self.carried -= added
-
-
-def _keeping(fn: Callable[[], list[Any]], args: list[Any], kept: set[int]) -> Callable[[], list[Any]]:
-    """``fn``, noting in ``kept`` the outputs that are lists of one of ``args``' lengths (passed on)."""
-    lengths = {id(a.length) for a in args if isinstance(a, _lists.TList)}
-
-    def run() -> list[Any]:
-        outs = fn()
-        kept.update(j for j, o in enumerate(outs) if isinstance(o, _lists.TList) and id(o.length) in lengths)
-        return outs
-    return run
 
 
 def _static_bound(args: list[Any]) -> Optional[int]:

@@ -16,6 +16,7 @@ import numpy as np
 from ._list_value import TList, check, from_key, index_of, misuse, rows, static_int, value_key
 from ._messages import GraphError
 from ._nodes import Node
+from ._ops import is_static
 
 
 def materialize_lists(lst: TList, capacity: int, template: Any) -> TList:
@@ -113,8 +114,7 @@ def pushed_consts(lst: TList, item: Any) -> Optional[LeafConsts]:
     """``lst``'s :class:`LeafConsts` after pushing ``item`` (None: no leaf static in every element)."""
     if isinstance(item, TList):
         return None
-    keys = tuple(value_key(x) if isinstance(x, (np.ndarray, np.generic)) else None
-                 for x in jax.tree_util.tree_leaves(item))
+    keys = tuple(value_key(x) if is_static(x) else None for x in jax.tree_util.tree_leaves(item))
     if not (lst.static and lst.length == 0):  # (agreeing with the elements before)
         old = lst.const
         if not isinstance(old, LeafConsts) or len(old.keys) != len(keys):

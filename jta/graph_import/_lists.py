@@ -42,6 +42,7 @@ from ._list_value import (
     check,
     concat_pieces,
     elements,
+    from_key,
     hole,
     hole_shape,
     incompatible,
@@ -383,9 +384,7 @@ def _pop_back(node: Node, args: list[Any]) -> list[Any]:
     lst = materialize(lst, node, lst.length if lst.static else 0, _decl_shape(node, shape))
     last = lst.length - 1
     if lst.const is not None and not isinstance(lst.const, AtMost):
-        dtype, shape, data = lst.const
-        return [TList(lst.items, last, lst.dtype, lst.shape, None, lst.const, limit=lst.limit),
-                np.frombuffer(data, np.dtype(dtype)).reshape(shape).copy()]
+        return [TList(lst.items, last, lst.dtype, lst.shape, None, lst.const, limit=lst.limit), from_key(lst.const)]
     const = lst.const if isinstance(lst.const, AtMost) else None  # the bound stays for the pops after this one
     return [TList(lst.items, last, lst.dtype, lst.shape, None, const, limit=lst.limit), _rows_at(lst.items, last)]
 

@@ -13,6 +13,7 @@ import numpy as np
 from . import _lists, _ops_checks
 from ._list_value import from_key, value_key
 from ._nodes import Node
+from ._ops import is_static
 
 __all__ = ["Opt", "agreed", "as_jax", "fill_optionals", "fits", "kind_of", "static_leaves"]
 
@@ -137,10 +138,10 @@ def static_leaves(outs: list[Any]) -> dict[Leaf, Any]:
     for j, v in enumerate(outs):
         if isinstance(v, Opt):
             if v.value is not None:
-                seen.update({(j, i): value_key(x) if isinstance(x, (np.ndarray, np.generic)) else None
+                seen.update({(j, i): value_key(x) if is_static(x) else None
                              for i, x in enumerate(jax.tree_util.tree_leaves(v.value))})
         elif not isinstance(v, _lists.TList):
-            seen[j, -1] = value_key(v) if isinstance(v, (np.ndarray, np.generic)) else None
+            seen[j, -1] = value_key(v) if is_static(v) else None
     return seen
 
 

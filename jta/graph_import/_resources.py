@@ -27,6 +27,7 @@ from .. import raw_ops
 from .._core import capacities
 from .._core.array import known_size
 from .._delivery import value_ops
+from ._list_value import from_key, value_key
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static, registrar
@@ -92,17 +93,11 @@ class Context:
 
 def const_key(v: Any) -> Any:
     """A hashable key of a static value (a handle string or a numpy array)."""
-    if isinstance(v, str):
-        return v
-    v = np.asarray(v)
-    return (v.dtype.str, v.shape, v.tobytes())
+    return v if isinstance(v, str) else value_key(v)
 
 
 def const_value(key: Any) -> Any:
-    if isinstance(key, str):
-        return key
-    dtype, shape, data = key
-    return np.frombuffer(data, np.dtype(dtype)).reshape(shape).copy()
+    return key if isinstance(key, str) else from_key(key)
 
 
 ResourceOp = Callable[[Context, Node, list[Any], Resources], tuple[Resources, list[Any]]]
