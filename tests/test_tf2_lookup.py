@@ -10,6 +10,9 @@ Values are compared bit for bit, eagerly and under ``jax.jit``; without x64 an i
 
 from __future__ import annotations
 
+import gc
+import types
+import warnings
 from typing import Any
 
 import numpy as np
@@ -153,10 +156,114 @@ def test_int64_keys_under_x64() -> None:
         tf.constant([2**40, 3, -2**35], tf.int64), tf.constant([1.0, 2.0, 3.0], tf.float64)), default_value=0.0)
     f = tf.function(lambda k: [table.lookup(k)], input_signature=[tf.TensorSpec([4], tf.int64)])
     keys = np.array([2**40, 3, -2**35, 2**40 + 1], np.int64)
-    with jax.enable_x64(True):
+    with jax.enable_x64(True), warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no warning under x64)
         _check(f, keys)
-    fn, params = jta.import_function(f, keys)  # without x64 the keys past int32 are no keys JAX is given
-    _same(jax.jit(fn)(params, np.array([3, 4, 3, 0], np.int64))[0], f(np.array([3, 4, 3, 0], np.int64))[0], "int32")
+    # without x64 the ids past int32 wrap (2**40 + 3 onto key 3): the import warns, naming x64; the keys past
+    # int32 are no keys JAX is given, so the ids inside it are right
+    with pytest.warns(UserWarning, match=r'2 of its 3 int64 keys outside int32.*jax_enable_x64", True'):
+        fn, params = jta.import_function(f, keys)
+    for run in (fn, jax.jit(fn)):
+        _same(run(params, np.array([3, 4, 3, 0], np.int64))[0], f(np.array([3, 4, 3, 0], np.int64))[0], "int32")
+    values = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+        tf.constant([1, 2], tf.int64), tf.constant([5, 2**33], tf.int64)), default_value=0)
+    g = tf.function(lambda k: [values.lookup(k)], input_signature=[tf.TensorSpec([2], tf.int64)])
+    with pytest.warns(UserWarning, match="1 of its 2 int64 values outside int32"):
+        jta.import_function(g, np.array([1, 2], np.int64))
+    with warnings.catch_warnings():  # (int64 keys and values inside int32: nothing to warn of)
+        warnings.simplefilter("error")
+        narrow = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([1, 2], tf.int64), tf.constant([5, -2**31], tf.int64)), default_value=0)
+        _check(tf.function(lambda k: [narrow.lookup(k)], input_signature=[tf.TensorSpec([2], tf.int64)]),
+               np.array([1, 3], np.int64))
+
+
+def _erased_dense_table(value_shape: tuple[int, ...] = ()) -> Any:
+    """A ``DenseHashTable`` of one erased key (whose bucket then holds the ``deleted_key``, seen once)."""
+    table = tf.lookup.experimental.DenseHashTable(tf.int64, tf.float32, default_value=-np.ones(value_shape),
+                                                  empty_key=-100, deleted_key=-200, initial_num_buckets=8)
+    values = np.arange(3 * int(np.prod(value_shape)), dtype=np.float32).reshape((3, *value_shape)) + 0.5
+    table.insert(tf.constant([3, 7, 42], tf.int64), tf.constant(values))
+    table.erase(tf.constant([7], tf.int64))
+    return table
+
+
+def _saved_dense_table(path: Any) -> Any:
+    """A SavedModel of a function that reads an erased ``DenseHashTable`` of vector values; its signature."""
+    module = tf.Module()
+    module.table = _erased_dense_table((2,))
+    module.f = tf.function(lambda k: {"v": module.table.lookup(k), "n": module.table.size()},
+                           input_signature=[tf.TensorSpec([None], tf.int64)])
+    tf.saved_model.save(module, str(path), signatures={"serving_default": module.f})
+    return tf.saved_model.load(str(path)).signatures["serving_default"]
+
+
+def test_a_dense_table_restored_from_a_saved_model(tmp_path: Any) -> None:
+    """A restored table has no Python ``DenseHashTable``: its sentinels and value shape come from the
+    SavedModel's node that creates it; the erased key's ``deleted_key`` raises TensorFlow's error (the key
+    first in the batch decides which), not the erased key's old value."""
+    loaded = _saved_dense_table(tmp_path)
+    fn, params = jta.import_saved_model(str(tmp_path))
+    keys = np.array([3, 7, 42, 5], np.int64)
+    want = loaded(k=tf.constant(keys))
+    for run in (fn, jax.jit(fn)):
+        got = run(params, k=keys)
+        _same(got["v"], want["v"], "v")
+        _same(got["n"], want["n"], "n")
+    for bad, word in (([3, -200], "deleted_key"), ([3, -100, -200], "empty_key"), ([-200, -100], "deleted_key")):
+        text = f"Using the {word} as a table key is not allowed"
+        with pytest.raises(tf.errors.InvalidArgumentError, match=text):
+            loaded(k=tf.constant(bad, tf.int64))
+        with pytest.raises(jta.errors.InvalidArgumentError, match=text):
+            fn(params, k=np.array(bad, np.int64))
+    with pytest.raises(jta.errors.InvalidArgumentError, match="Using the deleted_key as a table key"):
+        jta.checked(jax.jit(fn))(params, k=np.array([3, -200], np.int64))  # (a bare jit raises JAX's error)
+
+
+@pytest.mark.long_only
+def test_a_restored_dense_table_once_its_loaded_object_is_gone(tmp_path: Any) -> None:
+    """With only the signature kept no restored object holds the table: TensorFlow's context still holds
+    the node that creates it; the sentinels' order under ``jta.checked``."""
+    loaded = _saved_dense_table(tmp_path)
+    gc.collect()
+    fn, params = jta.import_function(loaded)
+    keys = np.array([3, 7, 42, 5], np.int64)
+    want = loaded(k=tf.constant(keys))
+    for run in (fn, jax.jit(fn)):
+        _same(run(params, k=keys)["v"], want["v"], "v")
+    checked = jta.checked(jax.jit(fn))
+    for bad, word in (([3, -200], "deleted_key"), ([3, -100, -200], "empty_key"), ([-200, -100], "deleted_key")):
+        for run in (fn, checked):
+            with pytest.raises(jta.errors.InvalidArgumentError, match=f"Using the {word} as a table key"):
+                run(params, k=np.array(bad, np.int64))
+
+
+def test_a_dense_table_whose_sentinels_are_unknown_is_refused(monkeypatch: Any) -> None:
+    """Where jta cannot read a restored table's sentinels its lookups are refused (its export cannot tell the
+    erased key's ``deleted_key`` from a key); its size is TensorFlow's."""
+    from jta.graph_import import _ops_lookup
+
+    table = _erased_dense_table()
+    monkeypatch.setattr(_ops_lookup, "gc", types.SimpleNamespace(get_referrers=lambda *objects: []))  # (no owner)
+    monkeypatch.setattr(_ops_lookup, "_creator", lambda ext, tf: (None, None))
+    f = tf.function(lambda k: [table.lookup(k)], input_signature=[tf.TensorSpec([2], tf.int64)])
+    fn, params = jta.import_function(f, np.array([3, 7], np.int64))
+    for run in (fn, jax.jit(fn)):
+        with pytest.raises(jta.errors.UnimplementedError, match="DenseHashTable .* whose empty_key and deleted_key"):
+            run(params, np.array([3, 7], np.int64))
+    export = tf.raw_ops.LookupTableExportV2(table_handle=table.resource_handle, Tkeys=tf.int64, Tvalues=tf.float32)
+    read = _ops_lookup._dense(table.resource_handle, "t", *(np.asarray(t) for t in export), tf)
+    assert read.sentinels is None and read.size == 2 and -100 not in read.keys, read
+
+
+def test_dense_table_sentinels_outside_int32_without_x64() -> None:
+    table = tf.lookup.experimental.DenseHashTable(tf.int64, tf.int32, default_value=-1, empty_key=-2**62,
+                                                  deleted_key=2**62)
+    table.insert(tf.constant([5, 9], tf.int64), tf.constant([50, 90], tf.int32))
+    f = tf.function(lambda k: [table.lookup(k)], input_signature=[tf.TensorSpec([3], tf.int64)])
+    with warnings.catch_warnings():  # (its keys fit int32: no warning)
+        warnings.simplefilter("error")
+        _check(f, np.array([5, 6, 9], np.int64))  # (no int32 id is a sentinel)
 
 
 def test_an_integer_lookup_then_an_embedding_in_a_train_step() -> None:

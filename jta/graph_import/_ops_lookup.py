@@ -16,12 +16,20 @@ inserts, and a function that changes a table (``insert``, ``remove``) is refused
 the ways out). Keys are integers: a table of strings (``StringLookup``, a vocabulary of words) is
 refused with the way out, as JAX has no strings. TensorFlow differentiates none of these ops
 (:mod:`._no_gradient`).
+
+Without x64 JAX computes in int32, and an int64 key or value outside its range wraps (so does an id the
+function is given): the table's keys that do are dropped (no wrapped id finds them), and the import warns
+that such a table needs ``jax_enable_x64``; it cannot do better, since the ids reach the function already
+wrapped. A ``DenseHashTable`` refuses to look up its two sentinel keys (``empty_key``, ``deleted_key``),
+which its export mixes with the keys: they are read from the Python table, or, for one restored from a
+SavedModel (no Python table holds them), from the node that created it (:func:`_creator`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gc
+import warnings
 from typing import Any, Optional
 
 import jax
@@ -52,15 +60,16 @@ _STRINGS = ("JAX has no strings: look the strings up outside the tf.function (th
 class Table:
     """A captured table's contents at import: ``keys`` sorted (1-D), ``values[k]`` the value of
     ``keys[k]``; ``dense``: a ``DenseHashTable``, whose value shape the default gives (its export
-    flattens it), and whose ``sentinels`` (its empty and deleted keys) TensorFlow refuses to look up."""
+    flattens it), and whose ``sentinels`` (its ``empty_key`` and ``deleted_key``) TensorFlow refuses to
+    look up (``None``: unknown, and its lookups refused)."""
 
     name: str
     keys: np.ndarray
     values: np.ndarray
     dense: bool = False
-    sentinels: dict[str, int] = dataclasses.field(default_factory=dict)
+    sentinels: Optional[dict[str, int]] = dataclasses.field(default_factory=dict)
     value_shape: Optional[tuple[int, ...]] = None
-    size: Optional[int] = None  # (a table whose size only the function reads: its keys are not read)
+    size: Optional[int] = None  # (TensorFlow's, where the keys are not read, or do not give it)
     each_default: bool = False  # a default of the keys' shape is one for each key (else its first is taken)
     _narrow: Optional[tuple[np.ndarray, np.ndarray]] = None
 
@@ -159,8 +168,28 @@ def captured_tables(lib: Library, top: Body, captures: list[tuple[Any, str]], tf
         # sorted, each key once (the last value given for it: an import's over the export)
         last = len(table.keys) - 1 - np.unique(table.keys[::-1], return_index=True)[1]
         table.keys, table.values = table.keys[last], table.values[last]
+        _warn_wide(table, node)
         out[name] = _handle(table)
     return out
+
+
+def _warn_wide(table: Table, node: Node) -> None:
+    """The warning that a table of int64 keys or values outside int32 gives other values than TensorFlow's
+    without x64 (its ids past int32 wrap, onto its other keys or none: no check can see them, as JAX wraps
+    them before the function does)."""
+    if jax.dtypes.canonicalize_dtype(np.int64) == np.int64:
+        return
+    low, high = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    wide = [f"{int(np.sum((a < low) | (a > high)))} of its {a.size} int64 {what}" for what, a in
+            (("keys", table.keys), ("values", table.values)) if a.dtype == np.int64 and a.size and
+            (a.min() < low or a.max() > high)]
+    if wide:
+        warnings.warn(f"the lookup table {table.name} ({node.op} {node.name}) holds {' and '.join(wide)} outside "
+                      "int32, and JAX's x64 is off: JAX computes int64 as int32, so an id past int32 wraps (onto "
+                      "another key, or none) and so does a value: such lookups give other values than "
+                      "TensorFlow's. Turn x64 on before importing and calling: "
+                      "jax.config.update(\"jax_enable_x64\", True).",
+                      stacklevel=5)
 
 
 def _each_default(ext: Any, keys: np.ndarray, dtype: np.dtype, tf: Any) -> bool:
@@ -173,27 +202,91 @@ def _each_default(ext: Any, keys: np.ndarray, dtype: np.dtype, tf: Any) -> bool:
 
 
 def _dense(ext: Any, name: str, keys: np.ndarray, values: np.ndarray, tf: Any) -> Table:
-    """A ``DenseHashTable``'s export (its buckets: the empty ones hold the empty key) as a table: its
-    sentinels and value shape from the Python table that owns the handle, or, where none does (a
-    restored SavedModel's), the sentinels as the keys that repeat (no other key can)."""
+    """A ``DenseHashTable``'s export (its buckets: the empty ones hold the empty key, the erased ones the
+    deleted key) as a table: its sentinels and value shape from the Python table that owns the handle, or,
+    where none does (a restored SavedModel's), from the node that created it. Where neither gives them
+    the keys that repeat are still sentinels, but an erased key's bucket is seen once, as a key's is, and
+    the deleted key may be in none: its lookups are refused (``sentinels`` None), its size TensorFlow's."""
     if keys.shape[1] != 1:
         GraphError.TF2_UNSUPPORTED.raise_(items=f"  - the lookup table {name}: keys of shape {keys.shape[1:]} "
                                                 "(jta imports tables of scalar keys)")
     keys = keys[:, 0]
     owners = [r for r in gc.get_referrers(ext) if isinstance(r, tf.lookup.experimental.DenseHashTable)]
+    size = None
     if owners:
-        sentinels = {"empty_key": int(np.asarray(owners[0]._empty_key)),
-                     "deleted_key": int(np.asarray(owners[0]._deleted_key))}
+        sentinels: Optional[dict[str, int]] = {"empty_key": int(np.asarray(owners[0]._empty_key)),
+                                               "deleted_key": int(np.asarray(owners[0]._deleted_key))}
         shape: Optional[tuple[int, ...]] = tuple(owners[0]._value_shape.as_list())
     else:
+        sentinels, shape = _creator(ext, tf)
+    if sentinels is None:
         seen, counts = np.unique(keys, return_counts=True)
-        sentinels = {f"sentinel {k}": int(s) for k, s in enumerate(seen[counts > 1])}
-        shape = None
-    real = ~np.isin(keys, list(sentinels.values()))
+        real = ~np.isin(keys, seen[counts > 1])
+        size = int(np.asarray(tf.raw_ops.LookupTableSizeV2(table_handle=ext)))
+    else:
+        real = ~np.isin(keys, list(sentinels.values()))
     values = values[real]
     if shape is not None:
         values = values.reshape((len(values), *shape))
-    return Table(name, keys[real], values, dense=True, sentinels=sentinels, value_shape=shape)
+    return Table(name, keys[real], values, dense=True, sentinels=sentinels, value_shape=shape, size=size)
+
+
+def _creator(ext: Any, tf: Any) -> tuple[Optional[dict[str, int]], Optional[tuple[int, ...]]]:
+    """A restored ``DenseHashTable``'s sentinels and value shape, from the ``MutableDenseHashTableV2`` node
+    that creates it: loading the SavedModel put its functions in TensorFlow's eager context (they stay there
+    when the loaded object is gone), the restored table's creator among them, with its ``empty_key`` and
+    ``deleted_key`` as constants; the handle names the node (its ``shared_name``, unique to each load).
+    ``(None, None)`` unless exactly one such node, of constant sentinels, is found."""
+    from tensorflow.python.eager import context
+
+    name = _handle_name(ext, tf)
+    if not name:
+        return None, None
+    ctx = context.context()
+    if ctx is None:
+        return None, None
+    found = set()
+    for function in ctx.list_function_names():
+        nodes = {n.name: n for n in ctx.get_function_def(function).node_def}
+        for n in nodes.values():
+            if n.op != "MutableDenseHashTableV2" or n.attr["shared_name"].s != name:
+                continue
+            given = [nodes.get(i.split(":")[0]) for i in n.input[:2]]  # (a FunctionDef's "node:output:0")
+            keys = [tf.make_ndarray(g.attr["value"].tensor).reshape(-1) for g in given
+                    if g is not None and g.op == "Const"]
+            shape = n.attr["value_shape"].shape
+            dims = None if shape.unknown_rank or any(d.size < 0 for d in shape.dim) else \
+                tuple(d.size for d in shape.dim)
+            found.add(None if len(keys) != 2 or any(k.size != 1 for k in keys) else
+                      (int(keys[0][0]), int(keys[1][0]), dims))
+    if len(found) != 1 or None in found:
+        return None, None
+    [(empty, deleted, dims)] = found
+    return {"empty_key": empty, "deleted_key": deleted}, dims
+
+
+def _handle_name(ext: Any, tf: Any) -> Optional[bytes]:
+    """The name an eager resource handle carries: TensorFlow serializes a handle's tensor as a varint
+    length then its ``ResourceHandleProto``."""
+    from google.protobuf.message import DecodeError
+    from tensorflow.core.framework import resource_handle_pb2, tensor_pb2
+
+    try:
+        serialized = tf.io.serialize_tensor(ext).numpy()
+        content = tensor_pb2.TensorProto.FromString(serialized).tensor_content  # pyright: ignore[reportAttributeAccessIssue]
+    except (tf.errors.OpError, DecodeError, TypeError, ValueError):
+        return None
+    size, pos = 0, 0
+    while pos < min(len(content), 5):
+        size |= (content[pos] & 0x7F) << (7 * pos)
+        pos += 1
+        if content[pos - 1] < 0x80:
+            break
+    try:
+        proto = resource_handle_pb2.ResourceHandleProto  # pyright: ignore[reportAttributeAccessIssue]
+        return proto.FromString(content[pos:pos + size]).name.encode()
+    except DecodeError:
+        return None
 
 
 # -- the ops -------------------------------------------------------------------------------------------------
@@ -217,16 +310,28 @@ def _find(node: Node, args: list[Any]) -> list[Any]:
     shape is the keys' then a value's). A default for each key is taken as TensorFlow's kernels take
     it: a mutable table's each key's, a static or dense one's first."""
     table, keys, default = _table(node, args[0]), args[1], args[2]
+    if table.sentinels is None:
+        GraphError.TF2_UNSUPPORTED.raise_(items=(
+            f"  - {node.op} {node.name}: a lookup in the DenseHashTable {table.name} restored from a SavedModel, "
+            "whose empty_key and deleted_key jta could not read (TensorFlow refuses to look them up, and "
+            "its export cannot tell an erased key's deleted_key from a key): import it while TensorFlow "
+            "still holds the SavedModel's functions (jta.import_saved_model does), or look it up outside "
+            "the tf.function"))
     shape = _value_shape(node, table, keys, default)
     if table.dense and any(d != 1 for d in np.shape(keys)[1:]):  # (its kernel takes a batch of scalar keys)
         _ops_checks.invalid(node, f"Expected key shape [{np.shape(keys)[0]}] got [{_ops_checks.dims(np.shape(keys))}]")
-    for what, sentinel in table.sentinels.items():
-        word = what if what.endswith("_key") else "empty_key or deleted_key"
-        _ops_checks.invalid_where(node, jnp.any(jnp.asarray(keys) == sentinel) if not is_static(keys)
-                                  else np.any(np.asarray(keys) == sentinel),
-                                  f"Using the {word} as a table key is not allowed")
     static = is_static(keys) and is_static(default)
     xp = np if static else jnp
+    if table.sentinels:  # (TensorFlow's kernel stops at the first key that is one: that one's text)
+        kp = np if is_static(keys) else jnp
+        flat = kp.reshape(kp.asarray(keys), -1)
+        info = np.iinfo(flat.dtype)  # (without x64 a sentinel outside int32 is no id JAX is given)
+        hits = [flat == s if info.min <= s <= info.max else kp.zeros(flat.shape, bool)
+                for s in (table.sentinels["empty_key"], table.sentinels["deleted_key"])]
+        # (the index of each one's first, the keys' count where none is: the one found first is before the other)
+        empty, deleted = (kp.argmax(kp.append(hit, True)) for hit in hits)
+        for what, bad in (("empty_key", empty < deleted), ("deleted_key", deleted < empty)):
+            _ops_checks.invalid_where(node, bad, f"Using the {what} as a table key is not allowed")
     sorted_keys, values = (table.keys, table.values) if static else table.for_jax()
     values = values.reshape((len(values), *shape))
     keys = xp.asarray(keys)
