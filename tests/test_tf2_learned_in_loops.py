@@ -1,9 +1,12 @@
-"""A size the data decides inside a loop body, under ``jta.checked`` (red-team batch 17): a
-``boolean_mask`` of each step's row, then an op that takes no empty input (a softmax, ``s[0]``).
-``jta.checked`` traces with a guess where it has not learned the size yet; inside a loop body no probe
-reaches it, and a guess of 0 rows failed the trace with an error TensorFlow never raises. It now traces
-again guessing 1 row, and the run reports the size: learned where every step has the same (TensorFlow's
-value), refused as documented where the steps differ (the eager call runs it).
+"""A size the data decides where no probe reaches it, under ``jta.checked`` (red-team batches 17 and 18):
+a ``boolean_mask`` of each step's row in a loop body, in a run-time ``tf.cond`` branch (the guard
+``if tf.reduce_any(m): s = tf.boolean_mask(x, m)[0]``), or both, or an inner loop's stack read in the outer
+body, then an op that needs rows (a softmax, ``s[0]``, ``s[1]``, ``s[-1]``, ``top_k(s, 2)``).
+``jta.checked`` traces with a guess where it has not learned the size yet (0 rows), and a guess an op
+cannot take failed the trace with an error TensorFlow never raises. It now traces again guessing 1 row,
+then the largest the size can be (the mask's length, the buffer's rows), and the run reports the size:
+learned where every step has the same (TensorFlow's value), refused as documented where the steps differ
+(the eager call runs it). A branch traced twice asks for its size once (its number is its call site's).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import jax  # noqa: E402
 
 import jta  # noqa: E402
 from jta._records.catalogue import Error  # noqa: E402
+from tests.helpers import budget  # noqa: E402
 
 USES: dict[str, Callable[[Any], Any]] = {
     "softmax": lambda s: tf.reduce_sum(tf.nn.softmax(s) * s),
@@ -53,3 +57,95 @@ def test_a_masked_row_in_a_loop_body_is_learned_or_refused_as_documented(name: s
     with pytest.raises(jta.errors.UnimplementedError, match="an eager call runs any loop step by step") as info:
         jta.checked(jax.jit(fn))(params, *args)
     assert Error.RESULT_SIZE_LEARNED.matches(info.value)
+
+
+NEEDS_ROWS: dict[str, Callable[[Any], Any]] = {
+    "first": lambda s: s[0],
+    "second": lambda s: s[1],
+    "last": lambda s: s[-1],
+    "top2": lambda s: tf.reduce_sum(tf.math.top_k(s, 2).values),
+    "softmax": lambda s: tf.reduce_sum(tf.nn.softmax(s) * s),
+    "mean": tf.reduce_mean,
+}
+
+
+def _placed(place: str, use: Callable[[Any], Any]) -> Any:
+    """``use`` of a selection the data sizes, at ``place``; ``x`` keeps 2 or more entries in every row."""
+
+    def guarded(row: Any) -> Any:
+        keep = row > 0.0
+        return tf.cond(tf.reduce_any(keep), lambda: use(tf.boolean_mask(row, keep)), lambda: tf.constant(-7.0))
+
+    @tf.function
+    def f(x: Any, n: Any) -> Any:
+        if place == "cond":
+            return guarded(x[0]) + guarded(-x[1])  # two masks, two counts
+        if place == "inner_stack":  # the rows of an inner loop of n steps, read in the outer loop's body
+            def outer(t: Any, acc: Any) -> Any:
+                ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+                ta = tf.while_loop(lambda j, ta: j < n, lambda j, ta: (j + 1, ta.write(j, x[t % 2, j] * 1.5)),
+                                   (0, ta))[1]
+                return t + 1, acc + use(ta.stack())
+            return tf.while_loop(lambda t, acc: t < n, outer, (0, 0.0))[1]
+
+        def body(t: Any, acc: Any) -> Any:
+            row = x[t % 2]
+            return t + 1, acc + (guarded(row) if place == "cond_in_loop" else use(tf.boolean_mask(row, row > 0.0)))
+
+        return tf.while_loop(lambda t, acc: t < n, body, (0, 0.0))[1]
+
+    return f
+
+
+PLACES = ("loop", "cond", "cond_in_loop", "inner_stack")
+# By default a diagonal of the places and uses (each place, each use, the uses that need 2 rows at every
+# place); --long runs them all.
+_DEFAULT = {("loop", "second"), ("loop", "top2"), ("cond", "first"), ("cond", "top2"), ("cond_in_loop", "second"),
+            ("cond_in_loop", "softmax"), ("inner_stack", "last"), ("inner_stack", "second"), ("inner_stack", "mean")}
+
+
+@pytest.mark.parametrize("place,name", [pytest.param(p, u, marks=() if (p, u) in _DEFAULT or budget.long_run()
+                                                     else pytest.mark.long_only)
+                                        for p in PLACES for u in NEEDS_ROWS])
+def test_a_size_no_probe_reaches_is_learned_for_ops_that_need_rows(place: str, name: str) -> None:
+    f = _placed(place, NEEDS_ROWS[name])
+    x = np.array([[2.0, -1.0, 0.5, 3.0, -2.0], [1.0, 0.25, -2.0, 4.0, 0.5]], np.float32)  # 3 kept, then 4
+    x = x if place == "inner_stack" else np.where(x == 0.5, -0.5, x)  # (a mask keeps 2, then 3)
+    x = x if place == "inner_stack" else np.array([x[0], x[0]], np.float32)  # (the same count every step)
+    args = (x, np.int32(3))
+    fn, params = jta.import_function(f, *args)
+    want = f(*args).numpy()
+    np.testing.assert_allclose(fn(params, *args), want, rtol=1e-6)
+    np.testing.assert_allclose(jta.checked(jax.jit(fn))(params, *args), want, rtol=1e-6)
+
+
+def test_a_branch_never_taken_is_traced_with_a_guess_and_never_run() -> None:
+    f = _placed("cond", NEEDS_ROWS["second"])
+    x = -np.abs(np.arange(10, dtype=np.float32).reshape(2, 5)) - 1.0  # x[0] keeps nothing; -x[1] keeps 5
+    fn, params = jta.import_function(f, x, np.int32(1))
+    np.testing.assert_allclose(jta.checked(jax.jit(fn))(params, x, np.int32(1)), f(x, np.int32(1)).numpy(), rtol=1e-6)
+
+
+def test_an_inner_stack_read_by_row_in_a_train_step() -> None:
+    """Red-team batch 18: the tape's gradient of an outer loop reading its inner loop's last row (the final state)."""
+    w = tf.Variable(np.float32(0.9), name="w")
+
+    def forward(x: Any, m: Any) -> Any:
+        def outer(k: Any, s: Any, acc: Any) -> Any:
+            inner = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[2])
+            inner = tf.while_loop(lambda i, v, ta: i < m, lambda i, v, ta: (i + 1, v * w, ta.write(i, v)),
+                                  (0, s, inner))[2]
+            return k + 1, s * 0.5, acc + tf.reduce_sum(inner.stack()[-1])
+
+        return tf.while_loop(lambda k, s, acc: tf.reduce_max(tf.abs(s)) > 0.3, outer, (0, x, 0.0))[2]
+
+    @tf.function
+    def step(x: Any, m: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = forward(x, m)
+        return loss, tape.gradient(loss, w)
+
+    args = (np.array([1.0, 2.0], np.float32), np.int32(5))
+    fn, params = jta.import_function(step, *args)
+    for got, want in zip(jta.checked(jax.jit(fn))(params, *args), step(*args), strict=True):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)

@@ -29,7 +29,7 @@ from .._records.catalogue import Error
 from .._records.primitives import emit
 from .array import ArrayData, known_size
 
-__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused", "SizeProbe"]
+__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused", "SizeProbe", "at_site"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 UNPLANNED = -1  # the number of a loop whose stacks no plan sizes (see :func:`rows_for`)
@@ -50,6 +50,7 @@ class Plan:
     probe: Optional[int] = None  # the last number whose size :class:`SizeProbe` hands out
     probed: dict[int, Any] = dataclasses.field(default_factory=dict)  # the guessed sizes until then
     keyed: dict[Hashable, int] = dataclasses.field(default_factory=dict)  # the numbers of what named itself
+    most: dict[int, int] = dataclasses.field(default_factory=dict)  # the largest each guessed size can be
 
 
 _PLAN: contextvars.ContextVar[Optional[Plan]] = contextvars.ContextVar("jta_capacity_plan", default=None)
@@ -85,6 +86,21 @@ def planned(sizes: dict[Key, int], probe: Optional[int] = None) -> Iterator[Plan
             yield plan
     finally:
         _PLAN.reset(token)
+
+
+# The call sites of the trace now (an importer's call ops, outermost first): a size asked for by key
+# (:func:`learned_rows`) is one size at one site, and two sites running one function are two.
+_SITE: contextvars.ContextVar[tuple[Hashable, ...]] = contextvars.ContextVar("jta_plan_site", default=())
+
+
+@contextlib.contextmanager
+def at_site(site: Hashable) -> Iterator[None]:
+    """Trace inside call site ``site`` (nested in the sites around it) for :func:`learned_rows`' keys."""
+    token = _SITE.set((*_SITE.get(), site))
+    try:
+        yield
+    finally:
+        _SITE.reset(token)
 
 
 def active() -> bool:
@@ -146,7 +162,7 @@ def stack_rows(ta: ArrayData) -> Optional[int]:
     TensorFlow. ``None`` for any other array."""
     if known_size(ta) is not None:
         return None
-    return learned_rows(ta._traced_size, ta.name, ta._meta.plan)
+    return learned_rows(ta._traced_size, ta.name, ta._meta.plan, most=ta.capacity)
 
 
 class LearnsPerStep(errors.UnimplementedError):
@@ -173,19 +189,23 @@ def learning_refused(refused: bool) -> Iterator[None]:
 
 
 def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool = True, first: int = 0,
-                 message: Optional[Error] = None) -> Optional[int]:
+                 message: Optional[Error] = None, most: Optional[int] = None, key: Optional[Hashable] = None
+                 ) -> Optional[int]:
     """The rows to give a result whose length ``size`` is known at run time only (``stack()`` of a
     dynamically sized array, of an imported TensorList), under ``jta.checked``: the size learned (0 at
     first), with a record that makes ``jta.checked`` compile for the size the run saw and rerun when
     they differ. ``number``: the plan's number for it, if it has one already; ``None`` outside a plan.
     ``stack``: the result is a stack (a loop's arrays usually share their length: :func:`alike`),
     else another op's (an imported ``Where``); ``first``: the guess before a run told it; ``message``:
-    the record's (by default a TensorArray's stack's, or a result's). Inside :func:`learning_refused`,
-    raises :class:`LearnsPerStep`."""
+    the record's (by default a TensorArray's stack's, or a result's); ``most``: the largest the size can
+    be, where the shapes tell (a ``Where``'s input's size, a buffer's rows), a last guess where smaller
+    ones fail the trace (see ``jta.checked``); ``key``: what asks, which then keeps one number however
+    often it is traced at one site (:func:`at_site`: a branch traced twice, a loop body once per abstract
+    step). Inside :func:`learning_refused`, raises :class:`LearnsPerStep`."""
     if _REFUSED.get() and active():
         raise LearnsPerStep(f"{name}: a size learned at run time inside a loop body traced for all its steps")
     if number is None:  # numbered now, in trace order like the rest
-        numbered = _numbered()
+        numbered = _numbered(None if key is None else (_SITE.get(), key))
         if numbered is None:
             return None
         number = numbered[1]
@@ -193,7 +213,10 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool
     if guess is None:
         plan = _PLAN.get()
         assert plan is not None  # (a plan numbered it)
-        plan.guessed.append(number)
+        if number not in plan.guessed:
+            plan.guessed.append(number)
+        if most is not None:
+            plan.most[number] = most
         if plan.probe is not None:  # (a probe: it returns the size, and records nothing about it)
             while hasattr(size, "primal"):  # (under jax.grad: the size is the primal's, which leaves it)
                 size = size.primal

@@ -227,6 +227,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
     compiled: dict[tuple[tuple[capacities.Key, int], ...], Callable[..., Any]] = {}
     unsized: dict[tuple[tuple[capacities.Key, int], ...], tuple[int, ...]] = {}  # per plan: capacities.Plan.unsized
     guessed: dict[tuple[tuple[capacities.Key, int], ...], tuple[int, ...]] = {}  # per plan: capacities.Plan.guessed
+    most: dict[tuple[tuple[capacities.Key, int], ...], dict[int, int]] = {}  # per plan: capacities.Plan.most
 
     def plan_key(rows: dict[capacities.Key, int]) -> tuple[tuple[capacities.Key, int], ...]:
         return tuple(sorted(rows.items())) if rows else ()
@@ -240,7 +241,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                     try:
                         errors, out = checkified(*args, **kwargs)
                     finally:
-                        guessed[key] = tuple(plan.guessed)
+                        guessed[key], most[key] = tuple(plan.guessed), dict(plan.most)
                 unsized[key] = tuple(plan.unsized)
                 now = known.value(errors.record)
                 if now is not None and not now.any():  # no error, known while tracing: nothing to fetch
@@ -324,7 +325,8 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         relearned: set[capacities.Key] = set()
         probed_now: set[int] = set()  # the sizes probes gave in this call
         one_by_one = False  # a probe for each guessed size, in trace order (see below)
-        guessed_one = False  # the sizes no probe reaches were guessed 1 (see below)
+        retried: set[int] = set()  # the sizes no probe reaches, guessed again (see below)
+        largest: dict[int, int] = {}  # the largest each guessed size can be, where the shapes tell
         afresh = False  # the sizes of earlier calls were forgotten (see below)
         while True:
             if outcome is None:
@@ -363,14 +365,22 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                 sizes = probed(numbers[0] if one_by_one else numbers[-1], args, kwargs,
                                guesses_before=not one_by_one and len(numbers) > 1) if numbers else None
                 unknown = [n for n in numbers if ("size", n) not in learned]
-                if sizes is None and unknown and not guessed_one:
-                    # asked for where no probe reaches (a loop body): the guess of 0 rows may be what failed
-                    # (a softmax or x[0] of no rows), so trace once more guessing 1; the run then reports
-                    # the sizes, learned as any are (or refused, where they differ from step to step)
-                    for n in unknown:
-                        learned = capacities.sized(learned, n, 1)
-                    guessed_one, probed_now, program, outcome = True, probed_now | set(unknown), None, None
-                    continue
+                if sizes is None:
+                    # asked for where no probe reaches (a loop body, a branch): the guess of 0 rows may be
+                    # what failed (a softmax or x[0] of no rows), so trace again guessing 1, and where that
+                    # is not it either (x[1], top_k(x, 2)), the largest each size can be (a Where's input's
+                    # size, a buffer's rows); the run then reports the sizes, learned as any are (or refused,
+                    # where they differ from step to step)
+                    largest.update(most.get(plan_key(learned), {}))
+                    again = {n: 1 for n in unknown} or {
+                        n: largest[n] for n in retried if largest.get(n, 1) > learned.get(("size", n), 1) == 1
+                        and ("size", n) not in relearned}  # (a size a run reported is not a guess)
+                    if again:
+                        for n, rows in again.items():
+                            learned = capacities.sized(learned, n, rows)
+                        retried |= set(again)
+                        probed_now, program, outcome = probed_now | set(again), None, None
+                        continue
                 if not one_by_one and (sizes == {} or probed_now and not numbers):
                     learned = {k: v for k, v in learned.items() if k[0] != "size" or k[1] not in probed_now}
                     one_by_one, program, outcome = True, None, None

@@ -401,17 +401,18 @@ class Evaluator:
             self.looping += op in WHILE_OPS
             if self.padding is not None:  # (lax remakes a loop's carry, a run-time branch's outputs)
                 self.padding.crossing.append(op not in CALL_OPS and op not in self.lib)
-            try:
-                if op in IF_OPS or op in CASE_OPS:
-                    return self._branch(node, args)
-                if op in WHILE_OPS:
-                    return self.loop(self, node, args)
-                return self.call(self.lib.body(node.attr("f") if op in CALL_OPS else op), args)
-            finally:
-                self.sites.pop()
-                self.looping -= op in WHILE_OPS
-                if self.padding is not None:
-                    self.padding.crossing.pop()
+            with capacities.at_site(node.name):
+                try:
+                    if op in IF_OPS or op in CASE_OPS:
+                        return self._branch(node, args)
+                    if op in WHILE_OPS:
+                        return self.loop(self, node, args)
+                    return self.call(self.lib.body(node.attr("f") if op in CALL_OPS else op), args)
+                finally:
+                    self.sites.pop()
+                    self.looping -= op in WHILE_OPS
+                    if self.padding is not None:
+                        self.padding.crossing.pop()
         if op in KERNEL_OPS:
             return None if self.probe else self._draw(node, args)
         if self.probe:
@@ -443,7 +444,8 @@ class Evaluator:
                     and not self.pad_stacks:
                 # TensorFlow's shape: the length jta.checked learned (it compiles again when it differs)
                 rows = None if args[0].parts is not None else capacities.learned_rows(
-                    args[0].length, node.name, message=Error.RESULT_SIZE_LEARNED)  # (not a TensorArray's text)
+                    args[0].length, node.name, message=Error.RESULT_SIZE_LEARNED,  # (not a TensorArray's text)
+                    most=_lists.rows(args[0].items) or args[0].rows_hint, key=id(node))
                 if rows is None:
                     GraphError.PADDED_STACK.raise_(node=node.name, op=op)
                 return _lists.exact_rows(node, args, rows)

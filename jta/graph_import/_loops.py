@@ -33,6 +33,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
+import itertools
 from typing import Any, Optional
 
 import jax
@@ -261,8 +262,11 @@ class Loops(abc.ABC):
         values = dict(init)
         self.unrolling += 1
         try:
-            while bool(self._pred(f, self._body_env(f, outer, values), res, probe=False)):
-                res, values = self.body(f, outer, res, values, traced=False)
+            for step in itertools.count():
+                with capacities.at_site(step):  # (each step asks for its own sizes)
+                    if not bool(self._pred(f, self._body_env(f, outer, values), res, probe=False)):
+                        break
+                    res, values = self.body(f, outer, res, values, traced=False)
                 values = {m: known(v) for m, v in values.items()}
         finally:
             self.unrolling -= 1
@@ -325,7 +329,8 @@ class Loops(abc.ABC):
         try:
             for k in range(n):
                 values.update({m: t[k] for m, t in traj.items()})
-                res, values = self.body(f, outer, res, values, traced=False)
+                with capacities.at_site(k):  # (each step asks for its own sizes: jta.checked learns each)
+                    res, values = self.body(f, outer, res, values, traced=False)
         finally:
             self.unrolling -= 1
         values.update(finals)

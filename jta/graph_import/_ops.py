@@ -16,7 +16,7 @@ attributes from ``NodeDef`` protos, and lack the gradient-graph ops these graphs
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Optional, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -73,11 +73,13 @@ def static_value(node: Node, v: Any, what: str) -> np.ndarray:
     return known
 
 
-def learned_size(node: Node, size: Any, what: str, first: int) -> int:
+def learned_size(node: Node, size: Any, what: str, first: int, most: Optional[int] = None, part: int = 0) -> int:
     """The row count ``size`` (a traced scalar: the data decides it) as an int: under ``jta.checked``, what
-    it learned at run time (``first`` before a run told it: :func:`jta._core.capacities.learned_rows`);
-    elsewhere (a bare ``jit``, ``grad``) refused with ``GraphError.NOT_STATIC``, which names ``jta.checked``."""
-    rows = capacities.learned_rows(size, node.name, stack=False, first=first)
+    it learned at run time (``first`` before a run told it, ``most`` the largest it can be where the shapes
+    tell: :func:`jta._core.capacities.learned_rows`); elsewhere (a bare ``jit``, ``grad``) refused with
+    ``GraphError.NOT_STATIC``, which names ``jta.checked``. ``part``: which of the node's sizes this is,
+    where it has several (one size per node, ``what`` and ``part`` at a call site, however often traced)."""
+    rows = capacities.learned_rows(size, node.name, stack=False, first=first, most=most, key=(id(node), what, part))
     if rows is None:
         GraphError.NOT_STATIC.raise_(node=node.name, op=node.op, what=what)
     return rows
@@ -90,7 +92,7 @@ def learned_value(node: Node, v: Any, what: str) -> np.ndarray:
     if known is not None:
         return known
     flat, what = jnp.reshape(v, -1), f"{what} (jta.checked learns it at run time)"
-    learned = [learned_size(node, flat[k], what, 1) for k in range(flat.shape[0])]
+    learned = [learned_size(node, flat[k], what, 1, part=k) for k in range(flat.shape[0])]
     return np.reshape(np.asarray(learned, np.dtype(v.dtype)), np.shape(v))
 
 

@@ -344,7 +344,7 @@ def _ctc_greedy_decoder(node: Node, args: list[Any]) -> list[Any]:
     counts = emitted.sum(axis=1)
     total = int(counts.sum()) if xp is np else learned_size(
         node, counts.sum(), "its inputs (the number of decoded entries is the result's shape; jta.checked learns "
-                            "it at run time)", 0)
+                            "it at run time)", 0, int(emitted.size))
     flat = xp.nonzero(emitted.reshape(-1)) if xp is np else jnp.nonzero(emitted.reshape(-1), size=total)
     where = flat[0]
     rows = where // time

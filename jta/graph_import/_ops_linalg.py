@@ -381,7 +381,8 @@ def _where(node: Node, args: list[Any]) -> list[Any]:
     if value is None:
         # under jta.checked: as many rows as the count it learned (it compiles again when they differ)
         rows = learned_size(node, jnp.count_nonzero(x), "its input (the number of true entries is the output's "
-                                                        "shape; jta.checked learns it at run time)", 0)
+                                                        "shape; jta.checked learns it at run time)", 0,
+                            int(np.size(x)))
         coordinates = jnp.argwhere(x, size=rows).reshape(rows, jnp.ndim(x))
         return [coordinates.astype(jax.dtypes.canonicalize_dtype(np.int64))]
     return [np.argwhere(value).astype(np.int64).reshape(-1, value.ndim)]

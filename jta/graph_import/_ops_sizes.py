@@ -68,7 +68,7 @@ def _dynamic_partition(node: Node, args: list[Any]) -> list[Any]:
         for i in range(count):
             sizes.append(learned_size(node, jnp.sum(flat == i), "partitions (each partition's row count is an "
                                        "output's shape; jta.checked learns them at run time)",
-                                       max(flat.size - sum(sizes), 0) if i == count - 1 else 0))
+                                       max(flat.size - sum(sizes), 0) if i == count - 1 else 0, flat.size, i))
         for key in [k for k, (ref, _) in _PARTITION_SIZES.items() if ref() is None]:
             del _PARTITION_SIZES[key]
         _PARTITION_SIZES[id(partitions)] = (weakref.ref(partitions), sizes)

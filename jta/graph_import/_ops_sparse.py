@@ -493,7 +493,8 @@ def _sparse_fill_empty_rows(node: Node, args: list[Any]) -> list[Any]:
     else:
         count = jax.ops.segment_sum(jnp.ones(n, jnp.int32), rows, dense_rows)
         total = learned_size(node, n + jnp.sum(count == 0), "the rows without entries (each adds one to the "
-                             "output's entries; jta.checked learns their count at run time)", n)
+                             "output's entries; jta.checked learns their count at run time)", n,
+                             n + int(dense_rows))
     empty = count == 0
     slots = jnp.where(empty, 1, count)
     start = jnp.cumsum(slots) - slots

@@ -278,10 +278,13 @@ def _concrete(args: list[Any]) -> bool:
 
 
 def _python_loop(ev: Evaluator, cond: Body, body: Body, args: list[Any]) -> list[Any]:
-    state = args
-    while bool(np.asarray(ev.call(cond, state)[0])):
-        state = [concrete(v) for v in ev.call(body, state)]
-    return state
+    state, step = args, 0
+    while True:
+        with capacities.at_site(step):  # (each step asks for its own sizes: jta.checked learns each)
+            if not bool(np.asarray(ev.call(cond, state)[0])):
+                return state
+            state = [concrete(v) for v in ev.call(body, state)]
+        step += 1
 
 
 def _discover(ev: Evaluator, body: Body, args: list[Any], fixed: list[int]) -> tuple[dict[int, Any], ...]:
