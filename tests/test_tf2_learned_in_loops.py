@@ -98,10 +98,8 @@ def _placed(place: str, use: Callable[[Any], Any]) -> Any:
 
 
 PLACES = ("loop", "cond", "cond_in_loop", "inner_stack")
-# By default a diagonal of the places and uses (each place, each use, the uses that need 2 rows at every
-# place); --long runs them all.
-_DEFAULT = {("loop", "second"), ("loop", "top2"), ("cond", "first"), ("cond", "top2"), ("cond_in_loop", "second"),
-            ("cond_in_loop", "softmax"), ("inner_stack", "last"), ("inner_stack", "second"), ("inner_stack", "mean")}
+# By default each place once, with a use that needs 2 rows where a guess of 1 fails; --long runs them all.
+_DEFAULT = {("loop", "top2"), ("cond", "first"), ("cond_in_loop", "second"), ("inner_stack", "second")}
 
 
 @pytest.mark.parametrize("place,name", [pytest.param(p, u, marks=() if (p, u) in _DEFAULT or budget.long_run()

@@ -44,6 +44,16 @@ def _states(use: Callable[[Any], Any]) -> Any:
     return f
 
 
+@tf.function
+def _summed(s: Any) -> Any:  # (a nested function: its own ops are followed)
+    return tf.reduce_sum(2.0 * s, 0)
+
+
+@tf.function
+def _averaged(s: Any) -> Any:
+    return tf.reduce_mean(s, 0)
+
+
 USES: dict[str, tuple[Callable[[Any], Any], bool]] = {  # name: (the use, whether pad_stacks gives TF's value)
     "sum": (lambda s: tf.reduce_sum(s, 0), True),
     "sum_of_squares_scaled": (lambda s: 2.0 * tf.reduce_sum(tf.square(-s), [0, 1]), True),
@@ -58,8 +68,10 @@ USES: dict[str, tuple[Callable[[Any], Any], bool]] = {  # name: (the use, whethe
     "shifted_sum": (lambda s: tf.reduce_sum(s + 1.0), False),
     "exp_sum": (lambda s: tf.reduce_sum(tf.exp(s)), False),
     "matmul_sum": (lambda s: tf.reduce_sum(tf.matmul(s, s, transpose_a=True)), False),
+    "nested_sum": (lambda s: _summed(s), True),
+    "nested_mean": (lambda s: _averaged(s), False),
 }
-DEFAULT = ("sum", "sum_over_columns", "mean", "last_row", "row_count")
+DEFAULT = ("sum", "sum_over_columns", "mean", "last_row", "row_count", "nested_sum")
 
 
 def _refused(run: Callable[[], Any]) -> None:
@@ -109,10 +121,12 @@ def test_a_stack_read_in_the_loop_that_grows_it_is_refused() -> None:
     np.testing.assert_allclose(jax.grad(lambda p: fn(p, X, N).sum())(params)["w"], want, rtol=1e-5, atol=1e-6)
 
 
-def test_a_train_step_summing_a_padded_stack_gives_tensorflows_gradients() -> None:
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_train_step_summing_a_padded_stack_gives_tensorflows_gradients(nested: bool) -> None:
     """The tape's gradient ops read the padded stack (its shape, for the sum's gradient): their
-    cotangents of the padded rows reach only rows the list's gradient never reads."""
-    f = _states(lambda s: tf.reduce_sum(tf.square(s)))
+    cotangents of the padded rows reach only rows the list's gradient never reads. Also where a nested
+    function sums it (its gradient a call of a ``__backward_`` function)."""
+    f = _states(lambda s: tf.reduce_sum(_summed(tf.square(s)) if nested else tf.square(s)))
 
     @tf.function
     def step(x: Any, n: Any) -> Any:

@@ -373,7 +373,15 @@ class Evaluator:
 
     def node(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
         """The node's outputs (None: all unknown to the probe)."""
-        return self._node(node, args) if self.padding is None else self.padding.follow(node, args, self._node)
+        if self.padding is None:
+            return self._node(node, args)
+        return self.padding.follow(node, args, self._node, inlined=self._inlined(node, args))
+
+    def _inlined(self, node: Node, args: list[Any]) -> bool:
+        """Whether ``node`` runs a function in line, its arguments the values given (a call, a branch
+        of a static predicate), where a loop or a run-time branch makes new values of them."""
+        op = node.op
+        return op in CALL_OPS or op in self.lib or (op in IF_OPS or op in CASE_OPS) and is_static(concrete(args[0]))
 
     def _node(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
         op = node.op
@@ -400,7 +408,7 @@ class Evaluator:
             self.sites.append(node.name)  # (the call op whose functions run: it owns their kernels)
             self.looping += op in WHILE_OPS
             if self.padding is not None:  # (lax remakes a loop's carry, a run-time branch's outputs)
-                self.padding.crossing.append(op not in CALL_OPS and op not in self.lib)
+                self.padding.crossing.append(not self._inlined(node, args))
             with capacities.at_site(node.name):
                 try:
                     if op in IF_OPS or op in CASE_OPS:

@@ -19,8 +19,10 @@ value from its stack, op by op, and refuses (code 488) the first op that could s
   gradient ops may read it (not the function's outputs: ``tape.gradient(loss, stack)`` is refused),
   and they may read a padded value only as TensorFlow's gradient functions of the ops above do
   (shapes, elementwise: a ``Mean`` under a ``gradients`` name scope is refused);
-- a loop's carry or a run-time branch's output does not: ``lax`` makes a new value there, which
-  could not be followed.
+- a call of a function (a nested ``tf.function``, a branch of a static predicate) takes it as it is:
+  the function's own ops are followed;
+- a loop's carry or a run-time branch's operand or output does not: ``lax`` makes a new value there,
+  which could not be followed.
 """
 
 from __future__ import annotations
@@ -65,9 +67,12 @@ class PaddedStacks:
         self.gradients: dict[int, tuple[Any, tuple[int, int, int], str]] = {}  # (its source's rank, axis, rows)
         self.crossing: list[bool] = []  # the bodies running, innermost last: whether lax remakes their outputs
 
-    def follow(self, node: Node, args: list[Any], run: Callable[[Node, list[Any]], Optional[list[Any]]]
-               ) -> Optional[list[Any]]:
-        """``run(node, args)``, refusing it where a padded argument could see its padding."""
+    def follow(self, node: Node, args: list[Any], run: Callable[[Node, list[Any]], Optional[list[Any]]],
+               inlined: bool = False) -> Optional[list[Any]]:
+        """``run(node, args)``, refusing it where a padded argument could see its padding; ``inlined``: the
+        node runs a function in line (a call), whose own nodes are followed."""
+        if inlined:
+            return run(node, args)
         padded = [(k, self.values[id(a)]) for k, a in enumerate(args) if id(a) in self.values]
         # what gradient ops computed from padded values (even their shapes): each with its source's rows
         derived = [self.gradients[id(a)] for a in args if id(a) in self.gradients]
