@@ -17,6 +17,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 from tensorflow.python.framework import op_def_registry  # noqa: E402
 
 import jta  # noqa: E402
@@ -109,6 +110,34 @@ def test_gradients_are_tensorflows_at_kinks_ties_and_poles() -> None:
                 at = ~np.isclose(got, w, rtol=1e-5, atol=1e-6, equal_nan=True)
                 wrong.append(f"{name} ({how}) at x = {X[at].tolist()}: TF {w[at].tolist()}, jta {np.asarray(got)[at].tolist()}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_divisions_round_one_at_a_time_as_tensorflows_kernels() -> None:
+    """Red-team batch 19: TensorFlow's gradient of ``x / y`` with respect to ``y`` is ``(-x / y) / y``, two
+    rounded divisions; JAX's ``-x * y**-2`` overflows once ``y**2`` does (a solver's last step, BiCGSTAB's
+    tiny residuals: NaN gradients), and under ``jit`` XLA fuses ``(a / b) / c`` into ``a / (b * c)``, which
+    overflows the same way (an imported train step, a forward dividing twice); a softmax written by hand over
+    logits near 80 got a wrong finite gradient. Each division now rounds as TensorFlow's kernel does."""
+    @tf.function
+    def f(x: Any, y: Any, a: Any, b: Any) -> Any:
+        return tf.stack([x / y, x / y / y, x / (y / y), tf.exp(a) / (tf.exp(a) + tf.exp(b))])
+
+    @tf.function
+    def train(x: Any, y: Any, a: Any, b: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch([x, y, a, b])
+            out = tf.reduce_sum(f(x, y, a, b)[::3])
+        return out, tape.gradient(out, [x, y, a, b])
+
+    args = (np.float32(3e-21), np.float32(1e-20), np.float32(80.0), np.float32(80.0))
+    fn, params = jta.import_function(f, *args)
+    for run in (fn, jax.jit(fn)):
+        np.testing.assert_allclose(run(params, *args), f(*args).numpy(), rtol=1e-6)
+    step, step_params = jta.import_function(train, *args)
+    want = [w.numpy() for w in train(*args)[1]]
+    grad = jax.grad(lambda *a: jnp.sum(fn(params, *a)[::3]), argnums=(0, 1, 2, 3))
+    for got in (grad(*args), jax.jit(grad)(*args), step(step_params, *args)[1], jax.jit(step)(step_params, *args)[1]):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_fused_batch_norm_differentiates_as_tensorflows_gradient() -> None:

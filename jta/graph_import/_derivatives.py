@@ -26,6 +26,7 @@ tangent's own value cannot be transposed).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -174,6 +175,12 @@ _XLOG1PY = _with_tangent(_on_jax(_xlog1py), lambda out, x, y, tx, ty: tx * _xlog
 # TensorFlow's _PowGrad: d/dy is z * log(x) where x > 0, else 0 (JAX's log(x) * z: NaN at a negative base)
 _POW = _with_tangent(jnp.power, lambda z, x, y, tx, ty: tx * y * jnp.power(x, y - 1)
                      + ty * z * jnp.where(x > 0, jnp.log(jnp.where(x > 0, x, 1)), 0))
+# TensorFlow's _RealDivGrad/_DivGrad: d/dy is dy * ((-x / y) / y), each division rounded, where JAX's
+# -dy * x * y**-2 overflows once y**2 does (a solver's last step: BiCGSTAB's omega; a softmax written by
+# hand over large logits: a wrong finite gradient); the barrier keeps XLA from fusing the two divisions
+# into x / (y * y), which overflows the same way
+_DIVIDE = _with_tangent(jnp.true_divide, lambda z, x, y, tx, ty: tx / y
+                        + ty * (jax.lax.optimization_barrier(-x / y) / y))
 
 
 def _either(plain: Callable[..., Any], tf_derivative: Callable[..., Any]) -> Callable[..., Any]:
@@ -201,3 +208,19 @@ xdivy = _xdivy
 maximum = _either(lambda xp, a, b: xp.maximum(a, b), _MAXIMUM)
 minimum = _either(lambda xp, a, b: xp.minimum(a, b), _MINIMUM)
 power = _either(lambda xp, a, b: xp.power(a, b), _POW)
+_divide = _either(lambda xp, a, b: xp.true_divide(a, b), _DIVIDE)
+# The traced quotients of this process, by id: a quotient divided again, or divided by, is held apart by
+# a barrier, as XLA would fuse (a / b) / c into a / (b * c) and a / (b / c) into (a * c) / b, whose
+# products overflow or underflow where TensorFlow's kernels, one division at a time, do not
+# (TensorFlow's gradient of a division is such a pair)
+_QUOTIENTS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+
+def divide(xp: Any, a: Any, b: Any) -> Any:
+    """``a / b`` rounded as TensorFlow's kernel rounds it, with TensorFlow's derivative."""
+    if xp is np:
+        return np.true_divide(a, b)
+    a, b = (jax.lax.optimization_barrier(v) if _QUOTIENTS.get(id(v)) is v else v for v in (a, b))
+    out = _divide(xp, a, b)
+    _QUOTIENTS[id(out)] = out
+    return out

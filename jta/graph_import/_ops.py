@@ -136,7 +136,7 @@ def _cast(v: Any, dtype: Any) -> Any:
 _BINARY: dict[str, Callable[..., Any]] = {
     "Add": lambda xp, a, b: xp.add(a, b), "AddV2": lambda xp, a, b: xp.add(a, b),
     "Sub": lambda xp, a, b: xp.subtract(a, b), "Mul": lambda xp, a, b: xp.multiply(a, b),
-    "RealDiv": lambda xp, a, b: xp.true_divide(a, b), "Maximum": _derivatives.maximum,
+    "RealDiv": _derivatives.divide, "Maximum": _derivatives.maximum,
     "Minimum": _derivatives.minimum, "Pow": _derivatives.power,
     "FloorMod": lambda xp, a, b: xp.mod(a, b), "FloorDiv": lambda xp, a, b: xp.floor_divide(a, b),
     "SquaredDifference": lambda xp, a, b: xp.square(xp.subtract(a, b)),

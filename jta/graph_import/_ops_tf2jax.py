@@ -39,7 +39,7 @@ def _special(fn_name: str) -> Callable[..., Any]:
 def _truncate_div(xp: Any, a: Any, b: Any) -> Any:
     """TF's ``Div``: true division of floats, division rounded toward zero of integers."""
     if not np.issubdtype(result_dtype(a, b), np.integer):
-        return xp.true_divide(a, b)
+        return _derivatives.divide(xp, a, b)
     q = xp.floor_divide(a, b)
     return xp.where((q < 0) & (q * b != a), q + 1, q)
 
