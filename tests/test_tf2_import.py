@@ -989,6 +989,27 @@ def test_a_custom_gradient_in_a_loop_reading_a_tensor_from_outside_it() -> None:
     np.testing.assert_allclose(jax.jit(jax.grad(jax_fn))(params, x)["w"], want, rtol=1e-5, atol=1e-7)
 
 
+def test_a_custom_gradient_in_a_scan_reading_its_own_input() -> None:
+    """A straight-through estimator in ``tf.scan`` (red-team batch 19): its gradient closes over its input,
+    which is the loop body's argument, a placeholder of the body's graph whose name is not the function
+    input's: found by its position, where ``jax.grad`` refused (code 423)."""
+    w = tf.Variable(np.random.default_rng(0).normal(size=(3, 3)).astype(np.float32), name="w")
+
+    @tf.custom_gradient
+    def binarize(x: Any) -> Any:
+        return tf.sign(x), lambda dy: dy * tf.cast(tf.abs(x) <= 1.0, dy.dtype)
+
+    @tf.function
+    def f(xs: Any) -> Any:
+        states = tf.scan(lambda h, x: tf.tanh(tf.linalg.matvec(w, binarize(h)) + x), xs, tf.zeros([3]) + 0.3)
+        return tf.reduce_sum(states)
+
+    xs = np.random.default_rng(1).normal(size=(5, 3)).astype(np.float32)
+    jax_fn, params = jta.import_function(f, xs)
+    (want,) = _tape_grads(f, [w], xs)
+    np.testing.assert_allclose(jax.jit(jax.grad(jax_fn))(params, xs)["w"], want, rtol=1e-5, atol=1e-6)
+
+
 def _train_matches(train: Any, *args: Any) -> None:
     step, params = jta.import_function(train, *args)
     want = train(*args)

@@ -26,7 +26,7 @@ from jax.core import Tracer
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
 
-__all__ = ["Gradient", "identity_with_gradient", "registered_gradient"]
+__all__ = ["Gradient", "INPUT", "identity_with_gradient", "registered_gradient"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,10 +83,16 @@ def _capture(value: Any, env: Callable[[Tensor, Optional[str]], Any], variables:
     if hasattr(value, "numpy") and not hasattr(value, "graph"):  # an eager tensor
         return value.numpy() if value.dtype.is_numpy_compatible else variables.get(id(value))
     try:
-        key = (value.op.name, value.value_index)
+        key: Any = (value.op.name, value.value_index)
     except AttributeError:
         return None
+    if value.op.type == "Placeholder":  # an input of its graph (a loop body's): the function's input by position
+        position = [k for k, t in enumerate(getattr(value.graph, "inputs", ())) if t is value]
+        key = (INPUT, position[0], key) if position else key
     return env(key, getattr(value.graph, "name", None))
+
+
+INPUT = "<input>"  # a key ``(INPUT, k, key)``: a graph's input ``k``, named ``key`` in the graph (not always in its function)
 
 
 def identity_with_gradient(node: Node, kind: str, args: list[Any], env: Callable[[Tensor, Optional[str]], Any],

@@ -34,7 +34,7 @@ from .._core import capacities
 from .._records.catalogue import Error
 from . import _folding, _list_vectors, _lists, _no_gradient, _ops_checks, _random_kernels
 from ._branches import lists_agree
-from ._custom_gradients import Gradient, identity_with_gradient
+from ._custom_gradients import INPUT, Gradient, identity_with_gradient
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
 from ._ops import OPS, is_static, learned_size, run_op
@@ -322,15 +322,22 @@ class Evaluator:
             self.padding.leaving(outs, self.sites[-1] if self.sites else body.name)
         return outs
 
-    def _forward_value(self, tensor: Tensor, graph: Optional[str] = None) -> Any:
+    def _forward_value(self, tensor: Any, graph: Optional[str] = None) -> Any:
         """A tensor of a body running, computed now if its outputs did not need it (a custom gradient
         reads values the forward does not); ``None`` where it cannot be. ``graph``: the name of the
         TensorFlow graph it is in, which names the body (a loop body's ``while_body_27``, a called
         function's ``__inference_f_12`` for ``f``, or its ``__forward_f_12`` that outputs what a gradient
-        needs); else the innermost body that has it, or the function imported."""
+        needs); else the innermost body that has it, or the function imported. (``tensor`` may be
+        ``(INPUT, k, tensor)``: the graph's input ``k``.)"""
+        # (a tape's gradient rewrites a loop body in place, "_rewritten": its inputs first as they were)
+        graph = None if graph is None else graph.removesuffix("_rewritten")
         named = [] if graph is None else [k for k, b in enumerate(self.bodies) if re.fullmatch(
-            rf"{re.escape(graph)}|__(?:inference|forward)_{re.escape(graph)}_\d+", b.name)]
+            rf"{re.escape(graph)}|__(?:inference|forward)_{re.escape(graph)}_\d+", b.name.removesuffix("_rewritten"))]
         at = named[-1] if named else len(self.bodies) - 1
+        if tensor[0] == INPUT:  # (a graph's input k: the body named so has it by position, others by name)
+            if named:
+                return self.envs[at].get((self.bodies[at].inputs[tensor[1]], 0))
+            tensor = tensor[2]
         if named and tensor[0] not in self.bodies[at].nodes and f"{tensor[0]}_0" in self.bodies[at].nodes:
             # (a __forward_ function outputs the tensor under the node's name: the node is renamed "_0")
             tensor = (f"{tensor[0]}_0", tensor[1])
