@@ -1,23 +1,63 @@
-"""The ops whose only effect is outside the values a function computes: ``tf.print`` and ``tf.summary``.
+"""The ops whose effect is outside the values a function computes: ``tf.print`` and ``tf.summary``.
 
-They are imported as no-ops, as tf2jax imports ``tf.print``: the imported function prints nothing and
-writes no summary (print from JAX with ``jax.debug.print``; return the values to log and log them from
-Python). :func:`jta.import_function` warns when the function prints or writes summaries
-(:data:`SUMMARY_OPS`): what it drops is no value, but it is what a run shows or records.
+``tf.print`` is two ops: ``StringFormat`` formats the message (its ``template`` holds the Python
+strings, ``placeholder`` marks where each tensor goes, ``summarize`` how many entries of each
+dimension show) and ``PrintV2`` writes it, plus ``end``, to ``output_stream``. JAX has no strings, so
+the import's ``StringFormat`` gives a :class:`Message`: the template's pieces and the tensors, still
+JAX values; ``PrintV2`` formats it when the values exist, through ``jax.debug.callback``. Eagerly
+that is at once; under ``jit`` and inside ``lax.scan``/``while_loop``/``cond`` it is from compiled
+code at run time, at each step of a loop as TensorFlow prints at each step (a print at trace time
+would show tracers, once). The callback is ordered, so that two prints come in program order, as
+TensorFlow's automatic control dependencies order them; ``jax.grad`` runs it once, on the forward's
+values, as a ``GradientTape``'s forward prints once (but an eager ``jax.grad`` of a loop without a
+bound runs the loop twice: ``jta.loops`` counts its steps first), and under ``vmap`` each element
+prints. (A loop's probe, which runs the ops of constants to count its steps, skips them; a loop that
+prints is run, not taken from the probe, where its whole carry is static.)
 
-A summary writer is a resource the function captures (``tf.summary.create_file_writer`` outside it);
-the import hands the ops that take it a placeholder, :data:`WRITER`, as it hands ``PrintV2`` a
-placeholder message: JAX has no strings and no resources, and only these no-ops read them.
+The text is TensorFlow's (``Tensor::SummarizeValue(summarize, print_v2=true)``): nested brackets, a
+space between entries and, between the blocks of an outer dimension, one newline per inner
+dimension and an indent of the dimension's depth; where a dimension has more than
+``2 * min(summarize, size)`` entries its first and last ``min(summarize, size)`` show around ``...``
+(``summarize=-1``: all); numbers as ``StrCat`` writes them (floats the shortest of ``%.6g``/``%.9g``
+that reads back, doubles of ``%.15g``/``%.17g``, ``nan`` with its sign, subnormals flushed to zero
+as TensorFlow's threads flush them, ``half``/``bfloat16`` as floats, bools ``1``/``0``, complex
+entries ``?``); strings (constants only: JAX has none) quoted and C-escaped. The streams: ``stderr``
+and ``stdout`` (Python's ``sys.stderr``/``sys.stdout``, which are the process's unless replaced),
+``file://path`` (appended to), and ``log(info|warning|error)``, written to ``stderr`` in TensorFlow's
+log line format (its time and thread are the callback's) where ``TF_CPP_MIN_LOG_LEVEL`` shows them.
+Without ``jax_enable_x64`` a float64 tensor is a float32 in JAX, and prints as one.
+
+The summary ops are imported as no-ops: the imported function writes no summary (return the values to
+log and log them from Python). :func:`jta.import_function` warns when the function writes summaries
+(:data:`SUMMARY_OPS`): what it drops is no value, but it is what a run records. A summary writer is a
+resource the function captures (``tf.summary.create_file_writer`` outside it); the import hands the
+ops that take it a placeholder, :data:`WRITER`: JAX has no resources, and only these no-ops read it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from ._nodes import Node
-from ._ops import OPS, registrar
+from ._ops import OPS, is_static, registrar
+from ._ops_checks import invalid
+
+try:  # (JAX's switch of jax.ensure_compile_time_eval)
+    from jax._src.config import eager_constant_folding as _folding
+except ImportError:  # pragma: no cover
+    _folding = None
 
 _reg = registrar(OPS)
 
@@ -30,24 +70,198 @@ SUMMARY_OPS = ("WriteSummary", "WriteScalarSummary", "WriteHistogramSummary", "W
 # the captured writer's handle: static (loops and conds pass it through as they pass constants)
 WRITER = np.asarray(b"<a tf.summary writer: jta writes no summaries>", dtype=object)
 
+STREAMS = ("stdout", "stderr", "log(info)", "log(warning)", "log(error)")  # PrintV2's, and file://<path>
+# log(...): the severity letter, TF_CPP_MIN_LOG_LEVEL's level and the line of TensorFlow's LOG call
+_LOGS = {"log(info)": ("I", 0, 169), "log(warning)": ("W", 1, 171), "log(error)": ("E", 2, 173)}
+
+
+class Message:
+    """``StringFormat``'s string: ``pieces[0] + text(values[0]) + pieces[1] + ...``, each value written
+    with ``summarize`` (the pieces are bytes; the values JAX or NumPy arrays, written when known)."""
+
+    def __init__(self, pieces: tuple[bytes, ...], values: tuple[Any, ...], summarize: int):
+        self.pieces, self.values, self.summarize = pieces, values, summarize
+
+    def text(self, values: tuple[Any, ...]) -> bytes:
+        """The string, of these (concrete) ``values``."""
+        texts = [summarize_value(np.asarray(v), self.summarize) for v in values]
+        return b"".join(p + t for p, t in zip(self.pieces, [*texts, b""], strict=True))
+
+    def __str__(self) -> str:
+        # (the text where the values are known: what an eager tf.Assert of a tf.strings.format writes)
+        if any(isinstance(v, Tracer) for v in self.values):
+            return repr(self)
+        return self.text(self.values).decode("utf-8", "backslashreplace")
+
+    def __repr__(self) -> str:
+        return f"<a tf.strings.format string of {len(self.values)} tensors>"
+
+
+def _text(attr: Any) -> bytes:
+    return attr if isinstance(attr, bytes) else str(attr).encode()
+
+
+@_reg("StringFormat")
+def _string_format(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.strings.format``: the template cut at its placeholders, around the inputs (a string input,
+    a constant, is written now, into the pieces)."""
+    pieces = _text(node.attr("template", b"%s")).split(_text(node.attr("placeholder", b"{}")))
+    if len(pieces) - 1 != len(args):
+        invalid(node, f"num placeholders in template and num inputs must match: {len(pieces) - 1} vs. {len(args)}")
+    summarize = int(node.attr("summarize", 3))
+    merged, values = [pieces[0]], []
+    for value, piece in zip(args, pieces[1:], strict=True):
+        if is_static(value) and np.asarray(value).dtype.kind == "O":
+            merged[-1] += summarize_value(np.asarray(value), summarize) + piece
+        else:
+            values.append(value)
+            merged.append(piece)
+    return [Message(tuple(merged), tuple(values), summarize)]
+
+
+@_reg("PrintV2")
+def _print_v2(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.print``: the message plus ``end`` written to ``output_stream`` when the values exist (see the
+    module's note); no outputs."""
+    stream, end = _text(node.attr("output_stream", b"stderr")).decode(), _text(node.attr("end", b"\n"))
+    if not stream.startswith("file://") and stream not in STREAMS:
+        invalid(node, f"Unknown output stream: {stream}, Valid streams are: {' '.join(STREAMS)}")
+    message = args[0]
+    if not isinstance(message, Message):  # a string tensor (a constant): printed as it is
+        value = np.asarray(message)
+        if value.shape != ():
+            invalid(node, f"Input is expected to be scalar, but got {list(value.shape)}")
+        message = Message((_text(value.item()),), (), 0)
+    def emit(*values: Any) -> None:
+        _write(stream, message.text(values) + end)
+
+    with _staged():
+        jax.debug.callback(emit, *message.values, ordered=True)
+    return []
+
+
+@contextlib.contextmanager
+def _staged() -> Iterator[None]:
+    """Outside ``jax.ensure_compile_time_eval``: an op of constants is folded (run while tracing) in it,
+    and the print must be from the compiled code, at each call, not once while tracing."""
+    with _folding(False) if _folding is not None else contextlib.nullcontext():
+        yield
+
+
+def _write(stream: str, data: bytes) -> None:
+    """``data`` to ``stream`` as TensorFlow's ``PrintV2`` kernel writes it."""
+    if stream.startswith("file://"):
+        with open(stream[len("file://"):], "ab") as file:
+            file.write(data)
+        return
+    if stream in _LOGS:
+        letter, level, line = _LOGS[stream]
+        try:
+            shown = int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0")) <= level
+        except ValueError:
+            shown = True
+        if not shown:
+            return
+        data = (f"{letter}0000 00:00:{time.time():.6f} {threading.get_native_id():>7} logging_ops.cc:{line}] "
+                .encode() + data + b"\n")
+    out = sys.stdout if stream == "stdout" else sys.stderr
+    out.flush()
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:
+        out.write(data.decode("utf-8", "backslashreplace"))
+        out.flush()
+
+
+# -- Tensor::SummarizeValue(max_entries, print_v2=true) ------------------------------------------------
+def summarize_value(value: np.ndarray, max_entries: int) -> bytes:
+    """TensorFlow's text of ``value`` with at most ``max_entries`` entries per dimension at each end
+    (``-1``: all)."""
+    count = value.size
+    limit = min(count if max_entries < 0 else max_entries, count)
+    dtype = value.dtype
+    if dtype == np.bool_ and limit == 0:  # (SummarizeArray<bool> of no entries: nothing, not even brackets)
+        return b""
+    if dtype.kind == "c":  # (TensorFlow writes no complex entry: "?" each, the "irregular" case)
+        text = " ".join("?" * limit) + ("..." if limit < count else "")
+        return (f"[{text}]" if value.ndim else text).encode()
+    write = _writer(dtype)
+    flat = value.reshape(-1)
+    if value.ndim == 0:
+        return b" ".join(write(flat[i]) for i in range(limit)) + (b"..." if count > limit else b"")
+    out: list[bytes] = []
+    _dim(0, value.shape, limit, flat, 0, write, out)
+    return b"".join(out)
+
+
+def _dim(dim: int, shape: tuple[int, ...], ends: int, flat: np.ndarray, start: int, write: Any,
+         out: list[bytes]) -> None:
+    """``PrintOneDimV2``: dimension ``dim`` of the block at ``start``, its first and last ``ends``
+    entries (all where it has at most ``2 * ends``)."""
+    if dim == len(shape):
+        out.append(write(flat[start]))
+        return
+    out.append(b"[")
+    size, step = shape[dim], math.prod(shape[dim + 1:])
+    for i in range(min(ends, size)):
+        if i > 0:
+            _spacing(dim, len(shape), out)
+        _dim(dim + 1, shape, ends, flat, start + step * i, write, out)
+    if size > 2 * ends:
+        _spacing(dim, len(shape), out)
+        out.append(b"...")
+    for i in range(max(ends, size - ends), size):
+        _spacing(dim, len(shape), out)
+        _dim(dim + 1, shape, ends, flat, start + step * i, write, out)
+    out.append(b"]")
+
+
+def _spacing(dim: int, rank: int, out: list[bytes]) -> None:
+    """``PrintDimSpacing``: a space between entries; between blocks, a newline per inner dimension and
+    an indent of the depth."""
+    out.append(b" " if dim == rank - 1 else b"\n" * (rank - dim - 1) + b" " * (dim + 1))
+
+
+def _writer(dtype: np.dtype) -> Any:
+    """How ``StrCat`` writes one entry of ``dtype``."""
+    if dtype.kind == "O":
+        return lambda s: b'"' + _c_escape(s if isinstance(s, bytes) else str(s).encode()) + b'"'
+    if dtype == np.bool_:
+        return lambda b: b"1" if b else b"0"
+    if dtype == np.float64:
+        return lambda f: _float(float(f), 15, 17, np.float64)
+    if jnp.issubdtype(dtype, jnp.floating):  # (half, bfloat16 and float8 are written as floats)
+        return lambda f: _float(float(np.float32(f)), 6, 9, np.float32)
+    return lambda i: str(int(i)).encode()
+
+
+def _float(value: float, digits: int, more: int, kind: Any) -> bytes:
+    """``FloatToBuffer``/``DoubleToBuffer``: ``%.{digits}g`` if it reads back as ``value``, else
+    ``%.{more}g``."""
+    if math.isnan(value):
+        return b"-nan" if math.copysign(1.0, value) < 0 else b"nan"
+    if math.isinf(value):
+        return b"-inf" if value < 0 else b"inf"
+    if abs(value) < np.finfo(kind).tiny:  # (a subnormal: TensorFlow's threads flush it to zero)
+        value = math.copysign(0.0, value)
+    text = f"{value:.{digits}g}"
+    return (text if kind(text) == value else f"{value:.{more}g}").encode()
+
+
+def _c_escape(data: bytes) -> bytes:
+    """``absl::Utf8SafeCEscape``: C escapes of the control characters, quotes and backslash (bytes of
+    UTF-8 sequences kept)."""
+    named = {0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x22: b'\\"', 0x27: b"\\'", 0x5C: b"\\\\"}
+    return b"".join(named[c] if c in named else b"\\%03o" % c if c < 0x20 or c == 0x7F else bytes([c])
+                    for c in data)
+
 
 @_reg(*SUMMARY_OPS)
 def _summary(node: Node, args: list[Any]) -> list[Any]:
     """A summary write (or a writer's flush or close): nothing (see the module's note)."""
     return []
-
-
-@_reg("PrintV2")
-def _print_v2(node: Node, args: list[Any]) -> list[Any]:
-    """``tf.print``: it has no effect on any value; the imported function prints nothing."""
-    return []
-
-
-@_reg("StringFormat")
-def _string_format(node: Node, args: list[Any]) -> list[Any]:
-    """The message ``tf.print`` formats: a placeholder string (JAX has no strings; only ``PrintV2``,
-    a no-op here, reads it), whatever the inputs."""
-    return [np.asarray(b"<tf.print message: not formatted by jta>", dtype=object)]
 
 
 @_reg("Print")

@@ -158,9 +158,7 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: boo
     constants = {internal.op.name: ext.numpy() for ext, internal in concrete.graph.captures
                  if id(ext) not in by_handle and hasattr(ext, "numpy") and ext.dtype.is_numpy_compatible}
     reached_ops = {body.nodes[n].op for body in bodies for n in body.order}
-    if "PrintV2" in reached_ops:
-        warnings.warn(f"{_name(concrete)} prints (tf.print): the imported function prints nothing; print from "
-                      "JAX (jax.debug.print) where that is wanted.", stacklevel=3)
+    # (tf.print prints as TensorFlow prints: ._ops_logging; no warning)
     writes = sorted(reached_ops & set(SUMMARY_OPS))
     if writes:
         warnings.warn(f"{_name(concrete)} writes summaries ({', '.join(writes)}): the imported function writes "

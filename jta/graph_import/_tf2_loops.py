@@ -37,7 +37,7 @@ from jax.core import Tracer
 from .. import errors
 from .._core import capacities
 from ..loops import unbounded_while_loop
-from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete
+from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete, reached
 from ._list_value import value_key
 from ._lists import VARIANT, AtMost, TList, materialize, rows, sized_by_plan
 from ._messages import GraphError
@@ -141,13 +141,19 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
         return None
     steps, exact, final = _trips(ev, node, cond, body, args)
     assigned = _assigned(ev, node, args)
-    if steps is not None and not any(v is UNKNOWN for v in final) and not assigned:
+    if steps is not None and not any(v is UNKNOWN for v in final) and not assigned and not _prints(ev, cond, body):
         return final  # every value static (shape arithmetic, or the probe ran it all): computed already
     carried, ev.carried = ev.carried, ev.carried | set(assigned)
     try:
         return _run(ev, node, cond, body, args, steps, exact, final, assigned)
     finally:
         ev.carried = carried
+
+
+def _prints(ev: Evaluator, *bodies: Body) -> bool:
+    """Whether the loop prints (``tf.print``, which its probe skips): then it runs, even where the probe
+    computed it all."""
+    return any(b.nodes[n].op == "PrintV2" for top in bodies for b in reached(ev.lib, top) for n in b.order)
 
 
 def _assigned(ev: Evaluator, node: Node, args: list[Any]) -> list[str]:
