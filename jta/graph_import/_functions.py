@@ -37,7 +37,7 @@ from ._branches import lists_agree
 from ._custom_gradients import INPUT, Gradient, identity_with_gradient
 from ._messages import GraphError
 from ._nodes import Node, Tensor, parse, tensor_name
-from ._ops import OPS, is_static, learned_size, run_op
+from ._ops import OPS, is_static, learned_size, rejected_as_invalid, run_op
 from ._optionals import Opt, agreed, as_jax, fill_optionals, static_leaves
 from ._padding import PaddedStacks
 from ._random_kernels import KERNEL_OPS, key_of, relative_key
@@ -470,7 +470,8 @@ class Evaluator:
                 return _lists.reserve_bounded(node, args, self.bounds[id(args[1])][1])
             if op == "TensorListPushBack" and id(args[1]) in self.bounds:  # a tape keeps a bounded count
                 return _lists.push_bounded(node, args, self.bounds[id(args[1])][1])
-            out = _folding.folded_lists(_lists.LIST_OPS[op], node, args) or _lists.LIST_OPS[op](node, args)
+            with rejected_as_invalid(node):  # (as every op: what its JAX code rejects is TensorFlow's bad input)
+                out = _folding.folded_lists(_lists.LIST_OPS[op], node, args) or _lists.LIST_OPS[op](node, args)
             if self.switched is not None and any(id(a) in self.switched for a in args):
                 self.switched.update(id(o) for o in out if isinstance(o, _lists.TList))
             if op == "TensorListPopBack" and isinstance(args[0].const, _lists.AtMost) and isinstance(out[1], Tracer):

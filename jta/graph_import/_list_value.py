@@ -107,12 +107,18 @@ def merge_shape(a: Optional[tuple[Optional[int], ...]], b: Optional[tuple[Option
 def merged_shape(node: Node, declared: Any, shape: Any) -> Any:
     """An op's ``element_shape`` input merged with the list's ``shape`` (TensorFlow's
     ``GetElementShapeFromInput``): they must agree where both are known."""
-    if declared is not None and shape is not None and (
-            len(declared) != len(shape) or any(a != b for a, b in zip(declared, shape, strict=True)
-                                               if a is not None and b is not None)):
-        misuse(node, f"PartialTensorShape: Incompatible shapes during merge: {shape_text(declared)} vs. "
-                     f"{shape_text(shape)}")
-    return merge_shape(declared, shape)
+    return merge_checked(node, declared, shape)
+
+
+def merge_checked(node: Node, a: Any, b: Any) -> Any:
+    """``PartialTensorShape::MergeWith``: shapes ``a`` and ``b`` (``None``: unknown rank) merged, with
+    TensorFlow's texts where their ranks or known dimensions differ."""
+    if a is not None and b is not None:
+        if len(a) != len(b):
+            misuse(node, f"PartialTensorShape: Incompatible ranks during merge: {len(a)} vs. {len(b)}")
+        if any(x != y for x, y in zip(a, b, strict=True) if x is not None and y is not None):
+            misuse(node, f"PartialTensorShape: Incompatible shapes during merge: {shape_text(a)} vs. {shape_text(b)}")
+    return merge_shape(a, b)
 
 
 def split_offsets(node: Node, lengths: Any, size: int) -> np.ndarray:
@@ -163,10 +169,7 @@ def hole_shape(node: Node, lst: TList, declared: Any = None) -> Optional[tuple[i
     for part in lst.parts or ():  # in order, as TensorFlow merges them
         if part is None:
             continue
-        if not admits(shape, tuple(part.shape)):
-            misuse(node, f"PartialTensorShape: Incompatible shapes during merge: {shape_text(shape)} vs. "
-                         f"{shape_text(part.shape)}")
-        shape = merge_shape(tuple(part.shape), shape)
+        shape = merge_checked(node, shape, tuple(part.shape))
     return shape if is_full(shape) else None
 
 
@@ -217,6 +220,7 @@ def concat_pieces(node: Node, lst: TList, shape: Any, leading: Any) -> list[Any]
     dimensions, or of the shape the set elements agree on."""
     leading = () if leading is None else np.atleast_1d(static_value(node, leading, "leading_dims"))
     pieces = []
+    inner = None if shape is None else tuple(shape[1:])  # (the elements' dimensions after the first, merged)
     for k, p in enumerate(lst.parts or ()):
         if p is None and k < len(leading):
             rest = None if shape is None else tuple(shape[1:])
@@ -233,6 +237,7 @@ def concat_pieces(node: Node, lst: TList, shape: Any, leading: Any) -> list[Any]
             p = hole(node, lst, shape)
         if p.ndim < 1:
             misuse(node, "Concat requires elements to be at least vectors, found scalars instead.")
+        inner = merge_checked(node, inner, tuple(p.shape[1:]))
         pieces.append(p)
     return pieces
 
@@ -258,8 +263,8 @@ def add_parts(node: Node, lists: list[TList]) -> TList:
 
 
 def incompatible(node: Node, a: Any, b: Any) -> None:
-    misuse(node, f"Trying to add two tensors with incompatible element shapes. One is {list(a)} and the other is "
-                 f"{list(b)}")
+    misuse(node, f"Trying to add two tensors with incompatible element shapes. One is {shape_text(a)} and the other "
+                 f"is {shape_text(b)}")
 
 
 

@@ -15,7 +15,8 @@ attributes from ``NodeDef`` protos, and lack the gradient-graph ops these graphs
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any, Optional, TypeVar
 
 import jax
@@ -54,9 +55,18 @@ def run_op(node: Node, args: list[Any]) -> list[Any]:
     of small static inputs runs now (:func:`._folding.folded`); ``jax.grad`` goes through it as
     TensorFlow's gradient registry says (:mod:`._no_gradient`)."""
     args = _no_gradient.guard(node.op, args)
-    try:
+    with rejected_as_invalid(node):
         folded = _folding.folded(OPS[node.op], node, args)
         return folded if folded is not None else OPS[node.op](node, args)
+
+
+@contextlib.contextmanager
+def rejected_as_invalid(node: Node) -> Iterator[None]:
+    """Run ``node``'s code: an input its NumPy or JAX code rejects (``ValueError``, ``TypeError``,
+    ``IndexError``, ``ArithmeticError``) fails with TensorFlow's ``InvalidArgumentError``, naming the node
+    (JAX's tracer errors pass through)."""
+    try:
+        yield
     except (ValueError, TypeError, IndexError, ArithmeticError) as error:
         if isinstance(error, jax.errors.JAXTypeError):
             raise

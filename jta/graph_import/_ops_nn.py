@@ -577,7 +577,7 @@ def _sparse_softmax_cross_entropy(node: Node, args: list[Any]) -> list[Any]:
 def _div_no_nan(xp: Any, a: Any, b: Any) -> Any:
     """``a / b``, and 0 where ``b`` is 0 (the division is masked too, so its gradient has no NaN)."""
     zero = b == 0
-    quotient = a / xp.where(zero, xp.ones_like(b), b)
+    quotient = _derivatives.divide(xp, a, xp.where(zero, xp.ones_like(b), b))  # (TensorFlow's derivative)
     return xp.where(zero, xp.zeros_like(quotient), quotient)
 
 
