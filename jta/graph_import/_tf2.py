@@ -281,10 +281,11 @@ _WAYS: tuple[tuple[str, str, Callable[[str], bool], str], ...] = (
      "(or in JAX, jax.pure_callback) and pass its results as arguments."),
     ("tf.data", "", lambda op: "Dataset" in op or op.startswith(("Iterator", "AnonymousIterator")),
      "iterate the dataset outside the function and pass each batch as an argument."),
-    ("Ragged values in a loop", ": tf.map_fn with fn_output_signature=tf.RaggedTensorSpec",
-     lambda op: op in ("RaggedTensorToVariant", "RaggedTensorFromVariant"),
-     "return each step's row padded to a static width, and its length, from map_fn's function (a "
-     "fn_output_signature of tf.TensorSpec), and mask the padding where the rows are used."),
+    ("Ragged values in a loop", ": tf.map_fn over a RaggedTensor's rows, or with fn_output_signature="
+     "tf.RaggedTensorSpec", lambda op: op in ("RaggedTensorToVariant", "RaggedTensorFromVariant"),
+     "map over the padded rows (rt.to_tensor()) with their lengths (rt.row_lengths()), and return each step's "
+     "row padded to a static width, and its length, from map_fn's function (a fn_output_signature of "
+     "tf.TensorSpec); mask the padding where the rows are used."),
     ("Strings", "", lambda op: op.startswith(("String", "Regex", "Substr", "Unicode")) or
      op in ("AsString", "DecodeRaw", "ParseExampleV2"),
      "JAX has no string arrays; tokenize outside the function and pass the ids as arguments."),
