@@ -325,7 +325,7 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
         relearned: set[capacities.Key] = set()
         probed_now: set[int] = set()  # the sizes probes gave in this call
         one_by_one = False  # a probe for each guessed size, in trace order (see below)
-        retried: set[int] = set()  # the sizes no probe reaches, guessed again (see below)
+        retried: dict[int, int] = {}  # the sizes no probe reaches, guessed again: how often (see below)
         largest: dict[int, int] = {}  # the largest each guessed size can be, where the shapes tell
         afresh = False  # the sizes of earlier calls were forgotten (see below)
         while True:
@@ -372,13 +372,13 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                     # size, a buffer's rows); the run then reports the sizes, learned as any are (or refused,
                     # where they differ from step to step)
                     largest.update(most.get(plan_key(learned), {}))
-                    again = {n: 1 for n in unknown} or {
-                        n: largest[n] for n in retried if largest.get(n, 1) > learned.get(("size", n), 1) == 1
+                    again = {n: 1 for n in unknown if n not in retried} or {
+                        n: largest[n] for n, tries in retried.items() if tries == 1 and largest.get(n, 1) > 1
                         and ("size", n) not in relearned}  # (a size a run reported is not a guess)
                     if again:
                         for n, rows in again.items():
                             learned = capacities.sized(learned, n, rows)
-                        retried |= set(again)
+                            retried[n] = retried.get(n, 0) + 1
                         probed_now, program, outcome = probed_now | set(again), None, None
                         continue
                 if not one_by_one and (sizes == {} or probed_now and not numbers):
