@@ -54,6 +54,11 @@ def _averaged(s: Any) -> Any:
     return tf.reduce_mean(s, 0)
 
 
+def _branched(s: Any, one: Callable[[Any], Any], other: Callable[[Any], Any]) -> Any:
+    """A run-time ``tf.cond`` whose branches take the padded stack (they close over it under ``lax.switch``)."""
+    return tf.cond(tf.reduce_sum(s) > -100.0, lambda: one(s), lambda: other(s))
+
+
 USES: dict[str, tuple[Callable[[Any], Any], bool]] = {  # name: (the use, whether pad_stacks gives TF's value)
     "sum": (lambda s: tf.reduce_sum(s, 0), True),
     "sum_of_squares_scaled": (lambda s: 2.0 * tf.reduce_sum(tf.square(-s), [0, 1]), True),
@@ -70,8 +75,11 @@ USES: dict[str, tuple[Callable[[Any], Any], bool]] = {  # name: (the use, whethe
     "matmul_sum": (lambda s: tf.reduce_sum(tf.matmul(s, s, transpose_a=True)), False),
     "nested_sum": (lambda s: _summed(s), True),
     "nested_mean": (lambda s: _averaged(s), False),
+    "cond_sum": (lambda s: _branched(s, lambda v: tf.reduce_sum(v, 0), lambda v: _summed(v)), True),
+    "cond_mean": (lambda s: _branched(s, lambda v: tf.reduce_sum(v, 0), lambda v: tf.reduce_mean(v, 0)), False),
+    "cond_returns": (lambda s: tf.reduce_sum(_branched(s, lambda v: v, lambda v: -v), 0), False),
 }
-DEFAULT = ("sum", "sum_over_columns", "mean", "last_row", "row_count", "nested_sum")
+DEFAULT = ("sum", "sum_over_columns", "mean", "last_row", "row_count", "nested_sum", "cond_sum")
 
 
 def _refused(run: Callable[[], Any]) -> None:
@@ -121,12 +129,16 @@ def test_a_stack_read_in_the_loop_that_grows_it_is_refused() -> None:
     np.testing.assert_allclose(jax.grad(lambda p: fn(p, X, N).sum())(params)["w"], want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("nested", [False, True])
-def test_a_train_step_summing_a_padded_stack_gives_tensorflows_gradients(nested: bool) -> None:
+@pytest.mark.parametrize("through", ["", "nested", pytest.param("cond", marks=pytest.mark.long_only)])
+def test_a_train_step_summing_a_padded_stack_gives_tensorflows_gradients(through: str) -> None:
     """The tape's gradient ops read the padded stack (its shape, for the sum's gradient): their
     cotangents of the padded rows reach only rows the list's gradient never reads. Also where a nested
-    function sums it (its gradient a call of a ``__backward_`` function)."""
-    f = _states(lambda s: tf.reduce_sum(_summed(tf.square(s)) if nested else tf.square(s)))
+    function sums it (its gradient a call of a ``__backward_`` function). A run-time cond's branch that
+    sums it keeps what its gradient needs in an optional (``OptionalFromValue``), which is not followed:
+    refused (488), as the eager call or ``jta.checked`` run it."""
+    use = {"": lambda s: tf.reduce_sum(s, 0), "nested": _summed,
+           "cond": lambda s: _branched(s, lambda v: tf.reduce_sum(v, 0), _summed)}[through]
+    f = _states(lambda s: tf.reduce_sum(use(tf.square(s))))
 
     @tf.function
     def step(x: Any, n: Any) -> Any:
@@ -136,6 +148,9 @@ def test_a_train_step_summing_a_padded_stack_gives_tensorflows_gradients(nested:
         return loss, tape.gradient(loss, x)
 
     fn, params = jta.import_function(step, X, N, pad_stacks=True)
+    if through == "cond":
+        _refused(lambda: jax.jit(fn)(params, X, N))
+        return
     for got, want in zip(jax.jit(fn)(params, X, N), step(X, N), strict=True):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
 

@@ -382,13 +382,19 @@ class Evaluator:
         """The node's outputs (None: all unknown to the probe)."""
         if self.padding is None:
             return self._node(node, args)
-        return self.padding.follow(node, args, self._node, inlined=self._inlined(node, args))
+        return self.padding.follow(node, args, self._node, inlined=self._inlined(node))
 
-    def _inlined(self, node: Node, args: list[Any]) -> bool:
-        """Whether ``node`` runs a function in line, its arguments the values given (a call, a branch
-        of a static predicate), where a loop or a run-time branch makes new values of them."""
+    def _inlined(self, node: Node) -> bool:
+        """Whether ``node`` runs functions on the very values given (a call; a cond's branches, which close
+        over them, under ``lax.switch`` too), where a loop makes new values of its carry."""
         op = node.op
-        return op in CALL_OPS or op in self.lib or (op in IF_OPS or op in CASE_OPS) and is_static(concrete(args[0]))
+        return op in CALL_OPS or op in self.lib or op in IF_OPS or op in CASE_OPS
+
+    def _crossing(self, node: Node, args: list[Any]) -> bool:
+        """Whether ``lax`` makes new values of the outputs of ``node``'s functions (a loop's, a run-time
+        branch's), where a padded value may not leave."""
+        op = node.op
+        return op in WHILE_OPS or (op in IF_OPS or op in CASE_OPS) and not is_static(concrete(args[0]))
 
     def _node(self, node: Node, args: list[Any]) -> Optional[list[Any]]:
         op = node.op
@@ -415,7 +421,7 @@ class Evaluator:
             self.sites.append(node.name)  # (the call op whose functions run: it owns their kernels)
             self.looping += op in WHILE_OPS
             if self.padding is not None:  # (lax remakes a loop's carry, a run-time branch's outputs)
-                self.padding.crossing.append(not self._inlined(node, args))
+                self.padding.crossing.append(self._crossing(node, args))
             with capacities.at_site(node.name):
                 try:
                     if op in IF_OPS or op in CASE_OPS:

@@ -19,10 +19,10 @@ value from its stack, op by op, and refuses (code 488) the first op that could s
   gradient ops may read it (not the function's outputs: ``tape.gradient(loss, stack)`` is refused),
   and they may read a padded value only as TensorFlow's gradient functions of the ops above do
   (shapes, elementwise: a ``Mean`` under a ``gradients`` name scope is refused);
-- a call of a function (a nested ``tf.function``, a branch of a static predicate) takes it as it is:
-  the function's own ops are followed;
-- a loop's carry or a run-time branch's operand or output does not: ``lax`` makes a new value there,
-  which could not be followed.
+- a call of a function (a nested ``tf.function``, a cond's branches, which close over it under
+  ``lax.switch`` too) takes it as it is: the function's own ops are followed;
+- a loop's carry or a run-time branch's output does not: ``lax`` makes a new value there, which could
+  not be followed.
 """
 
 from __future__ import annotations
