@@ -204,3 +204,32 @@ def test_a_gradient_with_respect_to_a_padded_stack_is_refused() -> None:
     fn, params = jta.import_function(step, X, N, pad_stacks=True)
     for got, want in zip(jax.jit(fn)(params, X, N), step(X, N), strict=True):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("stacked", [True, pytest.param(False, marks=pytest.mark.long_only)])
+def test_a_train_step_of_a_pushed_list_pops_its_gradient_from_the_real_end(stacked: bool) -> None:
+    """The TF2 program generator (counter_write): a list grown by ``TensorListPushBack`` under a branch, then
+    stacked (or concatenated). Its gradient makes a list of the stack's cotangent and pops it from the end
+    (a ``PushBack``'s gradient is a ``PopBack``): with the padded rows in that list the pops took zeros, a
+    wrong zero gradient. The list has the forward list's run-time length."""
+    w = tf.Variable(np.array([[0.5, -0.3], [0.2, 0.8]], np.float32), name="w")
+
+    @tf.function
+    def step(x: Any, n: Any) -> Any:
+        with tf.GradientTape() as tape:
+            lst = tf.raw_ops.EmptyTensorList(element_shape=[2], max_num_elements=-1, element_dtype=tf.float32)
+            h = tf.zeros([2])
+            for i in tf.range(n):
+                h = tf.tanh(tf.linalg.matvec(w, x[i]) + 0.5 * h)
+                if i < 1 or i == 3:
+                    lst = tf.raw_ops.TensorListPushBack(input_handle=lst, tensor=h * 2.0)
+            s = (tf.raw_ops.TensorListStack(input_handle=lst, element_dtype=tf.float32, element_shape=[2]) if stacked
+                 else tf.raw_ops.TensorListConcatV2(input_handle=lst, element_shape=[2], leading_dims=[],
+                                                    element_dtype=tf.float32)[0])
+            loss = tf.reduce_sum(s * s)
+        return loss, tape.gradient(loss, w)
+
+    args = (np.random.default_rng(0).normal(size=(5, 2)).astype(np.float32), np.int32(5))
+    fn, params = jta.import_function(step, *args, pad_stacks=True)
+    for got, want in zip(jax.jit(fn)(params, *args), step(*args), strict=True):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)

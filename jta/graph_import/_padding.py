@@ -8,7 +8,7 @@ give a value TensorFlow never gives, of TensorFlow's shape. So the evaluator fol
 value from its stack, op by op, and refuses (code 488) the first op that could see its padding:
 
 - the function's outputs (the padding visible in their shape: documented), and sums over the
-  padded axis (where zero rows add nothing), take it; a transpose moves it;
+  padded axis (where zero rows add nothing), take it, as does ``Rank``; a transpose moves it;
 - elementwise ops that map zeros to zeros (``Neg``, ``Square``, ``Cast``, ``Relu``...), with
   operands padded alike, of one stack (``x + c`` is not zero where ``x`` is; two stacks' lengths may
   differ), or a finite constant factor that broadcasts along the padded axis, pass it on;
@@ -18,7 +18,9 @@ value from its stack, op by op, and refuses (code 488) the first op that could s
   index, under the length); so what they compute from a padded value is followed too, and only
   gradient ops may read it (not the function's outputs: ``tape.gradient(loss, stack)`` is refused),
   and they may read a padded value only as TensorFlow's gradient functions of the ops above do
-  (shapes, elementwise: a ``Mean`` under a ``gradients`` name scope is refused);
+  (shapes, elementwise: a ``Mean`` under a ``gradients`` name scope is refused); the list a stack's
+  gradient makes again has the forward list's run-time length (a ``PushBack``'s gradient pops its last
+  element, which the padded rows would have been);
 - a call of a function (a nested ``tf.function``, a cond's branches, which close over it under
   ``lax.switch`` too) takes it as it is: the function's own ops are followed;
 - a loop's carry or a run-time branch's output does not: ``lax`` makes a new value there, which could
@@ -33,7 +35,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._list_value import TList
+from ._list_value import TList, unparts
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static
@@ -55,6 +57,7 @@ _GRADIENT_READS = _ZERO_KEEPING | _ZERO_SUMS | _PASSING | frozenset({
     "TanhGrad", "ReluGrad", "Relu6Grad", "EluGrad", "SeluGrad", "LeakyReluGrad", "SoftsignGrad",
     "Cos", "Cosh", "Reciprocal", "Square", "Sign", "Select", "SelectV2", "GreaterEqual", "Greater", "Less",
     "LessEqual", "Equal", "NotEqual", "TensorListFromTensor", "PartitionedCall", "StatefulPartitionedCall"})
+_RELISTING = ("TensorListFromTensor", "TensorListSplit")  # the gradients of a stack and of a concat
 _GRADIENT_SCOPE = re.compile(r"(?:^|/)(?:gradients|gradient_tape)(?:_\d+)?/")
 
 
@@ -66,6 +69,7 @@ class PaddedStacks:
         self.values: dict[int, tuple[Any, int, str]] = {}
         self.gradients: dict[int, tuple[Any, tuple[int, int, int], str]] = {}  # (its source's rank, axis, rows)
         self.crossing: list[bool] = []  # the bodies running, innermost last: whether lax remakes their outputs
+        self.lengths: dict[str, Any] = {}  # each padded stack's list's run-time length, by the stack's name
 
     def follow(self, node: Node, args: list[Any], run: Callable[[Node, list[Any]], Optional[list[Any]]],
                inlined: bool = False) -> Optional[list[Any]]:
@@ -82,6 +86,12 @@ class PaddedStacks:
             if padded and node.op not in _GRADIENT_READS:  # (a gradient function reads a padded value so only)
                 GraphError.PADDED_USE.raise_(node=node.name, op=node.op, stack=padded[0][1][2])
             outs = run(node, args)
+            length = self.lengths.get(cotangents[0][2]) if cotangents and cotangents[0][1][1] == 0 else None
+            if node.op in _RELISTING and outs and length is not None:
+                # the stack's gradient made a list again: TensorFlow's has the forward list's length (a
+                # PushBack's gradient pops its last element: the padded rows are past it, never popped)
+                lst = outs[0] if outs[0].parts is None else unparts(outs[0], node)  # (a split's pieces: alike)
+                outs = [TList(lst.items, length, lst.dtype, lst.shape, limit=lst.limit), *outs[1:]]
             sources = [((np.ndim(v), axis, np.shape(v)[axis]), stack) for _, (v, axis, stack) in padded]
             for rows, stack in sources + [(d[1], d[2]) for d in derived]:
                 self.gradients.update({id(o): (o, rows, stack) for o in outs or () if not isinstance(o, TList)})
@@ -92,7 +102,10 @@ class PaddedStacks:
             outs = run(node, args)
             if node.op in STACK_OPS and outs is not None and args and not getattr(args[0], "static", True):
                 self._add(outs[0], 0, node.name)
+                self.lengths[node.name] = args[0].length
             return outs
+        if node.op == "Rank":  # (a rank sees no row: a reduction over all axes of a shape not known asks it)
+            return run(node, args)
         _, (value, axis, stack) = padded[0]
         # (operands padded alike: of one stack, one length; two stacks' lengths may differ, or one may
         # broadcast, where their padded rows would line up; a constant factor must not span the padded axis)
