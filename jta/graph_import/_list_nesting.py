@@ -22,9 +22,12 @@ from ._ops import is_static
 def materialize_lists(lst: TList, capacity: int, template: Any) -> TList:
     """A list of lists with room for ``capacity`` elements (``template``: an element buffer's abstract value)."""
     if lst.parts is not None:
-        if len({jax.tree_util.tree_structure(p) for p in lst.parts}) > 1:
+        leaves = [jax.tree_util.tree_leaves(p) for p in lst.parts]
+        if len({jax.tree_util.tree_structure(p) for p in lst.parts}) > 1 or any(
+                len({np.shape(x) for x in same}) > 1 for same in zip(*leaves, strict=True)):
             GraphError.TF2_LOOP.raise_(node="a list of lists", op="TensorListPushBack", what=(
-                "its lists differ in structure (inner loops of different lengths), so it cannot be a loop's carry."))
+                "its lists differ in structure or shapes (inner loops of different lengths, the rows of a mask "
+                "that differ between steps), so it cannot be a loop's carry."))
         stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *lst.parts) if lst.parts else None
         lst = TList(stacked, lst.length, lst.dtype, lst.shape, limit=lst.limit)
     items = lst.items if lst.items is not None else template
