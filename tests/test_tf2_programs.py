@@ -5,7 +5,9 @@ Each seed's program (autograph for loops over TensorArrays with static, shape an
 ``scan``, folds, nested loops, a greedy decoder; TensorArray ops outside loops; and, drawn from a second random
 stream, a TensorArray written in a run-time ``if`` inside a loop, ``tf.cond``/``if``/``tf.switch_case`` whose
 branches compute different intermediates, ``tf.custom_gradient``/``tf.recompute_grad``, ``tf.stop_gradient``,
-``tape.stop_recording`` and ``back_prop=False``) is checked in these ways:
+``tape.stop_recording`` and ``back_prop=False``, writes under conditions on the loop counter, ``tf.boolean_mask``/
+``tf.where``/``tf.unique`` in loop bodies and run-time branches, an inner loop without a static bound growing an
+array inside an outer loop of the data's trip count) is checked in these ways:
 
 * ``forward``: the imported forward eagerly (concrete arguments: loops run step by step, TensorFlow's shapes)
   and under ``jax.jit`` (a loop whose trip count the data decides: imported with ``pad_stacks=True``, the
@@ -24,7 +26,9 @@ class and text are those of an entry of :data:`ALLOWED` (a construct jta refuses
 Anything else fails: a wrong value, a private exception, a refusal not listed.
 
 Sizes (``tests/conftest.py``): :data:`SEEDS` by default, 300 under ``pytest --long``; the environment knob
-``JTA_TF2_PROGRAMS=first:count`` picks the seeds. A failure prints the seed and the program;
+``JTA_TF2_PROGRAMS=first:count`` picks the seeds; ``JTA_TF2_EXTRA=family`` gives every program a stage of that
+family of the generator's ``EXTRA_STAGES`` (``JTA_TF2_EXTRA_ONLY=1``: that stage alone). A failure prints the
+seed and the program;
 ``python -m tests.helpers.tf2_generator SEED`` prints it again.
 """
 
@@ -65,8 +69,8 @@ RTOL = 2e-4
 @dataclasses.dataclass(frozen=True)
 class Allowed:
     """A documented refusal: a program with one of ``tags`` (``"a+b"``: both) may be refused in ``phase``
-    (``"eager"``, ``"jit"``: the runs of forward and train step; ``"grad"``: jax.grad of the forward) with catalogue ``code`` and a message
-    matching ``match``."""
+    (``"eager"``, ``"jit"``, ``"checked"``: the runs of forward and train step; ``"grad"``: jax.grad of the
+    forward) with catalogue ``code`` and a message matching ``match``."""
 
     tags: tuple[str, ...]
     code: int
@@ -86,14 +90,35 @@ ALLOWED: tuple[Allowed, ...] = (
             "GraphError.LIST_CAPACITY (435), docs/tf2-import.md 'Differences from TensorFlow': the train step's "
             "tape accumulates every step of a loop without a static bound in a list that grows, whose buffer "
             "must be sized before the loop; eagerly the loop runs step by step."),
+    Allowed(("nested_growth_mean", "nested_growth_last"), 488, "jit", r"which pad_stacks=True padded with zero rows",
+            "GraphError.PADDED_USE (488), docs/tf2-import.md 'Stacks of a run-time length': the padded stack may be "
+            "returned [...] and summed [...]; any other use (a mean, a max, a softmax, `S[-1]`, ...) could see the "
+            "zero rows and is refused (code 488), naming `jta.checked` (an inner loop's stack of the data's length "
+            "averaged or read by row in the outer body; jax.grad goes through jta.checked)."),
+    Allowed(("masked_rows",), 405, "jit", r"must be static \(computable from constants and shapes",
+            "GraphError.NOT_STATIC (405), docs/tf2-import.md 'Shapes the values decide': tf.where(c) (and "
+            "tf.boolean_mask, built on it) has as many rows as c has true entries [...] a bare jit refuses it "
+            "(code 405); 'Partitions, stitches, ragged tensors': so for tf.unique [...] a bare jit refuses them "
+            "naming jta.checked (code 405)."),
+    *(Allowed(("nested_growth_own+nested_growth_while",), 506, phase, r"the rows differ between the runs of this op",
+              "Error.RESULT_SIZE_LEARNED (506), docs/tf2-import.md 'Sizes without a static bound': the stack of an "
+              "inner loop's own list inside such an outer body has one length for all the outer steps [...] where "
+              "the inner loop runs a different number of steps at each outer step it is refused (code 506) under "
+              "jta.checked.") for phase in ("checked", "grad")),
+    *(Allowed(("masked_rows_vary+for_arg",), 506, phase, r"the rows differ between the runs of this op",
+              "Error.RESULT_SIZE_LEARNED (506), docs/tf2-import.md 'Shapes the values decide': in a loop body the "
+              "count may differ from step to step [...] a longer loop, or one whose trip count the data decides, "
+              "is compiled once for all its steps and fails (code 506) where the steps' counts differ "
+              "(jax.grad: through jta.checked, after the bare jit's 405).") for phase in ("checked", "grad")),
 )
 
-_CODES = {m.code: m for m in GraphError}
+_CODES = {m.code: m for m in (*GraphError, *Error)}
 
 
 def catalogue_code(error: BaseException) -> int | None:
-    """The importer's catalogue code whose class and template ``error`` is, else ``None``."""
-    matches = [m for m in GraphError if m.matches(error)]
+    """The catalogue code (the importer's, or jta's own: 506, a size jta.checked cannot learn) whose class and
+    template ``error`` is, else ``None``."""
+    matches = [m for m in (*GraphError, *Error) if m.matches(error)]
     return max(matches, key=lambda m: len(re.sub(r"\{[^}]*\}", "", m.template))).code if matches else None
 
 
@@ -163,7 +188,7 @@ def phases(p: tf2_generator.Program) -> list[tuple[str, Any]]:
         except jta.errors.UnimplementedError as error:
             # the refusals whose way out is jta.checked (which learns the sizes the data decides)
             if not any(m.matches(error) for m in (Error.LOOP_NEEDS_BOUND, GraphError.LIST_CAPACITY,
-                                                  GraphError.NOT_STATIC)):
+                                                  GraphError.NOT_STATIC, GraphError.PADDED_USE)):
                 raise
             grads = jta.checked(jax.jit(jax.grad(_loss(jta.import_function(p.forward, *p.args)[0], p.args))))(params)
         for v, want in zip(p.variables, tape[1], strict=True):
@@ -200,27 +225,30 @@ def test_program_matches_tensorflow_or_is_refused_as_documented(seed: int) -> No
     try:
         check(program)
     except AssertionError as failure:
-        raise AssertionError(f"seed {seed} (python -m tests.helpers.tf2_generator {seed}): "
+        knobs = "".join(f"{k}={os.environ[k]} " for k in ("JTA_TF2_EXTRA", "JTA_TF2_EXTRA_ONLY", "JTA_TF2_KNOWN_FAILING")
+                        if os.environ.get(k))
+        raise AssertionError(f"seed {seed} ({knobs}python -m tests.helpers.tf2_generator {seed}): "
                              f"{program.description}\n{failure}") from None
 
 
 def test_allow_list_entries_cite_a_code_of_the_catalogue() -> None:
     for entry in ALLOWED:
-        assert entry.phase in ("eager", "jit", "grad") and entry.why and entry.code in _CODES, entry
+        assert entry.phase in ("eager", "jit", "checked", "grad") and entry.why and entry.code in _CODES, entry
         assert re.compile(entry.match).pattern
 
 
 def test_generator_is_reproducible_and_covers_its_constructs() -> None:
-    """The same seed gives the same program; sixty seeds span every stage kind."""
+    """The same seed gives the same program; sixty-four seeds span every stage kind."""
     a, b = tf2_generator.generate(5), tf2_generator.generate(5)
     assert a.description == b.description and a.tags == b.tags
     for x, y in zip(a.args, b.args, strict=True):
         np.testing.assert_array_equal(x, y)
-    tags = set().union(*(tf2_generator.generate(s).tags for s in range(60)))
+    tags = set().union(*(tf2_generator.generate(s).tags for s in range(64)))
     for needle in ("for_static", "for_shape", "for_arg", "for_arg_raw", "keras", "break", "while_max_iter", "while_counter",
                    "while_unbounded", "map_fn_tuple", "scan", "nested", "decoder", "array_split_concat",
                    "ta_dynamic", "shape_unknown", "f64", "read_prev", "int_array", "cond_in_loop",
-                   "branch_write", "cond_tape", "custom_grad", "stop_grad"):
+                   "branch_write", "cond_tape", "custom_grad", "stop_grad", "counter_write", "masked_rows",
+                   "nested_growth"):
         assert needle in tags, needle
 
 

@@ -33,7 +33,16 @@ programs get one more stage, at a random place, of the families where the import
 * ``stop_grad``: ``tf.stop_gradient`` outside or inside a loop, ``tape.stop_recording()`` in the train step,
   ``tf.while_loop(back_prop=False)``;
 * ``known_failing`` (weight 0 unless ``JTA_TF2_KNOWN_FAILING=1``): ``TensorArray.split``/``concat`` inside loops,
-  ``infer_shape=False`` arrays, ``tf.gather``/``tf.where`` inside loops.
+  ``infer_shape=False`` arrays, ``tf.gather``/``tf.where`` inside loops;
+* ``counter_write``, ``masked_rows``, ``nested_growth`` (:mod:`tests.helpers.tf2_generator_extra`): writes under
+  conditions on the loop counter (``if i % 2 == 0``, ``if i >= k``, ...); ``tf.boolean_mask``/``tf.where``/
+  ``tf.unique`` in loop bodies and run-time branches, their rows read (``s[0]``, ``top_k``, ``softmax``, ...);
+  an inner loop without a static bound inside an outer loop of the data's trip count, growing a ``dynamic_size``
+  array.
+
+The environment knob ``JTA_TF2_EXTRA=family[,family...]`` gives every program one stage of those families
+(``known_failing`` too), drawn from the same second stream (the other stages stay the seed's); with
+``JTA_TF2_EXTRA_ONLY=1`` as well, the program is that stage alone (the draws of the stage the same).
 
 Each stage ends its arrays with ``stack``, ``gather``, ``concat`` or ``size`` and adds outputs; the math in
 between uses the program's variables (``matvec``, ``tanh``, ...). A :class:`Program` holds the forward
@@ -53,6 +62,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from . import tf2_generator_extra
 
 
 @dataclasses.dataclass
@@ -699,12 +710,15 @@ WEIGHTS = {"for": 5, "while": 2, "map_fn": 1, "scan": 1, "fold": 1, "nested": 1,
 # The families of constructs where the importer had real bugs, drawn from a second random stream (the seed's
 # programs of the stages above are unchanged by them: same stages, variables and arguments; a program may get
 # one of these stages more, at a random place). ``known_failing`` (classes that fail today) has weight 0 unless
-# the environment sets JTA_TF2_KNOWN_FAILING=1.
+# the environment sets JTA_TF2_KNOWN_FAILING=1. Adding a family changes which family (and where) a seed's extra
+# stage is, never whether it gets one nor its other stages (``counter_write``, ``masked_rows`` and
+# ``nested_growth``, in tests/helpers/tf2_generator_extra.py, changed the extra stage of 81 of seeds 0-199).
 EXTRA_STAGES: dict[str, Callable[[_Builder], Stage]] = {
     "branch_write": _branch_write, "cond_tape": _cond_tape, "custom_grad": _custom_grad, "stop_grad": _stop_grad,
-    "known_failing": _known_failing}
+    "known_failing": _known_failing, **tf2_generator_extra.STAGES}
 EXTRA_WEIGHTS = {"branch_write": 3, "cond_tape": 3, "custom_grad": 3, "stop_grad": 2,
-                 "known_failing": 3 if os.environ.get("JTA_TF2_KNOWN_FAILING") == "1" else 0}
+                 "known_failing": 3 if os.environ.get("JTA_TF2_KNOWN_FAILING") == "1" else 0,
+                 **tf2_generator_extra.WEIGHTS}
 EXTRA_CHANCE = 0.5  # of a program getting one extra stage
 
 
@@ -719,10 +733,14 @@ def generate(seed: int, extras: bool = True) -> Program:
     x = b.r.normal(size=(b.t, b.d)).astype(np.float32)
     r = b.r
     b.r = np.random.default_rng([seed, 0x7F2])  # the extra families' stream
-    if extras and b.chance(EXTRA_CHANCE):
-        extra = [n for n in EXTRA_STAGES if EXTRA_WEIGHTS[n]]
-        q = np.array([EXTRA_WEIGHTS[n] for n in extra], float)
+    forced = [n for n in os.environ.get("JTA_TF2_EXTRA", "").split(",") if n]  # families every program gets
+    assert set(forced) <= set(EXTRA_STAGES), f"JTA_TF2_EXTRA: not families of EXTRA_STAGES: {forced}"
+    if extras and (b.chance(EXTRA_CHANCE) or forced):
+        extra = forced or [n for n in EXTRA_STAGES if EXTRA_WEIGHTS[n]]
+        q = np.array([EXTRA_WEIGHTS[n] or 1 for n in extra], float)
         where = int(b.r.integers(len(stages) + 1))
+        if forced and os.environ.get("JTA_TF2_EXTRA_ONLY") == "1":  # the extra stage alone, its draws the same
+            stages, where, b.variables, b.tags, b.parts, b.n_arg, b.dynamic = [], 0, [], set(), [], False, False
         stages.insert(where, EXTRA_STAGES[extra[int(b.r.choice(len(extra), p=q / q.sum()))]](b))
         if where < len(stages) - 1:  # the description in the program's order
             b.parts.insert(where, b.parts.pop())
