@@ -74,7 +74,7 @@ class PaddedStacks:
     def follow(self, node: Node, args: list[Any], run: Callable[[Node, list[Any]], Optional[list[Any]]],
                inlined: bool = False) -> Optional[list[Any]]:
         """``run(node, args)``, refusing it where a padded argument could see its padding; ``inlined``: the
-        node runs a function in line (a call), whose own nodes are followed."""
+        node runs functions on the values given (a call, a cond), whose own nodes are followed."""
         if inlined:
             return run(node, args)
         padded = [(k, self.values[id(a)]) for k, a in enumerate(args) if id(a) in self.values]
