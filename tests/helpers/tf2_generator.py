@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from . import tf2_generator_extra
+from .tf2_generator_extra import pick_trip_count, trip_count
 
 
 @dataclasses.dataclass
@@ -389,26 +390,13 @@ def _keras(b: _Builder) -> Stage:
 # --- families drawn from a second random stream (see generate): constructs where the importer had real bugs ---
 
 
-def _n_of(b: _Builder, n_kind: str, x: Any, n_in: Any) -> Any:
-    tf, t = b.tf, b.t
-    return t if n_kind == "static" else tf.shape(x)[0] if n_kind == "shape" else tf.minimum(n_in, t)
-
-
-def _pick_n(b: _Builder) -> str:
-    n_kind = b.pick("static", "shape", "arg")
-    if n_kind == "arg":
-        b.n_arg = True
-        b.dynamic = True
-    return n_kind
-
-
 def _branch_write(b: _Builder) -> Stage:
     """A TensorArray written in a run-time ``if`` inside an autograph loop: in one branch only (the filter
     idiom ``if x[i, 0] > thr: ta = ta.write(j, ...); j += 1``) or in both with different values; fixed size
     or ``dynamic_size``."""
     tf, d = b.tf, b.d
     kind = b.pick("filter", "both")
-    n_kind = _pick_n(b)
+    n_kind = pick_trip_count(b)
     fixed = b.chance(0.5)
     known = True if kind == "filter" and fixed else b.chance(0.6)
     on = b.pick("x", "h")  # the predicate: the input row's first entry or the loop state
@@ -424,7 +412,7 @@ def _branch_write(b: _Builder) -> Stage:
                    f"{'known' if known else 'unknown'} shape{', prefix' if prefix else ''}) -> {how}")
 
     def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
-        n = _n_of(b, n_kind, x, n_in)
+        n = trip_count(b, n_kind, x, n_in)
         ta = tf.TensorArray(tf.float32, size=(n + 1 if prefix else n) if fixed else 0, dynamic_size=not fixed,
                             element_shape=(d,) if known else None)
         j = tf.constant(0)
@@ -484,7 +472,7 @@ def _cond_tape(b: _Builder) -> Stage:
     index = b.pick("mod", "argmax", "counter") if how == "switch" else None  # argmax may be out of range: default
     if where == "outside" and index == "counter":
         index = "mod"
-    n_kind = _pick_n(b) if where == "loop" else None
+    n_kind = pick_trip_count(b) if where == "loop" else None
     nested = how != "switch" and b.chance(0.25)  # a tf.cond in a branch
     w, u = b.var("w", (d, d)), b.var("u", (d,))
     threshold = float(b.r.uniform(-0.5, 0.5))
@@ -522,7 +510,7 @@ def _cond_tape(b: _Builder) -> Stage:
             y = branch(v, tf.reduce_sum(v) > threshold, index_of(v, None) if index else None)
             outs.append(y)
             return x + y
-        n = _n_of(b, n_kind, x, n_in)
+        n = trip_count(b, n_kind, x, n_in)
         ta = tf.TensorArray(tf.float32, size=n, element_shape=(d,))
         h = tf.zeros([d])
         for i in tf.range(n):
@@ -541,7 +529,7 @@ def _custom_grad(b: _Builder) -> Stage:
     tf, t, d = b.tf, b.t, b.d
     kind = b.pick("clip", "reverse", "scale", "straight_through", "variable", "recompute")
     where = b.pick("outside", "loop")
-    n_kind = _pick_n(b) if where == "loop" else None
+    n_kind = pick_trip_count(b) if where == "loop" else None
     w, u = b.var("w", (d, d)), b.var("u", (d,))
     c = float(b.r.uniform(0.05, 0.5))
     b.tag("custom_grad", f"custom_grad_{kind}", f"custom_grad_{where}", *([f"for_{n_kind}"] if n_kind else []))
@@ -600,7 +588,7 @@ def _custom_grad(b: _Builder) -> Stage:
                 else fn(tf.matmul(x, w) * u)
             outs.append(y)
             return x + y
-        n = _n_of(b, n_kind, x, n_in)
+        n = trip_count(b, n_kind, x, n_in)
         ta = tf.TensorArray(tf.float32, size=n, element_shape=(d,))
         h = tf.zeros([d])
         wt, ut = tf.convert_to_tensor(w), tf.convert_to_tensor(u)
@@ -620,7 +608,7 @@ def _stop_grad(b: _Builder) -> Stage:
     ``tf.while_loop(back_prop=False)``."""
     tf, t, d = b.tf, b.t, b.d
     kind = b.pick("stop_gradient", "stop_recording", "while_no_backprop", "stop_in_loop")
-    n_kind = _pick_n(b) if kind == "stop_in_loop" else None
+    n_kind = pick_trip_count(b) if kind == "stop_in_loop" else None
     w, u = b.var("w", (d, d)), b.var("u", (d,))
     b.tag("stop_grad", f"stop_grad_{kind}", *([f"for_{n_kind}"] if n_kind else []))
     if kind == "while_no_backprop":
@@ -647,7 +635,7 @@ def _stop_grad(b: _Builder) -> Stage:
                                      maximum_iterations=t, back_prop=False)
             outs.extend([v, i, ta.stack()])
             return y + v
-        n = _n_of(b, n_kind, x, n_in)
+        n = trip_count(b, n_kind, x, n_in)
         ta = tf.TensorArray(tf.float32, size=n, element_shape=(d,))
         h = tf.zeros([d])
         for i in tf.range(n):
@@ -664,14 +652,14 @@ def _known_failing(b: _Builder) -> Stage:
     tf, t, d = b.tf, b.t, b.d
     kind = b.pick("split_in_loop", "concat_in_loop", "infer_shape_false", "gather_in_loop", "where_in_loop",
                   "where_select_in_loop")
-    n_kind = _pick_n(b)
+    n_kind = pick_trip_count(b)
     w, u = b.var("w", (d, d)), b.var("u", (d,))
     cut = int(b.r.integers(1, d))
     b.tag("known_failing", f"kf_{kind}", f"for_{n_kind}")
     b.parts.append(f"known_failing[{kind}, for {n_kind}]")
 
     def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
-        n = _n_of(b, n_kind, x, n_in)
+        n = trip_count(b, n_kind, x, n_in)
         h = tf.zeros([d])
         out = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=kind != "infer_shape_false")
         for i in tf.range(n):

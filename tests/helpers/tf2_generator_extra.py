@@ -29,7 +29,7 @@ from typing import Any
 Stage = Callable[[Any, Any, list[Any]], Any]
 
 
-def _pick_n(b: Any) -> str:
+def pick_trip_count(b: Any) -> str:
     """A loop's trip count: static, ``tf.shape(x)[0]`` or ``tf.minimum(n, T)`` of the argument (the data's)."""
     n_kind = b.pick("static", "shape", "arg")
     if n_kind == "arg":
@@ -38,7 +38,7 @@ def _pick_n(b: Any) -> str:
     return n_kind
 
 
-def _n_of(b: Any, n_kind: str, x: Any, n_in: Any) -> Any:
+def trip_count(b: Any, n_kind: str, x: Any, n_in: Any) -> Any:
     tf, t = b.tf, b.t
     return t if n_kind == "static" else tf.shape(x)[0] if n_kind == "shape" else tf.minimum(n_in, t)
 
@@ -46,7 +46,7 @@ def _n_of(b: Any, n_kind: str, x: Any, n_in: Any) -> Any:
 def counter_write(b: Any) -> Stage:
     """Writes under conditions on the loop counter (see the module docstring)."""
     tf, t, d = b.tf, b.t, b.d
-    n_kind = _pick_n(b)
+    n_kind = pick_trip_count(b)
     pred = b.pick("lt1", "even", "last", "ge_k", "ge_arg")
     mode = b.pick("one", "both")
     array = b.pick("fixed", "dynamic", "push")
@@ -90,7 +90,7 @@ def counter_write(b: Any) -> Stage:
         return i >= n_in - 1
 
     def stage(x: Any, n_in: Any, outs: list[Any]) -> Any:
-        n = _n_of(b, n_kind, x, n_in)
+        n = trip_count(b, n_kind, x, n_in)
         if array == "push":
             ta = tf.raw_ops.EmptyTensorList(element_shape=shape, max_num_elements=-1, element_dtype=tf.float32)
         else:
@@ -153,7 +153,7 @@ def masked_rows(b: Any) -> Stage:
     count = "same" if where == "cond" else b.pick("same", "vary")
     outside = count == "same" and where == "loop" and b.chance(0.4)  # the mask computed before the loop
     at_least = 2 if use in ("second", "top_k") else int(b.pick(1, 2))
-    n_kind = _pick_n(b) if where != "cond" else None
+    n_kind = pick_trip_count(b) if where != "cond" else None
     w, u = b.var("w", (d, d)), b.var("u", (d,))
     threshold = float(b.r.uniform(-0.4, 0.4))
     b.tag("masked_rows", f"masked_rows_{where}", f"masked_rows_{op}", f"masked_rows_{use}",
@@ -211,7 +211,7 @@ def masked_rows(b: Any) -> Stage:
             r = value(x, v, v, None)
             outs.append(r)
             return x + r * u
-        n = _n_of(b, n_kind, x, n_in)
+        n = trip_count(b, n_kind, x, n_in)
         m_out = _mask_of(b, x[:, 0], threshold, at_least) if outside else None
         ta = tf.TensorArray(tf.float32, size=n, element_shape=(d,))
         h = tf.zeros([d])
