@@ -124,6 +124,7 @@ def test_a_branch_never_taken_is_traced_with_a_guess_and_never_run() -> None:
     np.testing.assert_allclose(jta.checked(jax.jit(fn))(params, x, np.int32(1)), f(x, np.int32(1)).numpy(), rtol=1e-6)
 
 
+@pytest.mark.long_only  # (5 s; the inner_stack places keep the class by default)
 def test_an_inner_stack_read_by_row_in_a_train_step() -> None:
     """Red-team batch 18: the tape's gradient of an outer loop reading its inner loop's last row (the final state)."""
     w = tf.Variable(np.float32(0.9), name="w")

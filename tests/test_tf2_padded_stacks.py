@@ -79,7 +79,7 @@ USES: dict[str, tuple[Callable[[Any], Any], bool]] = {  # name: (the use, whethe
     "cond_mean": (lambda s: _branched(s, lambda v: tf.reduce_sum(v, 0), lambda v: tf.reduce_mean(v, 0)), False),
     "cond_returns": (lambda s: tf.reduce_sum(_branched(s, lambda v: v, lambda v: -v), 0), False),
 }
-DEFAULT = ("sum", "sum_over_columns", "mean", "last_row", "row_count", "nested_sum", "cond_sum")
+DEFAULT = ("sum", "sum_over_columns", "mean", "last_row", "row_count", "cond_sum")  # (the train steps: nested)
 
 
 def _refused(run: Callable[[], Any]) -> None:
