@@ -192,7 +192,7 @@ def _invariant_read_after_counter_gather(xs, i):
     return total + ys.sum()
 
 
-@pytest.mark.parametrize("transform", ["grad", "checkpoint", "linearize"])
+@pytest.mark.parametrize("transform", ["grad", pytest.param("checkpoint", marks=pytest.mark.long_only), "linearize"])
 def test_a_loop_invariant_check_stays_in_the_differentiated_loop(transform):
     """JAX hoists a scan body's loop-invariant work out of the loop when it differentiates it; a
     check there would report before the first step's earlier error, and with no step at all."""

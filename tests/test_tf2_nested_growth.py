@@ -145,7 +145,7 @@ def _history_step(static_inner: bool) -> Any:
     return step
 
 
-@pytest.mark.parametrize("static_inner", [False, True])
+@pytest.mark.parametrize("static_inner", [False, pytest.param(True, marks=pytest.mark.long_only)])  # (False: the class)
 def test_the_l_bfgs_history_loop_in_a_train_step(static_inner: bool) -> None:
     """The inner loop over ``tf.minimum(k, 3)`` entries, as batch 16 found it (a bare jit crashed with
     JAX's IndexError, jta.checked refused), and over a static ``tf.range(3)`` with an ``if``."""
