@@ -29,6 +29,7 @@ from jax.custom_derivatives import SymbolicZero
 
 from . import _loop_linear
 from ._core import capacities
+from ._core.rehearsal import rehearsal
 from ._core.inputs import static_int
 from ._records.catalogue import Error
 
@@ -320,7 +321,8 @@ def _concrete_steps(cond: Any, body: Any, cond_consts: tuple[Any, ...], body_con
     ``GradientTape``: its stacks then need exactly that many rows), else ``None``."""
     if any(isinstance(x, core.Tracer) for x in jax.tree_util.tree_leaves((cond_consts, body_consts, init))):
         return None
-    return int(_run(cond, body, None, cond_consts, body_consts, init)[0])
+    with rehearsal():  # (the run that fills the stacks is the program's: its prints are the ones shown)
+        return int(_run(cond, body, None, cond_consts, body_consts, init)[0])
 
 
 def _forward_mode(cond: Any, body: Any, cond_consts: tuple[Any, ...], body_consts: tuple[Any, ...], init: Any,

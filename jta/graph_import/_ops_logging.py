@@ -9,9 +9,9 @@ that is at once; under ``jit`` and inside ``lax.scan``/``while_loop``/``cond`` i
 code at run time, at each step of a loop as TensorFlow prints at each step (a print at trace time
 would show tracers, once). The callback is ordered, so that two prints come in program order, as
 TensorFlow's automatic control dependencies order them; ``jax.grad`` runs it once, on the forward's
-values, as a ``GradientTape``'s forward prints once (but an eager ``jax.grad`` of a loop without a
-bound runs the loop twice: ``jta.loops`` counts its steps first), and under ``vmap`` each element
-prints. (A loop's probe, which runs the ops of constants to count its steps, skips them; a loop that
+values, as a ``GradientTape``'s forward prints once (an eager ``jax.grad`` of a loop without a
+bound counts its steps in a silent :func:`~jta._core.rehearsal.rehearsal` first), and under ``vmap``
+each element prints. (A loop's probe, which runs the ops of constants to count its steps, skips them; a loop that
 prints is run, not taken from the probe, where its whole carry is static.)
 
 The text is TensorFlow's (``Tensor::SummarizeValue(summarize, print_v2=true)``): nested brackets, a
@@ -50,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
+from .._core.rehearsal import rehearsing
 from ._nodes import Node
 from ._ops import OPS, is_static, registrar
 from ._ops_checks import invalid
@@ -133,7 +134,8 @@ def _print_v2(node: Node, args: list[Any]) -> list[Any]:
             invalid(node, f"Input is expected to be scalar, but got {list(value.shape)}")
         message = Message((_text(value.item()),), (), 0)
     def emit(*values: Any) -> None:
-        _write(stream, message.text(values) + end)
+        if not rehearsing():  # (a run repeated for its results prints at the repeat)
+            _write(stream, message.text(values) + end)
 
     with _staged():
         jax.debug.callback(emit, *message.values, ordered=True)
