@@ -291,7 +291,10 @@ class Evaluator:
         self.assigned: set[str] = set()  # the variables this call assigned (their new values: self.params)
         self.carried: set[str] = set()  # the variables the loops running carry (assigned in their bodies)
         self.taken: dict[int, tuple[Any, int]] = {}  # id(predicate) -> (it, the branch jta.checked learned)
-        self.sites: list[str] = []  # the call ops running (a While, an If, a PartitionedCall), outermost first
+        # The call ops running (a While, an If, a PartitionedCall), outermost first: the path that keys a
+        # kernel's state (a generator's). capacities.at_site keeps the trace's sites, those and the steps
+        # of a loop run step by step, for the sizes learned at each.
+        self.sites: list[str] = []
         # the lists a run-time branch gave, and those made from them (what a loop's growth probe asks)
         self.switched: Optional[set[int]] = None
 

@@ -204,8 +204,9 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
     fixed = [k for k, a in enumerate(args) if isinstance(a, Var) or body.passthrough(k) == k]
     growth, shapes, consts, room, least = _discover(ev, body, args, fixed)
     capacity = steps if steps is not None else 0
-    # without a bound, under jta.checked: the lists the loop grows get one number of the plan (its steps)
-    plan = capacities.planned_rows(key=tuple(ev.sites)) if steps is None and capacities.active() and any(
+    # without a bound, under jta.checked: the lists the loop grows get one number of the plan (its steps),
+    # one for this loop's site (the While's: capacities.at_site)
+    plan = capacities.planned_rows(key="loop") if steps is None and capacities.active() and any(
         isinstance(args[k], TList) and growth.get(k) != 0 for k in growth) else None
     carry = {}
     for k, a in enumerate(args):
