@@ -29,8 +29,8 @@ from jax.custom_derivatives import SymbolicZero
 
 from . import _loop_linear
 from ._core import capacities
-from ._core.rehearsal import rehearsal
 from ._core.inputs import static_int
+from ._core.rehearsal import rehearsal
 from ._records.catalogue import Error
 
 __all__ = ["while_loop", "fori_loop"]

@@ -149,6 +149,7 @@ class Library:
         self.bodies: dict[str, Body] = {}
         self.assignments: dict[str, Optional[set[int]]] = {}
         self.generators: dict[str, dict[str, Node]] = {}
+        self.op_types: dict[str, frozenset[str]] = {}
 
     def __contains__(self, name: str) -> bool:
         return name in self.fdefs
@@ -171,6 +172,12 @@ class Library:
         if name not in self.generators:
             self.generators[name] = self.kernels_in(self.body(name))
         return self.generators[name]
+
+    def ops(self, name: str) -> frozenset[str]:
+        """The op types function ``name`` runs, itself or through the functions it reaches, found once."""
+        if name not in self.op_types:
+            self.op_types[name] = frozenset(b.nodes[n].op for b in reached(self, self.body(name)) for n in b.order)
+        return self.op_types[name]
 
     def kernels_in(self, body: Body) -> dict[str, Node]:
         """The stateful random kernels ``body`` runs, itself or through its call ops, by their keys

@@ -37,7 +37,7 @@ from jax.core import Tracer
 from .. import errors
 from .._core import capacities
 from ..loops import unbounded_while_loop
-from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete, reached
+from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete
 from ._list_value import value_key
 from ._lists import VARIANT, AtMost, TList, materialize, rows, sized_by_plan
 from ._messages import GraphError
@@ -153,7 +153,7 @@ def run(ev: Evaluator, node: Node, args: list[Any]) -> Optional[list[Any]]:
 def _prints(ev: Evaluator, *bodies: Body) -> bool:
     """Whether the loop prints (``tf.print``, which its probe skips): then it runs, even where the probe
     computed it all."""
-    return any(b.nodes[n].op == "PrintV2" for top in bodies for b in reached(ev.lib, top) for n in b.order)
+    return any("PrintV2" in ev.lib.ops(b.name) for b in bodies)
 
 
 def _assigned(ev: Evaluator, node: Node, args: list[Any]) -> list[str]:
