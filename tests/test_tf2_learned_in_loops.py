@@ -6,7 +6,9 @@ body, then an op that needs rows (a softmax, ``s[0]``, ``s[1]``, ``s[-1]``, ``to
 cannot take failed the trace with an error TensorFlow never raises. It now traces again guessing 1 row,
 then the largest the size can be (the mask's length, the buffer's rows), and the run reports the size:
 learned where every step has the same (TensorFlow's value), refused as documented where the steps differ
-(the eager call runs it). A branch traced twice asks for its size once (its number is its call site's).
+(the eager call runs it), unless the loop has a static bound of at most 64 steps: it is then unrolled, each
+step under its condition and learning its own. A branch traced twice asks for its size once (its number
+is its call site's).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import jax  # noqa: E402
 
 import jta  # noqa: E402
 from jta._records.catalogue import Error  # noqa: E402
+from jta.graph_import._messages import GraphError  # noqa: E402
 from tests.helpers import budget  # noqa: E402
 
 USES: dict[str, Callable[[Any], Any]] = {
@@ -148,3 +151,57 @@ def test_an_inner_stack_read_by_row_in_a_train_step() -> None:
     fn, params = jta.import_function(step, *args)
     for got, want in zip(jta.checked(jax.jit(fn))(params, *args), step(*args), strict=True):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)
+
+
+def _bounded(place: str) -> Any:
+    """An outer loop the data stops within ``maximum_iterations=6`` steps whose steps have counts of their own:
+    a mask keeping ``t + 1`` entries, or an inner loop of ``t + 1`` steps whose stack the outer body reads."""
+    @tf.function
+    def f(x: Any, w: Any) -> Any:
+        def body(t: Any, s: Any, acc: Any) -> Any:
+            if place == "mask":
+                kept = tf.boolean_mask(x * w, tf.range(6) <= t)
+            else:
+                ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+                kept = tf.while_loop(lambda j, ta: j <= t, lambda j, ta: (j + 1, ta.write(j, x[j] * w + s)),
+                                     (0, ta))[1].stack()
+            return t + 1, s * 1.7 + 1.0, acc + tf.reduce_max(kept) * kept[-1]
+
+        return tf.while_loop(lambda t, s, acc: s < 10.0, body, (0, w + 0.1, 0.0), maximum_iterations=6)[2]
+
+    return f
+
+
+@pytest.mark.parametrize("place", ["mask", pytest.param("inner_stack", marks=pytest.mark.long_only)])  # (20 s)
+def test_counts_that_differ_between_the_steps_of_a_short_bounded_loop_are_learned_per_step(place: str) -> None:
+    """A loop of at most 64 steps whose trip count the data decides runs its steps unrolled, each under its
+    condition, where its body learns a size: each step learns its own (the scan it would be shares one).
+    Its train step keeps each step's rows for the backward loop, which pops them at steps the data decides:
+    one buffer cannot hold rows of other shapes, so a loop that pushes (a tape's forward) is not unrolled
+    (its steps would learn their sizes only to be refused), and it is refused, naming the eager call."""
+    f = _bounded(place)
+    args = (np.array([0.5, -1.0, 2.0, 1.5, -0.5, 3.0], np.float32), np.float32(0.9))
+    fn, params = jta.import_function(f, *args)
+    want = f(*args).numpy()
+    np.testing.assert_allclose(fn(params, *args), want, rtol=1e-6)
+    np.testing.assert_allclose(jta.checked(jax.jit(fn))(params, *args), want, rtol=1e-6)
+    w = tf.constant(args[1])
+    with tf.GradientTape() as tape:
+        tape.watch(w)
+        loss = f(args[0], w)
+    grad = jta.checked(jax.jit(jax.grad(lambda w: fn(params, args[0], w))))(args[1])
+    np.testing.assert_allclose(grad, tape.gradient(loss, w).numpy(), rtol=1e-5)
+
+    @tf.function
+    def step(x: Any, w: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(w)
+            loss = f(x, w)
+        return loss, tape.gradient(loss, w)
+
+    fn, params = jta.import_function(step, *args)
+    for got, want in zip(fn(params, *args), step(*args), strict=True):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)
+    with pytest.raises(jta.errors.UnimplementedError, match="call the imported function eagerly") as info:
+        jta.checked(jax.jit(fn))(params, *args)
+    assert GraphError.BUFFER_SHAPE.matches(info.value)

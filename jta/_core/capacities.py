@@ -110,12 +110,10 @@ def active() -> bool:
 
 def _numbered(key: Optional[Hashable] = None) -> Optional[tuple[Plan, int]]:
     """The plan and the next number in it (what asks for a size, in trace order), or ``None``;
-    ``key``: what asks, which keeps its number however often it is traced at one site (see
-    :func:`planned_rows`, :func:`at_site`)."""
+    ``key``: what asks, which keeps its number however often it is traced (see :func:`planned_rows`)."""
     plan = _PLAN.get()
     if plan is None:
         return None
-    key = None if key is None else (_SITE.get(), key)
     if key is not None and key in plan.keyed:
         return plan, plan.keyed[key]
     number, plan.seen = plan.seen, plan.seen + 1
@@ -127,9 +125,11 @@ def _numbered(key: Optional[Hashable] = None) -> Optional[tuple[Plan, int]]:
 def planned_rows(key: Optional[Hashable] = None) -> Optional[tuple[int, int]]:
     """``(rows, loop)`` for the next loop of a plan (``loop``: its number), or ``None`` outside
     ``jta.checked``. Whoever asks must :func:`report_full` when the loop outruns the rows. ``key``
-    names the loop at its site (:func:`at_site`), which then keeps one number in a trace: a loop inside
-    another loop's body is traced once per abstract step of that loop too, and the buffers those steps
-    size must be the ones it runs with."""
+    names the loop, which then keeps one number in a trace: a loop inside another loop's body is traced
+    once per abstract step of that loop too, and the buffers those steps size must be the ones it runs
+    with. Unlike a learned size's, the key leaves out the steps of an enclosing unrolled loop
+    (:func:`at_site`): their lists have one structure (a tape pushes them into one list of lists), so
+    they share one number, grown until every step's fits."""
     numbered = _numbered(key)
     if numbered is None:
         return None
@@ -207,7 +207,7 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool
     if _REFUSED.get() and active():
         raise LearnsPerStep(f"{name}: a size learned at run time inside a loop body traced for all its steps")
     if number is None:  # numbered now, in trace order like the rest
-        numbered = _numbered(key)
+        numbered = _numbered(None if key is None else (_SITE.get(), key))
         if numbered is None:
             return None
         number = numbered[1]

@@ -360,7 +360,8 @@ class Error(Message):
                            "compilation); here it cannot (the function was called through jta.checkify or with "
                            "donated arguments, or the rows differ between the runs of this op in one call, as "
                            "inside a loop body or between the members of a jax.vmap batch: an imported loop of a "
-                           "static trip count is unrolled up to 64 steps (import_graph_def: max_unroll), so that each "
+                           "static trip count, or a TF2 loop of a static bound that keeps no tape, is unrolled up to 64 "
+                           "steps (import_graph_def: max_unroll), so that each "
                            "step learns its own; an eager call runs any loop step by step; an import with "
                            "pad_stacks=True pads a stack of a loop's rows that is only summed).",
                            ("size", "guess", "plan"))  # jta

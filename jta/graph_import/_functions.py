@@ -299,8 +299,8 @@ class Evaluator:
         self.carried: set[str] = set()  # the variables the loops running carry (assigned in their bodies)
         self.taken: dict[int, tuple[Any, int]] = {}  # id(predicate) -> (it, the branch jta.checked learned)
         # The call ops running (a While, an If, a PartitionedCall), outermost first: the path that keys a
-        # kernel's state (a generator's). capacities.at_site keeps the trace's sites, those and the steps
-        # of a loop run step by step, for the sizes learned at each.
+        # kernel's state (a generator's) and a loop's plan rows. capacities.at_site keeps the trace's sites,
+        # those and the steps of an unrolled loop, for the sizes learned at each.
         self.sites: list[str] = []
         # the lists a run-time branch gave, and those made from them (what a loop's growth probe asks)
         self.switched: Optional[set[int]] = None

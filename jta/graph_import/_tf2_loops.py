@@ -10,7 +10,8 @@ on the inputs' values is unknown), step after step until the condition is static
 * some steps' conditions unknown: the probe's count is a *bound* (``maximum_iterations``, the
   ``n`` of an autograph ``for i in tf.range(n)`` with ``break``, which passes
   ``maximum_iterations=-1`` and keeps the bound in the condition only): a ``lax.scan`` of that many
-  steps in which a step whose condition is false leaves the carry as it is (a ``lax.cond``);
+  steps in which a step whose condition is false leaves the carry as it is (a ``lax.cond``), or those
+  steps unrolled where the body learns a size (which may differ between steps) and the bound is short;
 * no bound: ``jta.while_loop``, which ``jax.grad`` reverses too; its stacks and the lists it grows
   are sized by ``jta.checked``'s plan, outside it for 256 steps (a run past them fails from compiled
   code, naming ``jta.checked``).
@@ -180,10 +181,21 @@ def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], ste
         # tracing (a ListDiff of them has a static shape)
         with jax.ensure_compile_time_eval():
             return _python_loop(ev, cond, body, args)
+    # (not a loop that pushes, as a tape's forward loop pushes what its gradient needs: rows of other shapes
+    # at each step, which no buffer holds, so that the unrolled steps would learn their sizes only to refuse)
+    guarded = not exact and steps is not None and steps <= MAX_UNROLL and "TensorListPushBack" not in \
+        ev.lib.ops(body.name)
     ev.unrolls.append(short)
     try:
-        with capacities.learning_refused(short):
-            return _scan(ev, node, cond, body, args, steps, exact, final, assigned)
+        try:
+            with capacities.learning_refused(short or guarded):
+                return _scan(ev, node, cond, body, args, steps, exact, final, assigned)
+        except capacities.LearnsPerStep:
+            if not guarded:
+                raise
+        # A short bounded loop whose body learns a size (an inner loop's stack, a mask's rows), which may
+        # differ between steps: its steps unrolled, each under its condition, each learning its own
+        return _scan(ev, node, cond, body, args, steps, exact, final, assigned, unrolled=True)
     except (errors.UnimplementedError, errors.InvalidArgumentError):
         if not (short or _concrete(args)):
             raise
@@ -197,16 +209,17 @@ def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], ste
 
 
 def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], steps: Optional[int], exact: bool,
-          final: list[Any], assigned: list[str]) -> list[Any]:
+          final: list[Any], assigned: list[str], unrolled: bool = False) -> list[Any]:
     """The loop as a ``lax.scan`` (``steps`` exact or a bound) or, without a bound, ``jta.while_loop``; the
-    variables ``assigned`` in it are loop variables too."""
+    variables ``assigned`` in it are loop variables too. ``unrolled``: a bounded loop's steps one after
+    the other, each traced at its own site (:func:`capacities.at_site`), in place of the scan."""
     start = {name: jnp.asarray(ev.params[name]) for name in assigned}
     fixed = [k for k, a in enumerate(args) if isinstance(a, Var) or body.passthrough(k) == k]
     growth, shapes, consts, room, least = _discover(ev, body, args, fixed)
     capacity = steps if steps is not None else 0
     # without a bound, under jta.checked: the lists the loop grows get one number of the plan (its steps),
-    # one for this loop's site (the While's: capacities.at_site)
-    plan = capacities.planned_rows(key="loop") if steps is None and capacities.active() and any(
+    # keyed by the loop's call path (the same at every step of an enclosing unrolled loop)
+    plan = capacities.planned_rows(key=tuple(ev.sites)) if steps is None and capacities.active() and any(
         isinstance(args[k], TList) and growth.get(k) != 0 for k in growth) else None
     carry = {}
     for k, a in enumerate(args):
@@ -245,8 +258,17 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
     elif exact:
         out, _ = jax.lax.scan(lambda c, _: (step_body(c), None), carry, None, length=steps)
     else:
-        out, _ = jax.lax.scan(lambda c, _: (jax.lax.cond(truth(c), step_body, lambda c: c, c), None),
-                              carry, None, length=steps)
+        def guarded(c: dict[int, Any]) -> dict[int, Any]:  # a step past the loop's end leaves the carry
+            # (a new function each time: lax.cond would reuse the first trace of one, and each step must
+            # ask for its own sizes)
+            return jax.lax.cond(truth(c), lambda c: step_body(c), lambda c: c, c)
+
+        out = carry
+        for k in range(steps if unrolled else 0):
+            with capacities.at_site(k):
+                out = guarded(out)
+        if not unrolled:
+            out, _ = jax.lax.scan(lambda c, _: (guarded(c), None), carry, None, length=steps)
     result = merge(out)  # (and the variables' values after the loop)
     ev.assigned.update(assigned)
     if not exact and steps is not None:  # a counter of a bounded loop is at most its probe's final value
