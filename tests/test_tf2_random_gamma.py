@@ -158,6 +158,33 @@ def test_gradient_with_respect_to_alpha_is_the_tapes(stateful: bool) -> None:
     _same(jax.jit(step)(p, _ALPHA, _SEED), make()(_ALPHA, _SEED), exact=False)
 
 
+@pytest.mark.parametrize("loop", ["range", "scan"])
+def test_gradient_of_draws_seeded_in_a_loop(loop: str) -> None:
+    """A draw seeded from the loop's counter in a ``tf.range`` loop or a ``tf.scan`` (red-team batch 20: its
+    derivative closed over the body's traced draws, and ``jax.grad`` raised JAX's ``UnexpectedTracerError``)."""
+    w = _weights((4, 3))
+
+    @tf.function
+    def f(a: Any) -> Any:
+        if loop == "scan":
+            return tf.reduce_sum(tf.scan(lambda acc, t: acc + w * tf.random.stateless_gamma([4, 3], tf.stack([t, 5]), a),
+                                         tf.range(3), tf.zeros([4, 3]))[-1])
+        total = tf.zeros([4, 3])
+        for t in tf.range(3):
+            total += w * tf.random.stateless_gamma([4, 3], tf.stack([t, 5]), a)
+        return tf.reduce_sum(total)
+
+    alpha = tf.constant(_ALPHA[:3])
+    with tf.GradientTape() as tape:
+        tape.watch(alpha)
+        loss = f(alpha)
+    want = tape.gradient(loss, alpha).numpy()
+    fn, params = jta.import_function(f, _ALPHA[:3])
+    grad = jax.grad(lambda a: fn(params, a))
+    for g in (grad, jax.jit(grad)):
+        np.testing.assert_allclose(g(_ALPHA[:3]), want, rtol=1e-4)
+
+
 def test_poisson_has_no_gradient() -> None:
     """``StatelessRandomPoisson`` is not differentiable in TensorFlow (zeros to ``jax.grad``)."""
     f = tf.function(lambda lam: tf.random.stateless_poisson([4, 2], [1, 2], lam, dtype=tf.float32))

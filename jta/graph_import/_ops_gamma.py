@@ -191,17 +191,19 @@ def _gamma(alpha: Any, key: _ops_random.Words, counter: _ops_random.Words, shape
     if is_static(alpha):
         return _cast(draw, dtype).reshape(shape)
 
+    # (the draws are an argument, not a closure: traced in a loop body, a closure's tracer would leak
+    # out of the body's trace into the derivative's)
     @jax.custom_jvp
-    def sample(a: Any) -> Any:
-        return _cast(jnp.asarray(draw), dtype).reshape(shape)
+    def sample(a: Any, drawn: Any) -> Any:
+        return _cast(drawn, dtype).reshape(shape)
 
     @sample.defjvp
-    def _(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
+    def _(primals: tuple[Any, Any], tangents: tuple[Any, Any]) -> tuple[Any, Any]:
         value = sample(*primals)
         a = jnp.broadcast_to(primals[0].astype(value.dtype), shape)
         return value, _ops_special.random_gamma_grad(a, value) * tangents[0].astype(value.dtype)
 
-    return sample(jnp.asarray(alpha))
+    return sample(jnp.asarray(alpha), jax.lax.stop_gradient(jnp.asarray(draw)))
 
 
 def _flat(v: Any) -> Any:
