@@ -52,7 +52,7 @@ UNREGISTERED = frozenset({
     "Snapshot", "SoftsignGrad", "SparseFillEmptyRowsGrad", "SparseReshape", "SparseSegmentMeanGrad",
     "SparseSegmentMeanGradV2", "SparseSegmentSqrtNGrad", "SparseSegmentSqrtNGradV2", "SparseSegmentSumGrad",
     "SparseSegmentSumGradV2", "StatelessRandomGetAlg", "StatelessRandomGetKeyCounter",
-    "StatelessRandomGetKeyCounterAlg", "StringFormat", "Unique", "UniqueV2", "UniqueWithCounts",
+    "StatelessRandomGetKeyCounterAlg", "StatelessShuffle", "StringFormat", "Unique", "UniqueV2", "UniqueWithCounts",
     "UniqueWithCountsV2", "UnravelIndex", "UpperBound", "Where", "XlaDynamicSlice", "XlaDynamicUpdateSlice",
     # tf.summary's writes (._ops_logging: no-ops without outputs)
     "CloseSummaryWriter", "FlushSummaryWriter", "WriteAudioSummary", "WriteGraphSummary", "WriteHistogramSummary",

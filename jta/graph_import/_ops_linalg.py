@@ -11,7 +11,10 @@ TensorFlow's kernels differ from LAPACK's conventions in a few places, followed 
   first, so values are TensorFlow's; ``jax.grad`` follows TensorFlow's gradients too (symmetric for
   ``Cholesky``, lower-triangular for ``SelfAdjointEigV2``). A matrix that is not positive definite
   gives NaN where TensorFlow raises (a traced function cannot raise on values).
-* ``Svd`` returns ``(s, u, v)``, not ``v^H``; ``MatrixTriangularSolve`` broadcasts batch dimensions.
+* ``Svd`` returns ``(s, u, v)``, not ``v^H``; ``MatrixTriangularSolve`` broadcasts batch dimensions,
+  ``MatrixSolve`` does not (TensorFlow's ``LinearAlgebraOp`` wants the same ones). A right-hand side that
+  does not fit its matrix raises TensorFlow's ``InvalidArgumentError`` with its kernel's text while
+  tracing (shapes are static in JAX), not JAX's "inconsistent size for core dimension".
 * ``Eig`` gives LAPACK's order of the eigenvalues, which is not Eigen's (TensorFlow's kernel), and
   eigenvectors of unit norm whose phases may differ from TensorFlow's; ``Svd`` and
   ``SelfAdjointEigV2`` vectors may differ in sign (phase). Quantities that do not depend on these
@@ -76,13 +79,37 @@ def _cholesky(node: Node, args: list[Any]) -> list[Any]:
     return [jax.lax.linalg.cholesky(_hermitian_from_lower(args[0], hermitian_tangent=True), symmetrize_input=False)]
 
 
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "[" + _ops_checks.dims(shape) + "]"  # (TensorShape::DebugString)
+
+
+def _triangular_shapes(node: Node, a: tuple[int, ...], b: tuple[int, ...], lower: bool, adjoint: bool) -> None:
+    """``MatrixTriangularSolve``'s checks (``matrix_triangular_solve_op_impl.h``), in its order: ranks,
+    a square matrix, batch dimensions that broadcast, as many rows in ``b`` as ``A`` has columns (also
+    ``tf.linalg.cholesky_solve``'s, which is two of these solves). Shapes are static: decided while tracing."""
+    for k, shape in enumerate((a, b)):
+        if len(shape) < 2:
+            _ops_checks.invalid(node, f"In[{k}] ndims must be >= 2: {len(shape)}")
+    if a[-1] != a[-2]:
+        _ops_checks.invalid(node, f"In[0] matrices in the last dimensions must be square ({a[-1]} =/= {a[-2]})")
+    try:
+        np.broadcast_shapes(a[:-2], b[:-2])
+    except ValueError:
+        _ops_checks.invalid(node, "In[0] and In[1] must have compatible batch dimensions: "
+                                  f"{_shape_text(a)} vs. {_shape_text(b)}")
+    if a[-1] != b[-2]:
+        _ops_checks.invalid(node, f"In[0] mismatch In[1] shape: {a[-1]} vs. {b[-2]}: {_shape_text(a)} "
+                                  f"{_shape_text(b)} {int(lower)} {int(adjoint)}")
+
+
 @_reg("MatrixTriangularSolve")
 def _triangular_solve(node: Node, args: list[Any]) -> list[Any]:
     """Solves ``A x = b`` (``A^H x = b`` with ``adjoint``) reading only ``A``'s lower (upper) triangle."""
+    adjoint, lower = bool(node.attr("adjoint", False)), bool(node.attr("lower", True))
+    _triangular_shapes(node, np.shape(args[0]), np.shape(args[1]), lower, adjoint)
     a, b = _batch(*args)
-    adjoint = bool(node.attr("adjoint", False))
-    return [jax.lax.linalg.triangular_solve(a, b, left_side=True, lower=bool(node.attr("lower", True)),
-                                            transpose_a=adjoint, conjugate_a=adjoint)]
+    return [jax.lax.linalg.triangular_solve(a, b, left_side=True, lower=lower, transpose_a=adjoint,
+                                            conjugate_a=adjoint)]
 
 
 def _invertible(node: Node, a: Any, what: str) -> None:
@@ -95,9 +122,26 @@ def _invertible(node: Node, a: Any, what: str) -> None:
         value_ops.report(node.name, jnp.any(pivots == 0), GraphError.NOT_INVERTIBLE, extra={"op": node.op, "what": what})
 
 
+def _solver_shapes(node: Node, a: tuple[int, ...], b: tuple[int, ...]) -> None:
+    """``MatrixSolve``'s checks (``LinearAlgebraOp::AnalyzeInputs`` and ``ValidateSquareSolver``), in its
+    order: ``A`` of rank >= 2, ``b`` of the same rank and batch dimensions (no broadcasting), ``A`` square,
+    as many rows in ``b`` as in ``A`` (JAX would say "inconsistent size for core dimension")."""
+    if len(a) < 2:
+        _ops_checks.invalid(node, f"Input tensor 0 must have rank >= 2, got {len(a)}")
+    if len(b) != len(a):
+        _ops_checks.invalid(node, "All input tensors must have the same rank.")
+    if a[:-2] != b[:-2]:
+        _ops_checks.invalid(node, "All input tensors must have the same outer dimensions.")
+    if a[-1] != a[-2]:
+        _ops_checks.invalid(node, "First input (lhs) must be a square matrix.")
+    if a[-2] != b[-2]:
+        _ops_checks.invalid(node, "Input matrix and rhs are incompatible.")
+
+
 @_reg("MatrixSolve")
 def _solve(node: Node, args: list[Any]) -> list[Any]:
-    a, b = _batch(*args)
+    _solver_shapes(node, np.shape(args[0]), np.shape(args[1]))
+    a, b = (jnp.asarray(x) for x in args)
     _invertible(node, a, "Input matrix")
     return [jnp.linalg.solve(_adjoint(a) if node.attr("adjoint", False) else a, b)]
 

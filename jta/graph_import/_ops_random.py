@@ -1,5 +1,6 @@
 """TensorFlow's stateless random ops, bit for bit: ``tf.random.stateless_uniform`` / ``_normal`` /
-``_truncated_normal`` / ``_categorical``, ``tf.random.split`` / ``fold_in``, ``stateless_dropout``.
+``_truncated_normal`` / ``_categorical``, ``tf.random.split`` / ``fold_in``, ``stateless_dropout``,
+``tf.random.experimental.stateless_shuffle``.
 
 They are pure functions of (shape, seed) on Philox4x32-10 (``philox_random.h``): a 128-bit counter
 (four uint32 words, word 0 the lowest) and a 64-bit key (two words). One call runs ten rounds of
@@ -18,6 +19,9 @@ the Weyl constants between rounds), gives four uint32 and steps the counter by o
   mantissa bits under the exponent of 1 and subtract 1; normals are Box-Muller of two words (floats) or
   four (doubles), ``u1`` clamped at 1e-7; uniform ints are ``lo + bits % (hi - lo)`` in unsigned
   arithmetic.
+* Shuffles (``RandomShuffle<T>``, ``random_shuffle_op.cc``, shared by the stateful ``tf.random.shuffle``
+  and ``StatelessShuffle``): Fisher-Yates over the rows from the first up, row ``i`` swapped with row
+  ``i + word_i % (n - i)``, the words taken one by one from the counter on (``SingleSampleAdapter``).
 
 Everything is uint32 arithmetic (the 32x32->64 multiply from 16-bit halves), so it runs without
 ``jax_enable_x64``, under ``jit`` and with traced seeds; constant seeds compute in numpy (static).
@@ -583,3 +587,42 @@ def _categorical(n: int, dtype: Any, key: Words, counter: Words, logits: Any) ->
     cdf = xp.cumsum(xp.where(finite, xp.exp(x - top), 0), axis=1)
     picked = xp.sum(cdf[:, None, :] <= (u * cdf[:, -1:])[:, :, None], axis=-1)
     return _output(picked, (batch, n), dtype)
+
+
+def shuffle_order(key: Words, counter: Words, n: int) -> Any:
+    """The row order ``RandomShuffle<T>`` gives ``n > 1`` rows from the stream at ``key``, ``counter``.
+    A static key and counter (a constant seed) make it in numpy while tracing; a traced one in a loop."""
+    w = quietly(lambda: words(key, counter, n - 1))
+    if is_static(w):
+        order, w = np.arange(n, dtype=np.int64), np.asarray(w, np.int64)
+        for i in range(n - 1):  # (n - 1 swaps, as the kernel draws exactly n - 1 words)
+            j = i + int(w[i] % (n - i))
+            order[i], order[j] = order[j], order[i]
+        return order
+    w = jnp.asarray(w)
+
+    def swap(i: Any, order: Any) -> Any:
+        j = i + (w[i] % (n - i).astype(jnp.uint32)).astype(jnp.int32)
+        return order.at[i].set(order[j]).at[j].set(order[i])
+
+    return jax.lax.fori_loop(0, n - 1, swap, jnp.arange(n, dtype=jnp.int32))
+
+
+def shuffles(value: Any) -> bool:
+    """Whether ``RandomShuffle<T>`` permutes ``value``: it copies a tensor of at most one element or of
+    at most one row (a scalar included) and draws nothing."""
+    return np.ndim(value) > 0 and np.shape(value)[0] > 1 and np.size(value) > 1
+
+
+@_reg("StatelessShuffle")
+def _stateless_shuffle(node: Node, args: list[Any]) -> list[Any]:
+    """``tf.random.experimental.stateless_shuffle`` (``StatelessShuffleOp``): the rows of input 0 in the
+    order of :func:`shuffle_order` from the key and counter (inputs 1, 2; the algorithm, input 3, is
+    checked first, as the kernel does)."""
+    value = args[0]
+    key, counter = key_counter_v2(node, args)
+    if not shuffles(value):
+        return [value]
+    order = shuffle_order(key, counter, np.shape(value)[0])
+    xp = np if is_static(value) and is_static(order) else jnp
+    return [xp.take(value, order, axis=0)]

@@ -131,19 +131,13 @@ def read_and_skip(node: Node, state: Any, alg: Any, delta: Any) -> Any:
 
 @register_kernel("RandomShuffle")
 def _shuffle(node: Node, args: list[Any], state: State) -> tuple[list[Any], State]:
-    """``tf.random.shuffle``: the rows permuted by Fisher-Yates from the first row up, row ``i`` swapped
-    with row ``i + word % (n - i)``, the words drawn one by one (``SingleSampleAdapter``) from
-    ``ReserveSamples32(n - 1)``: ``ceil((n - 1) / 4)`` blocks."""
+    """``tf.random.shuffle``: the rows in :func:`._ops_random.shuffle_order` (Fisher-Yates, ``n - 1`` words
+    drawn one by one from ``ReserveSamples32(n - 1)``: ``ceil((n - 1) / 4)`` blocks). A tensor of at most
+    one row or one element is copied and draws nothing (the kernel reserves no samples then)."""
     value = jnp.asarray(args[0])
-    n = value.shape[0] if value.ndim else 0
-    if n <= 1:
+    if not _ops_random.shuffles(value):
         return [value], state
+    n = value.shape[0]
     key, counter = state_words(state)
-    words = jnp.asarray(_ops_random.quietly(lambda: _ops_random.words(key, counter, n - 1)))
-
-    def swap(i: Any, order: Any) -> Any:
-        j = i + (words[i] % (n - i).astype(jnp.uint32)).astype(jnp.int32)
-        return order.at[i].set(order[j]).at[j].set(order[i])
-
-    order = jax.lax.fori_loop(0, n - 1, swap, jnp.arange(n, dtype=jnp.int32))
+    order = _ops_random.shuffle_order(key, counter, n)
     return [jnp.take(value, order, axis=0)], stepped(state, -(-(n - 1) // 4))
