@@ -424,7 +424,8 @@ def test_loops_whose_carry_changes_run_step_by_step_eagerly():
     for output, message in (("grown:0", r"dynamic_size and needs a static capacity.*tensor_array_capacity="),
                             ("acc:0", r"a loop variable changes shape from \(3,\) to \(4,\) \(shape invariants are "
                                       r"supported only outside jax.jit"),
-                            ("ragged:0", r"Node while_2/strided_slice \(StridedSlice\): slice bounds \(here in a "
+                            ("ragged:0", r"Node while_2/strided_slice \(StridedSlice\): slice bounds \(the slice's length is "
+                                         r"its shape; jta.checked learns it at run time\) \(here in a "
                                          r"while loop traced as a lax loop: call the imported function outside "
                                          r"jax.jit")):
         one = jta.import_graph_def(graph.as_graph_def(), inputs=["x:0", "n:0"], outputs=[output])

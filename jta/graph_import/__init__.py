@@ -42,6 +42,7 @@ from . import (  # noqa: F401
     _ops_search,
     _ops_segments,
     _ops_sizes,
+    _ops_slices,
     _ops_sparse,
     _ops_special,
     _ops_tf2jax,
