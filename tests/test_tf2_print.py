@@ -249,3 +249,35 @@ def test_an_eager_assert_writes_a_formatted_string_as_tensorflow_does():
     fn, params = jta.import_function(f, x)
     with pytest.raises(jta.errors.InvalidArgumentError, match=r"assertion failed: \[x=\[1 -2\]\]"):
         fn(params, x)
+
+
+ASSERTED = {  # Assert's text of each (SummarizeValue with print_v2=false): its entries as StrCat writes them
+    "bools": np.array([True, False]),
+    "half": np.float16([0.1, 2.5]),
+    "float32": np.float32([0.4, -0.1, 1e-45, 3e38]),
+    "float64": np.float64([0.1, 1 / 3]),
+    "matrix": np.float32([[1, 2], [3, 4]]),
+    "cube": np.int32(np.arange(8).reshape(2, 2, 2)),
+    "scalar": np.float32(0.1),
+    "empty": np.zeros((2, 0), np.float32),
+}
+
+
+@pytest.mark.parametrize("name", list(ASSERTED))
+def test_an_eager_assert_writes_its_data_as_tensorflow_does(name):
+    """Red-team batch 20: an assertion's float data written with ``%g`` (``0.4``) where TensorFlow writes
+    ``0.399999976``; and a matrix's entries flat where TensorFlow brackets each row up to ``summarize``."""
+    value = ASSERTED[name]
+
+    @tf.function(input_signature=[tf.TensorSpec(value.shape, tf.as_dtype(value.dtype))])
+    def f(x):
+        tf.debugging.Assert(False, ["msg\n", x], summarize=3)
+        return tf.identity(x)
+
+    with pytest.raises(tf.errors.InvalidArgumentError) as want:
+        f(value)
+    text = next(line for line in str(want.value).splitlines() if "assertion failed" in line)
+    with jax.enable_x64(value.dtype == np.float64), pytest.raises(jta.errors.InvalidArgumentError) as got:
+        fn, params = jta.import_function(f, value)
+        fn(params, value)
+    assert str(got.value).split(": ", 1)[1].startswith(text[text.index("assertion failed"):])

@@ -19,6 +19,7 @@ from .._delivery import value_ops
 from .._records.catalogue import unravelled
 from ._messages import GraphError
 from ._nodes import Node
+from ._tensor_text import summarize_value
 
 
 def known_now(v: Any) -> Optional[np.ndarray]:
@@ -154,12 +155,8 @@ def numerics(node: Node, x: Any, message: str) -> None:
 
 
 def _summary(value: Any, summarize: int) -> str:
-    """A tensor as TensorFlow's ``Assert`` writes it: its first ``summarize`` entries, space-separated
-    (``...`` after them), bytes as text, numbers as C++ streams them (``%g``)."""
-    flat = np.reshape(value, -1)
-    shown = [v.decode() if isinstance(v, bytes) else f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
-             for v in flat[:summarize].tolist()]
-    return " ".join(shown) + ("..." if flat.size > summarize else "")
+    """A tensor as TensorFlow's ``Assert`` writes it (``SummarizeValue(summarize, print_v2=false)``)."""
+    return summarize_value(np.asarray(value), summarize, print_v2=False).decode("utf-8", "backslashreplace")
 
 
 def _integers(x: Any) -> bool:

@@ -37,7 +37,6 @@ ops that take it a placeholder, :data:`WRITER`: JAX has no resources, and only t
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 import threading
@@ -46,7 +45,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
@@ -54,6 +52,7 @@ from .._core.rehearsal import rehearsing
 from ._nodes import Node
 from ._ops import OPS, is_static, registrar
 from ._ops_checks import invalid
+from ._tensor_text import summarize_value
 
 try:  # (JAX's switch of jax.ensure_compile_time_eval)
     from jax._src.config import eager_constant_folding as _folding
@@ -175,89 +174,6 @@ def _write(stream: str, data: bytes) -> None:
     else:
         out.write(data.decode("utf-8", "backslashreplace"))
         out.flush()
-
-
-# -- Tensor::SummarizeValue(max_entries, print_v2=true) ------------------------------------------------
-def summarize_value(value: np.ndarray, max_entries: int) -> bytes:
-    """TensorFlow's text of ``value`` with at most ``max_entries`` entries per dimension at each end
-    (``-1``: all)."""
-    count = value.size
-    limit = min(count if max_entries < 0 else max_entries, count)
-    dtype = value.dtype
-    if dtype == np.bool_ and limit == 0:  # (SummarizeArray<bool> of no entries: nothing, not even brackets)
-        return b""
-    if dtype.kind == "c":  # (TensorFlow writes no complex entry: "?" each, the "irregular" case)
-        text = " ".join("?" * limit) + ("..." if limit < count else "")
-        return (f"[{text}]" if value.ndim else text).encode()
-    write = _writer(dtype)
-    flat = value.reshape(-1)
-    if value.ndim == 0:
-        return b" ".join(write(flat[i]) for i in range(limit)) + (b"..." if count > limit else b"")
-    out: list[bytes] = []
-    _dim(0, value.shape, limit, flat, 0, write, out)
-    return b"".join(out)
-
-
-def _dim(dim: int, shape: tuple[int, ...], ends: int, flat: np.ndarray, start: int, write: Any,
-         out: list[bytes]) -> None:
-    """``PrintOneDimV2``: dimension ``dim`` of the block at ``start``, its first and last ``ends``
-    entries (all where it has at most ``2 * ends``)."""
-    if dim == len(shape):
-        out.append(write(flat[start]))
-        return
-    out.append(b"[")
-    size, step = shape[dim], math.prod(shape[dim + 1:])
-    for i in range(min(ends, size)):
-        if i > 0:
-            _spacing(dim, len(shape), out)
-        _dim(dim + 1, shape, ends, flat, start + step * i, write, out)
-    if size > 2 * ends:
-        _spacing(dim, len(shape), out)
-        out.append(b"...")
-    for i in range(max(ends, size - ends), size):
-        _spacing(dim, len(shape), out)
-        _dim(dim + 1, shape, ends, flat, start + step * i, write, out)
-    out.append(b"]")
-
-
-def _spacing(dim: int, rank: int, out: list[bytes]) -> None:
-    """``PrintDimSpacing``: a space between entries; between blocks, a newline per inner dimension and
-    an indent of the depth."""
-    out.append(b" " if dim == rank - 1 else b"\n" * (rank - dim - 1) + b" " * (dim + 1))
-
-
-def _writer(dtype: np.dtype) -> Any:
-    """How ``StrCat`` writes one entry of ``dtype``."""
-    if dtype.kind == "O":
-        return lambda s: b'"' + _c_escape(s if isinstance(s, bytes) else str(s).encode()) + b'"'
-    if dtype == np.bool_:
-        return lambda b: b"1" if b else b"0"
-    if dtype == np.float64:
-        return lambda f: _float(float(f), 15, 17, np.float64)
-    if jnp.issubdtype(dtype, jnp.floating):  # (half, bfloat16 and float8 are written as floats)
-        return lambda f: _float(float(np.float32(f)), 6, 9, np.float32)
-    return lambda i: str(int(i)).encode()
-
-
-def _float(value: float, digits: int, more: int, kind: Any) -> bytes:
-    """``FloatToBuffer``/``DoubleToBuffer``: ``%.{digits}g`` if it reads back as ``value``, else
-    ``%.{more}g``."""
-    if math.isnan(value):
-        return b"-nan" if math.copysign(1.0, value) < 0 else b"nan"
-    if math.isinf(value):
-        return b"-inf" if value < 0 else b"inf"
-    if abs(value) < np.finfo(kind).tiny:  # (a subnormal: TensorFlow's threads flush it to zero)
-        value = math.copysign(0.0, value)
-    text = f"{value:.{digits}g}"
-    return (text if kind(text) == value else f"{value:.{more}g}").encode()
-
-
-def _c_escape(data: bytes) -> bytes:
-    """``absl::Utf8SafeCEscape``: C escapes of the control characters, quotes and backslash (bytes of
-    UTF-8 sequences kept)."""
-    named = {0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x22: b'\\"', 0x27: b"\\'", 0x5C: b"\\\\"}
-    return b"".join(named[c] if c in named else b"\\%03o" % c if c < 0x20 or c == 0x7F else bytes([c])
-                    for c in data)
 
 
 @_reg(*SUMMARY_OPS)
