@@ -231,9 +231,28 @@ def _cast_op(node: Node, args: list[Any]) -> list[Any]:
 
 
 # -- linear algebra -------------------------------------------------------------------------
+def _product_shapes(node: Node, a: tuple[int, ...], b: tuple[int, ...], flags: tuple[bool, bool], batch: bool) -> None:
+    """``MatMul``'s and ``BatchMatMul``'s shape checks, in their kernels' order and texts (shapes as given,
+    before any transpose; ``flags``: ``transpose_a``/``adj_x`` and the other)."""
+    for k, shape in enumerate((a, b)):
+        if len(shape) < 2 or (not batch and len(shape) != 2):
+            _ops_checks.invalid(node, f"In[{k}] ndims must be >= 2" + (f": {len(shape)}" if batch else ""))
+    if batch:
+        try:
+            np.broadcast_shapes(a[:-2], b[:-2])
+        except ValueError:
+            _ops_checks.invalid(node, "In[0] and In[1] must have compatible batch dimensions: "
+                                      f"[{_ops_checks.dims(a)}] vs. [{_ops_checks.dims(b)}]")
+    if a[-2 if flags[0] else -1] != b[-1 if flags[1] else -2]:
+        _ops_checks.invalid(node, f"Matrix size-incompatible: In[0]: [{_ops_checks.dims(a)}], In[1]: "
+                                  f"[{_ops_checks.dims(b)}]" + (f" {int(flags[0])} {int(flags[1])}" if batch else ""))
+
+
 @_reg("MatMul")
 def _matmul(node: Node, args: list[Any]) -> list[Any]:
     a, b = args
+    _product_shapes(node, np.shape(a), np.shape(b), (bool(node.attr("transpose_a")), bool(node.attr("transpose_b"))),
+                    batch=False)
     xp = xp_of(a, b)
     a = a.T if node.attr("transpose_a") else a
     b = b.T if node.attr("transpose_b") else b
@@ -243,6 +262,7 @@ def _matmul(node: Node, args: list[Any]) -> list[Any]:
 @_reg("BatchMatMul", "BatchMatMulV2", "BatchMatMulV3")
 def _batch_matmul(node: Node, args: list[Any]) -> list[Any]:
     a, b = args
+    _product_shapes(node, np.shape(a), np.shape(b), (bool(node.attr("adj_x")), bool(node.attr("adj_y"))), batch=True)
     xp = xp_of(a, b)
     a = xp.swapaxes(xp.conj(a), -1, -2) if node.attr("adj_x") else a
     b = xp.swapaxes(xp.conj(b), -1, -2) if node.attr("adj_y") else b
