@@ -27,6 +27,7 @@ import jta  # noqa: E402
 from jta._records.catalogue import Error  # noqa: E402
 from jta.graph_import._messages import GraphError  # noqa: E402
 from tests.helpers import budget  # noqa: E402
+from tests.helpers.tf2_steps import tape_step  # noqa: E402
 
 USES: dict[str, Callable[[Any], Any]] = {
     "softmax": lambda s: tf.reduce_sum(tf.nn.softmax(s) * s),
@@ -154,7 +155,7 @@ def test_an_inner_stack_read_by_row_in_a_train_step() -> None:
 
 
 def _bounded(place: str) -> Any:
-    """An outer loop the data stops within ``maximum_iterations=6`` steps whose steps have counts of their own:
+    """An outer loop the data stops (after 3 steps) within ``maximum_iterations=4`` whose steps have counts of their own:
     a mask keeping ``t + 1`` entries, or an inner loop of ``t + 1`` steps whose stack the outer body reads."""
     @tf.function
     def f(x: Any, w: Any) -> Any:
@@ -167,7 +168,7 @@ def _bounded(place: str) -> Any:
                                      (0, ta))[1].stack()
             return t + 1, s * 1.7 + 1.0, acc + tf.reduce_max(kept) * kept[-1]
 
-        return tf.while_loop(lambda t, s, acc: s < 10.0, body, (0, w + 0.1, 0.0), maximum_iterations=6)[2]
+        return tf.while_loop(lambda t, s, acc: s < 10.0, body, (0, w + 0.1, 0.0), maximum_iterations=4)[2]
 
     return f
 
@@ -192,13 +193,7 @@ def test_counts_that_differ_between_the_steps_of_a_short_bounded_loop_are_learne
     grad = jta.checked(jax.jit(jax.grad(lambda w: fn(params, args[0], w))))(args[1])
     np.testing.assert_allclose(grad, tape.gradient(loss, w).numpy(), rtol=1e-5)
 
-    @tf.function
-    def step(x: Any, w: Any) -> Any:
-        with tf.GradientTape() as tape:
-            tape.watch(w)
-            loss = f(x, w)
-        return loss, tape.gradient(loss, w)
-
+    step = tape_step(f, args, (1,))
     fn, params = jta.import_function(step, *args)
     for got, want in zip(fn(params, *args), step(*args), strict=True):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)

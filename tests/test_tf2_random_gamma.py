@@ -158,7 +158,7 @@ def test_gradient_with_respect_to_alpha_is_the_tapes(stateful: bool) -> None:
     _same(jax.jit(step)(p, _ALPHA, _SEED), make()(_ALPHA, _SEED), exact=False)
 
 
-@pytest.mark.parametrize("loop", ["range", "scan"])
+@pytest.mark.parametrize("loop", ["range", pytest.param("scan", marks=pytest.mark.long_only)])
 def test_gradient_of_draws_seeded_in_a_loop(loop: str) -> None:
     """A draw seeded from the loop's counter in a ``tf.range`` loop or a ``tf.scan`` (red-team batch 20: its
     derivative closed over the body's traced draws, and ``jax.grad`` raised JAX's ``UnexpectedTracerError``)."""

@@ -13,6 +13,7 @@ them, ``half``/``bfloat16`` as floats, bools ``1``/``0``, complex entries ``?``;
 (quoted in ``print_v2``).
 
     >>> import numpy as np
+    >>> from jta.graph_import._tensor_text import summarize_value
     >>> summarize_value(np.float32([[1, 2], [3, 4]]), 3, print_v2=False)
     b'[1 2][3...]...'
     >>> summarize_value(np.float32([0.4, 1e-45]), 3)
