@@ -5,7 +5,8 @@ how many rows its stacks need only when it has run. ``jta.checked`` therefore tr
 *plan*, and what needs a size the data decides takes it from there, numbered in the order the
 trace reaches it: the stacks of each ``jta.while_loop``'s derivative (and of an imported loop's
 gradient), and each ``dynamic_size`` ``TensorArray`` created without ``capacity=``
-(``("rows", k)``: its buffer's rows; ``("size", k)``: the size its ``stack()`` returns). Whatever
+(``("rows", k)``: its buffer's rows; ``("size", k)``: the size its ``stack()`` returns;
+``("varies", k)``: that size differed between the steps of one run). Whatever
 outgrows its plan reports so through the error channel (:data:`Error.LOOP_STACK_FULL`, an
 array's :data:`Error.WRITE_BEYOND_CAPACITY`, :data:`Error.ARRAY_SIZE_LEARNED`), and
 ``jta.checked`` updates the plan (rows grow geometrically), compiles again and reruns. The plan
@@ -19,7 +20,7 @@ import contextlib
 import contextvars
 import dataclasses
 from collections.abc import Hashable, Iterable, Iterator
-from typing import Any, Optional
+from typing import Any, Literal, Optional, Union
 
 from jax._src import config as jax_config
 
@@ -35,7 +36,7 @@ INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this ma
 UNPLANNED = -1  # the number of a loop whose stacks no plan sizes (see :func:`rows_for`)
 
 
-Key = tuple[str, int]  # ("rows", k) or ("size", k)
+Key = tuple[str, int]  # ("rows", k), ("size", k) or ("varies", k)
 
 
 @dataclasses.dataclass
@@ -175,14 +176,17 @@ class LearnsPerStep(errors.UnimplementedError):
 # A lax loop's body is traced once for all its steps, so a size learned there is one size for every
 # step, and a run whose steps see different sizes cannot be compiled for. A caller that can unroll the
 # loop instead (a short loop of a static trip count) refuses learning while it traces the body, and
-# unrolls it when asked for a size: each step then learns its own.
-_REFUSED: contextvars.ContextVar[bool] = contextvars.ContextVar("jta_learning_refused", default=False)
+# unrolls it when asked for a size: each step then learns its own. A loop whose unrolled steps would
+# each run under a condition (a short bounded loop) refuses only the sizes a run saw differ ("varying"):
+# one that sees the same size at every step stays a scan, compiled once.
+_REFUSED: contextvars.ContextVar[Union[bool, str]] = contextvars.ContextVar("jta_learning_refused", default=False)
 
 
 @contextlib.contextmanager
-def learning_refused(refused: bool) -> Iterator[None]:
-    """Trace a loop body with :func:`learned_rows` raising :class:`LearnsPerStep` (``refused``), or
-    learning as usual (``False``: an inner loop that cannot be unrolled lifts an outer refusal)."""
+def learning_refused(refused: Union[bool, Literal["varying"]]) -> Iterator[None]:
+    """Trace a loop body with :func:`learned_rows` raising :class:`LearnsPerStep` (``refused``; ``"varying"``:
+    for a size whose steps differed in a run, ``("varies", k)``), or learning as usual (``False``: an inner
+    loop that cannot be unrolled lifts an outer refusal)."""
     token = _REFUSED.set(refused)
     try:
         yield
@@ -204,13 +208,16 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool
     ones fail the trace (see ``jta.checked``); ``key``: what asks, which then keeps one number however
     often it is traced at one site (:func:`at_site`: a branch traced twice, a loop body once per abstract
     step). Inside :func:`learning_refused`, raises :class:`LearnsPerStep`."""
-    if _REFUSED.get() and active():
+    refused = _REFUSED.get()
+    if refused is True and active():
         raise LearnsPerStep(f"{name}: a size learned at run time inside a loop body traced for all its steps")
     if number is None:  # numbered now, in trace order like the rest
         numbered = _numbered(None if key is None else (_SITE.get(), key))
         if numbered is None:
             return None
         number = numbered[1]
+    if refused == "varying" and learned_size(number, "varies") is not None:
+        raise LearnsPerStep(f"{name}: a size that differed between the steps of a loop's run")
     guess = learned_size(number)
     if guess is None:
         plan = _PLAN.get()
@@ -234,10 +241,11 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool
     return guess
 
 
-def learned_size(number: int) -> Optional[int]:
-    """The size ``stack()`` of planned array ``number`` returned last time (``None``: not yet known)."""
+def learned_size(number: int, kind: str = "size") -> Optional[int]:
+    """The size ``stack()`` of planned array ``number`` returned last time (``None``: not yet known), or
+    the plan's other entry of ``kind`` for it."""
     plan = _PLAN.get()
-    return None if plan is None else plan.sizes.get(("size", number))
+    return None if plan is None else plan.sizes.get((kind, number))
 
 
 def rows_for(bound: Optional[int], unplanned: bool = False) -> tuple[int, Optional[int]]:

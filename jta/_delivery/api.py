@@ -404,8 +404,13 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
             if update is None or update == learned or donates:  # (nothing new learned: never rerun for ever)
                 break
             sizes = _sizes_reported(record)
+            varied = {("varies", n) for _, n in sizes & relearned} - learned.keys()
+            if varied:  # a size learned twice in one call differs within a run (stack() in a loop body): a
+                # short bounded loop asking for it unrolls its steps, each learning its own (the rest refuse)
+                learned, program = {**learned, **dict.fromkeys(varied, 1)}, None
+                continue
             if sizes & relearned:
-                break  # a size learned twice in one call differs within a run (stack() in a loop body)
+                break
             relearned |= sizes
             learned, program = capacities.alike(update, sizes, unsized.get(plan_key(learned), ())), None
         errors.throw()

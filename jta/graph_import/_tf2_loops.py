@@ -11,7 +11,7 @@ on the inputs' values is unknown), step after step until the condition is static
   ``n`` of an autograph ``for i in tf.range(n)`` with ``break``, which passes
   ``maximum_iterations=-1`` and keeps the bound in the condition only): a ``lax.scan`` of that many
   steps in which a step whose condition is false leaves the carry as it is (a ``lax.cond``), or those
-  steps unrolled where the body learns a size (which may differ between steps) and the bound is short;
+  steps unrolled where a size the body learns differed between steps in a run and the bound is short;
 * no bound: ``jta.while_loop``, which ``jax.grad`` reverses too; its stacks and the lists it grows
   are sized by ``jta.checked``'s plan, outside it for 256 steps (a run past them fails from compiled
   code, naming ``jta.checked``).
@@ -181,20 +181,21 @@ def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], ste
         # tracing (a ListDiff of them has a static shape)
         with jax.ensure_compile_time_eval():
             return _python_loop(ev, cond, body, args)
-    # (not a loop that pushes, as a tape's forward loop pushes what its gradient needs: rows of other shapes
-    # at each step, which no buffer holds, so that the unrolled steps would learn their sizes only to refuse)
+    # A short bounded loop is unrolled where a run saw a size of its body differ between steps (a scan of
+    # the same size at every step compiles once); not one that pushes, as a tape's forward loop pushes what
+    # its gradient needs: rows of other shapes at each step, which no buffer holds
     guarded = not exact and steps is not None and steps <= MAX_UNROLL and "TensorListPushBack" not in \
         ev.lib.ops(body.name)
     ev.unrolls.append(short)
     try:
         try:
-            with capacities.learning_refused(short or guarded):
+            with capacities.learning_refused(True if short else "varying" if guarded else False):
                 return _scan(ev, node, cond, body, args, steps, exact, final, assigned)
         except capacities.LearnsPerStep:
             if not guarded:
                 raise
-        # A short bounded loop whose body learns a size (an inner loop's stack, a mask's rows), which may
-        # differ between steps: its steps unrolled, each under its condition, each learning its own
+        # A short bounded loop whose body learns a size that differed between steps (an inner loop's stack,
+        # a mask's rows): its steps unrolled, each under its condition, each learning its own
         return _scan(ev, node, cond, body, args, steps, exact, final, assigned, unrolled=True)
     except (errors.UnimplementedError, errors.InvalidArgumentError):
         if not (short or _concrete(args)):
