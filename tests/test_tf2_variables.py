@@ -211,3 +211,29 @@ def test_assignments_in_a_function_without_outputs_run(kind: str) -> None:
         np.testing.assert_allclose(new["v"], v.numpy())
     with pytest.raises(jta.errors.InvalidArgumentError):
         fn({"v": v.numpy()}, np.float32(20.0))
+
+
+def test_an_optimizer_whose_variable_the_function_does_not_list_updates_it() -> None:
+    """A ``tf_keras`` legacy ``RMSprop.apply_gradients`` in the train step (red-team batch 21): its
+    ``iterations`` variable, made while TensorFlow first traced the function, is captured but missing from
+    the function's variables, and was refused as 'neither a variable nor a tensor of known value'; it is
+    found among the objects the function reaches, and two steps update every variable as TensorFlow's."""
+    tf_keras = pytest.importorskip("tf_keras")
+    model = tf_keras.Sequential([tf_keras.layers.Dense(3, input_shape=(4,))])
+    optimizer = tf_keras.optimizers.legacy.RMSprop(0.01)
+
+    @tf.function(input_signature=[tf.TensorSpec([8, 4], tf.float32)])
+    def step(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x) - 1.0) ** 2)
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss
+
+    x = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
+    fn, params = jta.import_function(step, x, with_updates=True)
+    assert any("iter" in k for k in params)
+    for _ in range(2):
+        loss, params = jax.jit(fn)(params, x)
+        np.testing.assert_allclose(loss, step(x).numpy(), rtol=1e-5)
+    for v in optimizer.variables():
+        np.testing.assert_allclose(params[v.name[:-2]], v.numpy(), rtol=1e-5)

@@ -26,7 +26,7 @@ from ._ops import OPS, is_static
 from ._ops_logging import SUMMARY_OPS, WRITER
 from ._ops_lookup import CHANGING_OPS, captured_tables
 from ._random_kernels import KERNEL_OPS, initial_state, key_of
-from ._variable_names import params_keys
+from ._variable_names import captured_variables, params_keys
 
 __all__ = ["import_function", "import_saved_model", "supported_tf2_ops"]
 
@@ -113,6 +113,9 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: boo
     lib = Library(graph_def.library)
     by_handle = {id(v.handle): v for v in concrete.variables}
     captured = {id(ext): internal for ext, internal in concrete.graph.captures}
+    unlisted = {i for i, internal in captured.items() if i not in by_handle and internal.dtype == tf.resource}
+    if unlisted:  # (a resource the function does not list: a variable a legacy optimizer made while traced)
+        by_handle.update(captured_variables(unlisted, roots, tf.Variable))
     variables: dict[str, Any] = {}
     for ext_id, internal in captured.items():
         if ext_id in by_handle:

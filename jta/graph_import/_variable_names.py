@@ -78,9 +78,24 @@ def _keras_paths(variables: list[Any], roots: Optional[tuple[Any, ...]]) -> dict
     return {i: next(iter(p)) for i, p in found.items() if len(p) == 1}
 
 
-def _reached(roots: tuple[Any, ...], keras_variable: type) -> tuple[list[Any], bool]:
-    """The Keras 3 variables among the objects the function reaches (breadth first, within ``_DEPTH``
-    steps and ``_VISITS`` objects), and whether it reaches any Keras object."""
+def captured_variables(handles: set[int], roots: Optional[tuple[Any, ...]], variable: type) -> dict[int, Any]:
+    """The ``variable``s (``tf.Variable``) whose handles (by ``id``) the function captures but does not list
+    among its variables (a legacy optimizer's ``iterations``, made while it was first traced), found among
+    the objects it reaches, else (no ``roots``, or not reached) in the whole heap."""
+    def owns(obj: Any) -> bool:
+        return isinstance(obj, variable) and id(getattr(obj, "handle", None)) in handles
+
+    found = {id(v.handle): v for v in (_reached(roots, owns)[0] if roots else [])}
+    if len(found) < len(handles):
+        found.update({id(v.handle): v for v in gc.get_objects() if owns(v) and id(v.handle) not in found})
+    return found
+
+
+def _reached(roots: tuple[Any, ...], wanted: Any) -> tuple[list[Any], bool]:
+    """The ``wanted`` objects (a type: its instances, or a predicate) among those the function reaches
+    (breadth first, within ``_DEPTH`` steps and ``_VISITS`` objects), and whether it reaches any Keras
+    object."""
+    is_wanted = (lambda obj: isinstance(obj, wanted)) if isinstance(wanted, type) else wanted
     out: list[Any] = []
     keras_seen = False
     seen: set[int] = set()
@@ -90,9 +105,9 @@ def _reached(roots: tuple[Any, ...], keras_variable: type) -> tuple[list[Any], b
         if isinstance(obj, _LEAVES) or id(obj) in seen:
             continue
         seen.add(id(obj))
-        if isinstance(obj, keras_variable):
+        if is_wanted(obj):
             out.append(obj)
-            keras_seen = True
+            keras_seen = keras_seen or (getattr(type(obj), "__module__", None) or "").startswith("keras.")
         elif (getattr(type(obj), "__module__", None) or "").startswith("keras."):
             keras_seen = True
             todo.extend((v, depth + 1) for v in _keras_state(obj))
