@@ -103,7 +103,8 @@ class GraphError(Message):
     SIGNATURE = (437, KeyError, "jta.import_saved_model: the SavedModel at {path!r} has no signature or "
                       "tf.function attribute {name!r} (signatures: {known}).")
     PADDED_STACK = (438, UnimplementedError, "Node {node} ({op}): the list's length is only known at run time "
-                         "(it was written in a loop whose trip count the data decides, under jax.jit or jax.grad), "
+                         "(it was written in a loop whose trip count the data decides, under a JAX transformation: jax.jit, "
+                         "jax.grad, jax.vmap and what builds on it, as jax.jacfwd), "
                          "so TensorFlow's result has a shape JAX cannot give. The ways out: call the imported "
                          "function through jta.checked (jta.checked(jax.jit(fn))), which learns the length at run "
                          "time and compiles for it, or eagerly with concrete arguments (its loops then run step by "
