@@ -46,7 +46,8 @@ def _lowering(ctx: Any, record: Any, site: Any, *, sites: tuple[Site, ...], defe
     if not deferred and ctx.module_context.lowering_parameters.for_export:
         # Say what to export now, rather than fail when the export is serialized.
         first = sites[0] if sites else Site("?")
-        Error.EXPORT_NEEDS_CHECKIFY.raise_(what="a value op" if len(sites) == 1 else "jta.throw",
+        # (a site is a TensorArray's or an imported node's: named as it names itself)
+        Error.EXPORT_NEEDS_CHECKIFY.raise_(what="the check of" if len(sites) == 1 else "jta.throw, for the checks of",
                                            name=first.name, where=first.where or "unknown")
     if deferred:
         return []

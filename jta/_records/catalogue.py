@@ -264,7 +264,7 @@ class Error(Message):
                              "JAX primitive '{primitive}' (it has no rule for it). Apply jta.checkify to the "
                              "function you pass to it, and return or jta.throw its ErrorRecord there.")  # jta
     EXPORT_NEEDS_CHECKIFY = (134, _Unimplemented, "jax.export cannot serialize the host callback through which "
-                             "{what} of TensorArray {name} raises its error in compiled code (at {where}). Export "
+                             "{what} {name} raises its error in compiled code (at {where}). Export "
                              "jax.jit(jta.checkify(f)) instead: its ErrorRecord output carries the errors as data, and "
                              "jta.throw(errors) raises them after the call.")  # jta
     OUTPUT_NOT_JAX_TYPE = (135, TypeError, "function {function} traced for jta.checkify returned a value of type "
