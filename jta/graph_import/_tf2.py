@@ -113,8 +113,12 @@ def _import_concrete(concrete: Any, tf: Any, pad_stacks: bool, with_updates: boo
     lib = Library(graph_def.library)
     by_handle = {id(v.handle): v for v in concrete.variables}
     captured = {id(ext): internal for ext, internal in concrete.graph.captures}
-    unlisted = {i for i, internal in captured.items() if i not in by_handle and internal.dtype == tf.resource}
-    if unlisted:  # (a resource the function does not list: a variable a legacy optimizer made while traced)
+    # a resource the function does not list but reads as a variable (one a legacy optimizer made while traced;
+    # not a lookup table or a summary writer, whose Python objects the walk must not touch)
+    read = {source for node in nodes.values() if "Variable" in node.op or node.op.startswith("Resource")
+            for source, _ in node.inputs}
+    unlisted = {i for i, internal in captured.items() if i not in by_handle and internal.op.name in read}
+    if unlisted:
         by_handle.update(captured_variables(unlisted, roots, tf.Variable))
     variables: dict[str, Any] = {}
     for ext_id, internal in captured.items():
