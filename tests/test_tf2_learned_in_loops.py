@@ -176,10 +176,8 @@ def _bounded(place: str) -> Any:
 @pytest.mark.parametrize("place", ["mask", pytest.param("inner_stack", marks=pytest.mark.long_only)])  # (20 s)
 def test_counts_that_differ_between_the_steps_of_a_short_bounded_loop_are_learned_per_step(place: str) -> None:
     """A loop of at most 64 steps whose trip count the data decides runs its steps unrolled, each under its
-    condition, where its body learns a size: each step learns its own (the scan it would be shares one).
-    Its train step keeps each step's rows for the backward loop, which pops them at steps the data decides:
-    one buffer cannot hold rows of other shapes, so a loop that pushes (a tape's forward) is not unrolled
-    (its steps would learn their sizes only to be refused), and it is refused, naming the eager call."""
+    condition, where a run saw its body's size differ between steps: each step learns its own (the scan
+    it would be shares one)."""
     f = _bounded(place)
     args = (np.array([0.5, -1.0, 2.0, 1.5, -0.5, 3.0], np.float32), np.float32(0.9))
     fn, params = jta.import_function(f, *args)
@@ -193,6 +191,15 @@ def test_counts_that_differ_between_the_steps_of_a_short_bounded_loop_are_learne
     grad = jta.checked(jax.jit(jax.grad(lambda w: fn(params, args[0], w))))(args[1])
     np.testing.assert_allclose(grad, tape.gradient(loss, w).numpy(), rtol=1e-5)
 
+
+@pytest.mark.long_only  # (3 s)
+@pytest.mark.parametrize("place", ["mask", "inner_stack"])
+def test_a_train_step_through_a_short_bounded_loop_of_differing_counts_is_refused(place: str) -> None:
+    """The tape keeps each step's rows for the backward loop, which pops them at steps the data decides:
+    one buffer cannot hold rows of other shapes, so a loop that pushes (a tape's forward) is not unrolled
+    (its steps would learn their sizes only to be refused), and it is refused, naming the eager call."""
+    f = _bounded(place)
+    args = (np.array([0.5, -1.0, 2.0, 1.5, -0.5, 3.0], np.float32), np.float32(0.9))
     step = tape_step(f, args, (1,))
     fn, params = jta.import_function(step, *args)
     for got, want in zip(fn(params, *args), step(*args), strict=True):
