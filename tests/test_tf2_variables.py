@@ -226,7 +226,8 @@ def test_an_optimizer_whose_variable_the_function_does_not_list_updates_it() -> 
     def step(x: Any) -> Any:
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean((model(x) - 1.0) ** 2)
-        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables,
+                                      strict=True))
         return loss
 
     x = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
