@@ -20,7 +20,7 @@ from .._delivery import value_ops
 from ._messages import GraphError
 from ._nodes import Node
 from ._ops import is_static, static_value
-from ._ops_checks import invalid
+from ._ops_checks import invalid, shape_text
 
 __all__ = ["VARIANT", "TList"]
 
@@ -134,10 +134,6 @@ def split_offsets(node: Node, lengths: Any, size: int) -> np.ndarray:
     if end != size:
         misuse(node, f"Unused values in tensor. Length of tensor: {size} Values used: {end}")
     return np.concatenate([[0], np.cumsum(lengths)]).astype(int)
-
-
-def shape_text(shape: Any) -> str:
-    return "<unknown>" if shape is None else "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def set_shapes(parts: tuple[Any, ...]) -> set[tuple[int, ...]]:

@@ -234,18 +234,15 @@ def _cast_op(node: Node, args: list[Any]) -> list[Any]:
 def _product_shapes(node: Node, a: tuple[int, ...], b: tuple[int, ...], flags: tuple[bool, bool], batch: bool) -> None:
     """``MatMul``'s and ``BatchMatMul``'s shape checks, in their kernels' order and texts (shapes as given,
     before any transpose; ``flags``: ``transpose_a``/``adj_x`` and the other)."""
-    for k, shape in enumerate((a, b)):
-        if len(shape) < 2 or (not batch and len(shape) != 2):
-            _ops_checks.invalid(node, f"In[{k}] ndims must be >= 2" + (f": {len(shape)}" if batch else ""))
     if batch:
-        try:
-            np.broadcast_shapes(a[:-2], b[:-2])
-        except ValueError:
-            _ops_checks.invalid(node, "In[0] and In[1] must have compatible batch dimensions: "
-                                      f"[{_ops_checks.dims(a)}] vs. [{_ops_checks.dims(b)}]")
+        _ops_checks.matrix_ranks(node, a, b)
+        _ops_checks.matrix_batches(node, a, b)
+    for k, shape in enumerate((a, b)):  # (MatMul's text: without the rank)
+        if len(shape) != 2 and not batch:
+            _ops_checks.invalid(node, f"In[{k}] ndims must be >= 2")
     if a[-2 if flags[0] else -1] != b[-1 if flags[1] else -2]:
-        _ops_checks.invalid(node, f"Matrix size-incompatible: In[0]: [{_ops_checks.dims(a)}], In[1]: "
-                                  f"[{_ops_checks.dims(b)}]" + (f" {int(flags[0])} {int(flags[1])}" if batch else ""))
+        _ops_checks.invalid(node, f"Matrix size-incompatible: In[0]: {_ops_checks.shape_text(a)}, In[1]: "
+                                  f"{_ops_checks.shape_text(b)}" + (f" {int(flags[0])} {int(flags[1])}" if batch else ""))
 
 
 @_reg("MatMul")

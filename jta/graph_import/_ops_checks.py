@@ -313,7 +313,7 @@ def reshape(node: Node, shape: Any, size: int) -> tuple[int, ...]:
 def multiples(node: Node, reps: Any, rank: int) -> tuple[int, ...]:
     """``Tile``'s multiples: one per dimension, each non-negative."""
     if np.ndim(reps) != 1:
-        invalid(node, f"Expected multiples to be 1-D, but got shape {_shape_text(np.shape(reps))}")
+        invalid(node, f"Expected multiples to be 1-D, but got shape {shape_text(np.shape(reps))}")
     if np.size(reps) != rank:
         invalid(node, f"Expected multiples argument to be a vector of length {rank} but got length {np.size(reps)}")
     reps = tuple(int(r) for r in np.reshape(reps, -1))
@@ -362,9 +362,10 @@ def assertion(node: Node, condition: Any, data: list[Any], summarize: int) -> No
 
 
 # -- argument lengths and ranges of the shape ops (decided while tracing) ----------------------
-def _shape_text(shape: Any) -> str:
-    """A shape as TensorFlow's ``TensorShape::DebugString`` writes it (``[2,3]``)."""
-    return f"[{dims(shape)}]"
+def shape_text(shape: Any) -> str:
+    """A shape as TensorFlow's ``PartialTensorShape::DebugString`` writes it (``[2,3]``; an unknown dimension
+    ``?``, an unknown rank ``<unknown>``)."""
+    return "<unknown>" if shape is None else "[" + ",".join("?" if d is None else str(int(d)) for d in shape) + "]"
 
 
 def _values_text(v: Any) -> str:
@@ -372,11 +373,26 @@ def _values_text(v: Any) -> str:
     return f"[{' '.join(str(int(d)) for d in np.reshape(v, -1))}]"
 
 
+def matrix_ranks(node: Node, a: tuple[int, ...], b: tuple[int, ...]) -> None:
+    """The operands of a batched matrix op (``BatchMatMul``, ``MatrixTriangularSolve``): each of rank >= 2."""
+    for k, shape in enumerate((a, b)):
+        if len(shape) < 2:
+            invalid(node, f"In[{k}] ndims must be >= 2: {len(shape)}")
+
+
+def matrix_batches(node: Node, a: tuple[int, ...], b: tuple[int, ...]) -> None:
+    """Their batch dimensions broadcast (TensorFlow's ``MatMulBCast``)."""
+    try:
+        np.broadcast_shapes(a[:-2], b[:-2])
+    except ValueError:
+        invalid(node, f"In[0] and In[1] must have compatible batch dimensions: {shape_text(a)} vs. {shape_text(b)}")
+
+
 def slice_lengths(node: Node, begin: Any, size: Any, rank: int) -> None:
     """``Slice``'s begin and size: vectors of one entry per dimension."""
     if np.ndim(begin) != 1 or np.ndim(size) != 1 or np.size(begin) != rank or np.size(size) != rank:
         invalid(node, f"Expected begin and size arguments to be 1-D tensors of size {rank}, but got shapes "
-                       f"{_shape_text(np.shape(begin))} and {_shape_text(np.shape(size))} instead.")
+                       f"{shape_text(np.shape(begin))} and {shape_text(np.shape(size))} instead.")
 
 
 def strided_lengths(node: Node, begin: Any, end: Any, strides: Any) -> None:
@@ -384,7 +400,7 @@ def strided_lengths(node: Node, begin: Any, end: Any, strides: Any) -> None:
     shapes = [np.shape(v) for v in (begin, end, strides)]
     if any(len(s) != 1 for s in shapes) or len({s[0] for s in shapes}) != 1:
         invalid(node, f"Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
-                       f"{_shape_text(shapes[0])}, {_shape_text(shapes[1])}, and {_shape_text(shapes[2])} instead.")
+                       f"{shape_text(shapes[0])}, {shape_text(shapes[1])}, and {shape_text(shapes[2])} instead.")
     known = known_now(strides)
     for k, stride in enumerate(np.reshape(known, -1).tolist() if known is not None else ()):
         if stride == 0:
@@ -433,10 +449,10 @@ def paddings(node: Node, pads: Any, shape: tuple[int, ...]) -> None:
     """A pad's paddings: a ``[rank, 2]`` matrix; for ``Pad``, each entry non-negative (a mirror pad checks
     its own, :func:`mirror_padding`)."""
     if np.ndim(pads) != 2 or np.shape(pads)[1] != 2:
-        invalid(node, f"paddings must be a matrix with 2 columns: {_shape_text(np.shape(pads))}")
+        invalid(node, f"paddings must be a matrix with 2 columns: {shape_text(np.shape(pads))}")
     if np.shape(pads)[0] != len(shape):
-        invalid(node, f"The first dimension of paddings must be the rank of inputs{_shape_text(np.shape(pads))}"
-                       f"{',' if node.op == 'MirrorPad' else ''} {_shape_text(shape)}")
+        invalid(node, f"The first dimension of paddings must be the rank of inputs{shape_text(np.shape(pads))}"
+                       f"{',' if node.op == 'MirrorPad' else ''} {shape_text(shape)}")
     for before, after in np.asarray(pads).tolist() if not node.op.startswith("MirrorPad") else ():
         if before < 0 or after < 0:
             invalid(node, f"Paddings must be non-negative: {before} {after}")
@@ -508,8 +524,8 @@ def set_diagonals(node: Node, k: tuple[int, int], shape: tuple[int, ...], diagon
     if tuple(diagonal) != expected:
         invalid(node, "Either first dimensions of diagonal don't match input.shape[:-2], or diagonal.shape[:-1] is "
                        "not equal to the longests diagonal in range [lower_diag_index:upper_diag_index].\nInput "
-                       f"shape: {_shape_text(shape)}\nDiagonal shape: {_shape_text(diagonal)}\nExpected diagonal "
-                       f"shape: {_shape_text(expected)}")
+                       f"shape: {shape_text(shape)}\nDiagonal shape: {shape_text(diagonal)}\nExpected diagonal "
+                       f"shape: {shape_text(expected)}")
 
 
 def diagonal_matrix(node: Node, k: tuple[int, int], diagonal: tuple[int, ...], rows: int, cols: int) -> None:
@@ -536,14 +552,14 @@ def scatter_shapes(node: Node, indices: tuple[int, ...], updates: tuple[int, ...
     none into an empty ``shape``."""
     outer = len(indices) - 1
     if tuple(updates[:outer]) != tuple(indices[:outer]):
-        invalid(node, f"Dimensions [0,{outer}) of indices[shape={_shape_text(indices)}] must match dimensions "
-                       f"[0,{outer}) of updates[shape={_shape_text(updates)}]")
+        invalid(node, f"Dimensions [0,{outer}) of indices[shape={shape_text(indices)}] must match dimensions "
+                       f"[0,{outer}) of updates[shape={shape_text(updates)}]")
     depth = indices[-1]
     if len(updates) - outer != len(shape) - depth or tuple(updates[outer:]) != tuple(shape[depth:]):
-        invalid(node, f"Dimensions [{depth},{len(shape)}) of input[shape={_shape_text(shape)}] must match "
-                       f"dimensions [{outer},{len(updates)}) of updates[shape={_shape_text(updates)}]")
+        invalid(node, f"Dimensions [{depth},{len(shape)}) of input[shape={shape_text(shape)}] must match "
+                       f"dimensions [{outer},{len(updates)}) of updates[shape={shape_text(updates)}]")
     if not np.prod(shape) and (np.prod(indices) or np.prod(updates)):
-        invalid(node, f"Indices and updates specified for empty output.  indices shape: {_shape_text(indices)}")
+        invalid(node, f"Indices and updates specified for empty output.  indices shape: {shape_text(indices)}")
 
 
 def axis_in(node: Node, axis: int, rank: int, text: str) -> int:
@@ -561,11 +577,11 @@ def concat_axis(node: Node, axis: int, shapes: list[tuple[int, ...]]) -> int:
                                      f"but got {axis}")
     for i, shape in enumerate(shapes):
         if len(shape) != rank:
-            invalid(node, f"ConcatOp : Ranks of all input tensors should match: shape[0] = {_shape_text(shapes[0])} "
-                           f"vs. shape[{i}] = {_shape_text(shape)}")
+            invalid(node, f"ConcatOp : Ranks of all input tensors should match: shape[0] = {shape_text(shapes[0])} "
+                           f"vs. shape[{i}] = {shape_text(shape)}")
         for j in (j for j in range(rank) if j != axis and shape[j] != shapes[0][j]):
             invalid(node, f"ConcatOp : Dimension {j} in both shapes must be equal: shape[0] = "
-                           f"{_shape_text(shapes[0])} vs. shape[{i}] = {_shape_text(shape)}")
+                           f"{shape_text(shapes[0])} vs. shape[{i}] = {shape_text(shape)}")
     return axis
 
 
@@ -596,7 +612,7 @@ def broadcast(node: Node, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, 
     out = []
     for x, y in zip((1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b), strict=True):
         if x != y and 1 not in (x, y):
-            invalid(node, f"Incompatible shapes: {_shape_text(a)} vs. {_shape_text(b)}")
+            invalid(node, f"Incompatible shapes: {shape_text(a)} vs. {shape_text(b)}")
         out.append(y if x == 1 else x)
     return tuple(out)
 
@@ -629,4 +645,4 @@ def strided_grad(node: Node, shape: tuple[int, ...], index: tuple[Any, ...], dy:
     if all(isinstance(i, (int, slice, type(None), type(Ellipsis))) for i in index):
         expected = np.broadcast_to(np.zeros((), np.int8), shape)[index].shape
         if expected != tuple(dy):
-            invalid(node, f"shape of dy was {_shape_text(dy)} instead of {_shape_text(expected)}")
+            invalid(node, f"shape of dy was {shape_text(dy)} instead of {shape_text(expected)}")

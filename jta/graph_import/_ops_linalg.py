@@ -79,27 +79,17 @@ def _cholesky(node: Node, args: list[Any]) -> list[Any]:
     return [jax.lax.linalg.cholesky(_hermitian_from_lower(args[0], hermitian_tangent=True), symmetrize_input=False)]
 
 
-def _shape_text(shape: tuple[int, ...]) -> str:
-    return "[" + _ops_checks.dims(shape) + "]"  # (TensorShape::DebugString)
-
-
 def _triangular_shapes(node: Node, a: tuple[int, ...], b: tuple[int, ...], lower: bool, adjoint: bool) -> None:
     """``MatrixTriangularSolve``'s checks (``matrix_triangular_solve_op_impl.h``), in its order: ranks,
     a square matrix, batch dimensions that broadcast, as many rows in ``b`` as ``A`` has columns (also
     ``tf.linalg.cholesky_solve``'s, which is two of these solves). Shapes are static: decided while tracing."""
-    for k, shape in enumerate((a, b)):
-        if len(shape) < 2:
-            _ops_checks.invalid(node, f"In[{k}] ndims must be >= 2: {len(shape)}")
+    _ops_checks.matrix_ranks(node, a, b)
     if a[-1] != a[-2]:
         _ops_checks.invalid(node, f"In[0] matrices in the last dimensions must be square ({a[-1]} =/= {a[-2]})")
-    try:
-        np.broadcast_shapes(a[:-2], b[:-2])
-    except ValueError:
-        _ops_checks.invalid(node, "In[0] and In[1] must have compatible batch dimensions: "
-                                  f"{_shape_text(a)} vs. {_shape_text(b)}")
+    _ops_checks.matrix_batches(node, a, b)
     if a[-1] != b[-2]:
-        _ops_checks.invalid(node, f"In[0] mismatch In[1] shape: {a[-1]} vs. {b[-2]}: {_shape_text(a)} "
-                                  f"{_shape_text(b)} {int(lower)} {int(adjoint)}")
+        _ops_checks.invalid(node, f"In[0] mismatch In[1] shape: {a[-1]} vs. {b[-2]}: {_ops_checks.shape_text(a)} "
+                                  f"{_ops_checks.shape_text(b)} {int(lower)} {int(adjoint)}")
 
 
 @_reg("MatrixTriangularSolve")
