@@ -21,6 +21,7 @@ import collections
 import gc
 import sys
 import types
+from collections.abc import Callable
 from typing import Any, Optional
 
 # how far the walk from the function goes (function -> global -> object -> attribute -> container), and
@@ -68,7 +69,7 @@ def _keras_paths(variables: list[Any], roots: Optional[tuple[Any, ...]]) -> dict
         if isinstance(path, str) and path and ids.get(id(held)) is held:
             found.setdefault(id(held), set()).add(path)
 
-    reached, keras_seen = ([], False) if roots is None else _reached(roots, keras_variable)
+    reached, keras_seen = ([], False) if roots is None else _reached(roots, lambda obj: isinstance(obj, keras_variable))
     for obj in reached:
         claim(obj)
     if roots is None or (keras_seen and len(found) < len(ids)):
@@ -91,11 +92,9 @@ def captured_variables(handles: set[int], roots: Optional[tuple[Any, ...]], vari
     return found
 
 
-def _reached(roots: tuple[Any, ...], wanted: Any) -> tuple[list[Any], bool]:
-    """The ``wanted`` objects (a type: its instances, or a predicate) among those the function reaches
-    (breadth first, within ``_DEPTH`` steps and ``_VISITS`` objects), and whether it reaches any Keras
-    object."""
-    is_wanted = (lambda obj: isinstance(obj, wanted)) if isinstance(wanted, type) else wanted
+def _reached(roots: tuple[Any, ...], wanted: Callable[[Any], bool]) -> tuple[list[Any], bool]:
+    """The objects the function reaches that are ``wanted`` (breadth first, within ``_DEPTH`` steps and
+    ``_VISITS`` objects), and whether it reaches any Keras object."""
     out: list[Any] = []
     keras_seen = False
     seen: set[int] = set()
@@ -105,11 +104,11 @@ def _reached(roots: tuple[Any, ...], wanted: Any) -> tuple[list[Any], bool]:
         if isinstance(obj, _LEAVES) or id(obj) in seen:
             continue
         seen.add(id(obj))
-        if is_wanted(obj):
+        keras = (getattr(type(obj), "__module__", None) or "").startswith("keras.")
+        keras_seen = keras_seen or keras
+        if wanted(obj):
             out.append(obj)
-            keras_seen = keras_seen or (getattr(type(obj), "__module__", None) or "").startswith("keras.")
-        elif (getattr(type(obj), "__module__", None) or "").startswith("keras."):
-            keras_seen = True
+        elif keras:
             todo.extend((v, depth + 1) for v in _keras_state(obj))
         elif depth < _DEPTH:
             todo.extend((c, depth + 1) for c in _children(obj))
