@@ -264,11 +264,12 @@ def _scan(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], st
             # ask for its own sizes)
             return jax.lax.cond(truth(c), lambda c: step_body(c), lambda c: c, c)
 
-        out = carry
-        for k in range(steps if unrolled else 0):
-            with capacities.at_site(k):
-                out = guarded(out)
-        if not unrolled:
+        if unrolled:
+            out = carry
+            for k in range(steps):
+                with capacities.at_site(k):
+                    out = guarded(out)
+        else:
             out, _ = jax.lax.scan(lambda c, _: (guarded(c), None), carry, None, length=steps)
     result = merge(out)  # (and the variables' values after the loop)
     ev.assigned.update(assigned)
