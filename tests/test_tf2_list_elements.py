@@ -135,6 +135,7 @@ if __name__ == "__main__":  # the table of every program's outcomes: python -m t
         print("ok  " if same else "DIFF", "-".join(case), out["tf"], "" if same else f"jta: {out['eager']} {out['jit']}")
 
 
+@pytest.mark.long_only  # (5 s; test_tf2_learned_in_loops keeps the refusal of sizes that vary by default)
 def test_steps_of_other_element_shapes_in_a_loop_are_refused_not_called_misuse():
     """Red-team batch 16: a train step collecting each step's ``boolean_mask`` rows (a count the data decides)
     in a ``TensorArray(element_shape=[None])`` ran eagerly and, under ``jta.checked``, failed with TensorFlow's
