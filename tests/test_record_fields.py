@@ -158,6 +158,7 @@ NOT_USER_VALUES = {
     Error.LOOP_STACK_UNPLANNED: "jta's counts (the steps run and the stacks' rows)",
     Error.ARRAY_SIZE_LEARNED: "jta's sizes and plan number",
     Error.RESULT_SIZE_LEARNED: "jta's sizes and plan number",
+    Error.LOOP_STEPS_LEARNED: "jta's trip counts (at most 129 in magnitude) and plan number",
 }
 # Reached by a kind, but their user fields never hold an extreme: a length past the rows fails
 # SPLIT_SUM (or NEGATIVE_SPLIT_LENGTH) first, so these hold lengths in [0, rows].

@@ -30,7 +30,7 @@ from .._records.catalogue import Error
 from .._records.primitives import emit
 from .array import ArrayData, known_size
 
-__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused", "SizeProbe", "at_site"]
+__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_count", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused", "SizeProbe", "at_site"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 UNPLANNED = -1  # the number of a loop whose stacks no plan sizes (see :func:`rows_for`)
@@ -239,6 +239,17 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool
     code = message or (Error.ARRAY_SIZE_LEARNED if stack else Error.RESULT_SIZE_LEARNED)
     emit(records.record(records.no_error(), size != guess, code, size, guess, number), name, None, deferred=False)
     return guess
+
+
+def learned_count(key: Hashable) -> Optional[tuple[int, Optional[int]]]:
+    """``(number, count)`` for a count that ``key`` (at this :func:`at_site`) learns at run time and needs
+    before it can trace what computes it (the trip count of a loop whose variables change shape, which is
+    unrolled to it): ``count`` is ``None`` until a run reported one (with :func:`learned_rows` of
+    ``number``). ``None`` outside a plan; inside :func:`learning_refused`, raises :class:`LearnsPerStep`."""
+    if _REFUSED.get() is True and active():
+        raise LearnsPerStep(f"{key}: a count learned at run time inside a loop body traced for all its steps")
+    numbered = _numbered((_SITE.get(), key))
+    return None if numbered is None else (numbered[1], learned_size(numbered[1]))
 
 
 def learned_size(number: int, kind: str = "size") -> Optional[int]:

@@ -518,12 +518,15 @@ class _Given:
 jax.tree_util.register_pytree_node(_Given, lambda given: ((), given), lambda given, _: cast(Any, Static(given.value)))
 
 
-_SIZE_LEARNED = (Error.ARRAY_SIZE_LEARNED.code, Error.RESULT_SIZE_LEARNED.code)
+_SIZE_LEARNED = (Error.ARRAY_SIZE_LEARNED.code, Error.RESULT_SIZE_LEARNED.code, Error.LOOP_STEPS_LEARNED.code)
 
 
 def _sizes_reported(record: np.ndarray) -> set[capacities.Key]:
-    """The size that a (concrete, learned from) ``record`` says a ``stack()`` returns, if it is one."""
-    return {("size", int(record[3]))} if code_of(int(record[0])) in _SIZE_LEARNED else set()
+    """The size that a (concrete, learned from) ``record`` says a ``stack()`` returns, if it is one. A
+    negative size is not one: a loop unrolled to a learned trip count ran past its steps (a lower bound,
+    which the next run may raise again or replace by the count; see ``_growing_loops``)."""
+    return {("size", int(record[3]))} if code_of(int(record[0])) in _SIZE_LEARNED and int(record[1]) >= 0 \
+        else set()
 
 
 def _learned(record: np.ndarray, sites: tuple[Site, ...], plan: dict[capacities.Key, int]

@@ -365,6 +365,14 @@ class Error(Message):
                            "step learns its own; an eager call runs any loop step by step; an import with "
                            "pad_stacks=True pads a stack of a loop's rows that is only summed).",
                            ("size", "guess", "plan"))  # jta
+    LOOP_STEPS_LEARNED = (508, _Unimplemented, "Loop {name}: its variables change shape from step to step, so "
+                          "jta.checked unrolls it to the trip count a run takes (the data decides it), which it "
+                          "learns and compiles for; this run's count ({size}; -s: more steps than unrolled, s to "
+                          "unroll next) is not the one compiled for ({guess}; -s: s steps unrolled before a run "
+                          "told it); here it cannot (the function was called through jta.checkify or with donated "
+                          "arguments, or the count differs between the runs of this loop in one call, as inside "
+                          "another loop's body or between the members of a jax.vmap batch): call it through "
+                          "jta.checked without donation, or eagerly.", ("size", "guess", "plan"))  # jta
 
 
 def _wide(fields: dict[str, int]) -> dict[str, int]:

@@ -38,7 +38,10 @@ from jax.core import Tracer
 from .. import errors
 from .._core import capacities
 from ..loops import unbounded_while_loop
+from . import _growing_loops
 from ._functions import UNKNOWN, Body, Bounded, Evaluator, Var, concrete
+from ._growing_loops import MAX_STEPS as MAX_UNROLL
+from ._growing_loops import ShapeChanges
 from ._list_value import value_key
 from ._lists import VARIANT, AtMost, TList, materialize, rows, sized_by_plan
 from ._messages import GraphError
@@ -49,7 +52,6 @@ from ._random_kernels import key_of
 __all__ = ["run", "PROBE_LIMIT"]
 
 PROBE_LIMIT = 10_000  # probe steps before a loop counts as unbounded
-MAX_UNROLL = 64  # a loop of at most this many steps that cannot be a lax.scan is unrolled
 
 
 def _is_const(v: Any) -> bool:
@@ -197,9 +199,13 @@ def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], ste
         # A short bounded loop whose body learns a size that differed between steps (an inner loop's stack,
         # a mask's rows): its steps unrolled, each under its condition, each learning its own
         return _scan(ev, node, cond, body, args, steps, exact, final, assigned, unrolled=True)
-    except (errors.UnimplementedError, errors.InvalidArgumentError):
+    except (errors.UnimplementedError, errors.InvalidArgumentError, ShapeChanges) as failure:
         if not (short or _concrete(args)):
-            raise
+            if not isinstance(failure, ShapeChanges):
+                raise
+            if exact or assigned:  # (a static trip count past MAX_UNROLL; variables the steps assign)
+                _growing_loops.refuse(node, failure, "" if exact else " (and the loop assigns variables)")
+            return _growing_loops.run_learned(ev, node, cond, body, args, steps, failure)
         # The body needs static what its step decides: a static value of the carry (an inner loop's trip
         # count, a list's length) or a size its data decides (a Where's count, which jta.checked learns
         # and which may differ between steps). A short loop is unrolled, so each step has its own; an
@@ -491,9 +497,5 @@ def _like(node: Node, new: Any, old: Any) -> Any:
         return jax.tree_util.tree_map(lambda n, o: jnp.asarray(n).astype(o.dtype), new, old)
     value = jnp.asarray(new).astype(old.dtype)
     if value.shape != old.shape:
-        GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what=(
-            f"a loop variable changes shape from {old.shape} to {value.shape} (shape_invariants, as a cache "
-            "grown by tf.concat); a lax loop needs fixed shapes. The ways out: a static trip count of at most "
-            f"{MAX_UNROLL} steps (the loop is then unrolled), an eager call (concrete arguments: the loop runs "
-            "step by step), or a tf.TensorArray written at the step in place of the growing tensor."))
+        raise ShapeChanges(old.shape, value.shape)
     return value
