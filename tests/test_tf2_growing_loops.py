@@ -130,3 +130,35 @@ def test_a_bounded_loop_stops_at_its_bound_and_checkify_cannot_learn() -> None:
     with pytest.raises(jta.errors.UnimplementedError) as info:
         jax.jit(jta.checkify(fn))(params, X)
     assert GraphError.TF2_LOOP.matches(info.value)
+
+
+def test_a_kv_cache_train_step_with_an_array_of_the_argument_size_for_counts_up_and_down() -> None:
+    """Red-team batch 20: a decoder growing K/V caches for ``n`` steps (an argument) and writing each step's
+    output into a ``TensorArray(size=n)``, in a train step: the tape's loop reads the array's list backwards
+    from the forward's last step, so the count must be known before that is traced (a probe). Counts at the
+    probe's depth (8, which once reran the probe for ever), below and past it, and back."""
+    r = np.random.default_rng(0)
+    wq, wk, wv = (tf.Variable(r.normal(size=(4, 4)).astype(np.float32) * 0.5, name=n) for n in "qkv")
+
+    @tf.function
+    def step(h: Any, n: Any) -> Any:
+        with tf.GradientTape() as tape:
+            k, v = tf.zeros([0, 4]), tf.zeros([0, 4])
+            outs = tf.TensorArray(tf.float32, size=n)
+            for t in tf.range(n):
+                tf.autograph.experimental.set_loop_options(
+                    shape_invariants=[(k, tf.TensorShape([None, 4])), (v, tf.TensorShape([None, 4]))])
+                k, v = tf.concat([k, h[None] @ wk], 0), tf.concat([v, h[None] @ wv], 0)
+                a = tf.nn.softmax(tf.squeeze(k @ tf.transpose(h[None] @ wq), 1) / 2.0)
+                h = tf.tanh(tf.reduce_sum(a[:, None] * v, 0) + h)
+                outs = outs.write(t, h)
+            loss = tf.reduce_sum(outs.stack() ** 2) + tf.reduce_sum(k)
+        return (loss, *tape.gradient(loss, [wq, wk, wv]))
+
+    h = r.normal(size=4).astype(np.float32)
+    fn, params = jta.import_function(step, h, np.int32(5))
+    run = jta.checked(jax.jit(fn))
+    for n in (8, 3, 9, 8) if budget.long_run() else (8, 3):
+        got, want = run(params, h, np.int32(n)), step(h, np.int32(n))
+        for g, t in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.asarray(g), t.numpy(), rtol=1e-4, atol=1e-6)

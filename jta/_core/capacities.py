@@ -30,7 +30,7 @@ from .._records.catalogue import Error
 from .._records.primitives import emit
 from .array import ArrayData, known_size
 
-__all__ = ["Plan", "active", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_count", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused", "SizeProbe", "at_site"]
+__all__ = ["Plan", "active", "probing", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_count", "probed_count", "CountNeeded", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused", "SizeProbe", "at_site"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 UNPLANNED = -1  # the number of a loop whose stacks no plan sizes (see :func:`rows_for`)
@@ -102,6 +102,12 @@ def at_site(site: Hashable) -> Iterator[None]:
         yield
     finally:
         _SITE.reset(token)
+
+
+def probing() -> bool:
+    """Whether the trace is a probe's (:func:`planned` with ``probe=``: a program that returns sizes)."""
+    plan = _PLAN.get()
+    return plan is not None and plan.probe is not None
 
 
 def active() -> bool:
@@ -241,15 +247,40 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool
     return guess
 
 
+class CountNeeded(Exception):
+    """Raised by what needs count ``number`` (:func:`learned_count`) before it can trace on, where no run
+    told it yet: ``jta.checked`` learns it from a program that stops where it is computed (a probe, see
+    :func:`planned`), or, where no probe can (``("unprobed", number)`` in the plan), from the whole trace."""
+
+    def __init__(self, number: int):
+        super().__init__(f"count {number} needed (jta.checked catches this)")
+        self.number = number
+
+
 def learned_count(key: Hashable) -> Optional[tuple[int, Optional[int]]]:
     """``(number, count)`` for a count that ``key`` (at this :func:`at_site`) learns at run time and needs
-    before it can trace what computes it (the trip count of a loop whose variables change shape, which is
-    unrolled to it): ``count`` is ``None`` until a run reported one (with :func:`learned_rows` of
-    ``number``). ``None`` outside a plan; inside :func:`learning_refused`, raises :class:`LearnsPerStep`."""
+    before it can trace what follows it (the trip count of a loop whose variables change shape, which is
+    unrolled to it): ``count`` is ``None`` until a run reported one (:func:`learned_rows` of ``number``).
+    ``None`` outside a plan; inside :func:`learning_refused`, raises :class:`LearnsPerStep`."""
     if _REFUSED.get() is True and active():
         raise LearnsPerStep(f"{key}: a count learned at run time inside a loop body traced for all its steps")
     numbered = _numbered((_SITE.get(), key))
     return None if numbered is None else (numbered[1], learned_size(numbered[1]))
+
+
+def probed_count(number: int, count: Any) -> bool:
+    """In a probe (:func:`planned` with ``probe=``): hand out ``count`` (traced) as ``number``'s size, and
+    stop the trace there (:class:`SizeProbe`) when ``number`` is what the probe is for. Whether the trace is
+    a probe's (``False``: it is not, and nothing happened)."""
+    plan = _PLAN.get()
+    if plan is None or plan.probe is None:
+        return False
+    while hasattr(count, "primal"):  # (under jax.grad: the count is the primal's)
+        count = count.primal
+    plan.probed[number] = count
+    if plan.probe == number:
+        raise SizeProbe(plan.probed)
+    return True
 
 
 def learned_size(number: int, kind: str = "size") -> Optional[int]:

@@ -337,6 +337,19 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                     outcome = failure
                 else:
                     outcome = (None if errors is None else ErrorRecord(*_unpacked(errors)), out, None)
+            if isinstance(outcome, capacities.CountNeeded):  # a loop unrolled to a count the data decides
+                # learned from a program up to the loop's end (after the sizes guessed before it, each from
+                # its own probe); where none can be had, from the whole trace, the loop's steps guarded
+                number = outcome.number
+                before = [n for n in guessed.get(plan_key(learned), ()) if n != number and ("size", n) not in learned]
+                sizes = probed(before[0] if before else number, args, kwargs, guesses_before=False)
+                if sizes is None or number not in sizes and not before or \
+                        sizes.get(number) == learned.get(("size", number)):  # (nothing new: never for ever)
+                    learned = {**learned, ("unprobed", number): 1}
+                for n, size in (sizes or {}).items():
+                    learned = capacities.sized(learned, n, size)
+                probed_now, program, outcome = probed_now | set(sizes or ()), None, None
+                continue
             if isinstance(outcome, UnimplementedError):  # a dynamic_size array written at a traced index
                 number = getattr(outcome, "plan_number", None)
                 if number is None or ("rows", number) in learned:

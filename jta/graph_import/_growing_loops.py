@@ -5,16 +5,21 @@ steps) has no ``lax`` loop: a ``lax`` loop's carry keeps one shape. Where the tr
 the loop is unrolled (:mod:`._tf2_loops`); where the data decides it, the shapes after the loop
 depend on the data, so no single program computes them, but one program per trip count does, as
 ``jax.jit`` compiles one per shape. Under ``jta.checked`` the loop is therefore unrolled to a
-trip count learned at run time (``jta._core.capacities``): a run whose loop ends before the steps
-unrolled reports its count, one that runs past them reports that it did (as the size ``-s``: unroll
-``s`` steps next, twice as many, up to :data:`MAX_STEPS`), and ``jta.checked`` compiles for it and
-reruns. A run whose count is the one unrolled reports nothing, and returns TensorFlow's shapes.
+trip count learned at run time (``jta._core.capacities``). Until a run told it, the trace stops at
+the loop (:class:`~jta._core.capacities.CountNeeded`), and a program up to the loop's end (a
+*probe*) unrolls :data:`FIRST_STEPS` steps and returns the count, or ``-s`` where the loop ran past
+them (``s`` steps next, twice as many, up to :data:`MAX_STEPS`); then the whole function is traced
+with the loop unrolled to the count. A later run of another count reports it (code 508), and
+``jta.checked`` compiles for it and reruns, as for any size it learns. Where no probe reaches the
+loop (inside a loop body, a branch, a nested ``jit``), the whole trace unrolls the steps instead.
 
 Each step runs under ``lax.cond`` of the loop not having ended yet: a run whose count is smaller
 than the steps unrolled must not run steps TensorFlow never runs (an inner loop of such a step could
-run for ever, and a check of its could fail); its report is recorded before them, so it is the
-one the run reports. What a step leaves static (a counter) stays static after it, as in an unrolled
-loop of a static trip count: a tape's gradient loop then runs as many steps, unrolled too.
+run for ever, and a check of its could fail). The count is reported right after the loop, before
+anything that follows it reports. What a step leaves static (a counter) stays static after it, as
+in an unrolled loop of a static trip count: a tape's gradient loop then runs as many steps,
+unrolled too (the trace of the whole function must not see a guessed count: reading the forward
+loop's lists backwards from a guessed step fails while tracing).
 """
 
 from __future__ import annotations
@@ -65,31 +70,38 @@ def run_learned(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[An
     if learned is None:
         refuse(node, changed, " (outside jta.checked, no trip count the data decides is known)")
     number, count = learned
+    if (count is None or count < 0) and not capacities.probing() and \
+            capacities.learned_size(number, "unprobed") is None:
+        raise capacities.CountNeeded(number)  # (jta.checked probes it: a program up to the end of the loop)
     steps = FIRST_STEPS if count is None else abs(count)  # (negative: a run went past that many steps)
     if bound is not None:
         steps = min(steps, bound)
     if steps > MAX_STEPS:
         refuse(node, changed, f" (a run went past {MAX_STEPS} steps)")
     guess = -steps if count is None else count  # what agrees with a run of exactly ``steps`` steps
-
-    def report(size: Any) -> None:
-        capacities.learned_rows(size, node.name, number, stack=False, first=guess, message=Error.LOOP_STEPS_LEARNED)
-
     state: list[Any] = args
-    running: Any = True
-    for step in range(steps):
+    running: Any = True  # the loop has not ended yet (traced where the data decides)
+    ran: Any = 0  # the steps run
+    past: Any = False  # the loop runs past the steps unrolled
+    for step in range(steps + 1):
         with capacities.at_site(step):  # (each step asks for its own sizes: jta.checked learns each)
             going = _truth(ev, cond, state)
             if going is False:
-                return state  # the loop ends here whatever the data (a bound in the condition)
-            if going is not True:
-                report(jnp.where(jnp.logical_and(running, ~going), step, guess))  # it ended after ``step`` steps
-                running = jnp.logical_and(running, going)
+                break  # the loop ends here whatever the data (a bound in the condition)
+            if step == steps:
+                past = bound is None or steps < bound  # (at the bound, TensorFlow stops too)
+                past = past and jnp.logical_and(running, going)
+                break
+            running = running if going is True else jnp.logical_and(running, going)
+            ran = ran + jnp.asarray(running, jnp.int32)
             state = _step(ev, body, state, running)
-    with capacities.at_site(steps):
-        going = _truth(ev, cond, state)
-    if going is not False and (bound is None or steps < bound):  # (past the bound, TensorFlow stops too)
-        report(jnp.where(jnp.logical_and(running, going), -min(max(2 * steps, FIRST_STEPS), MAX_STEPS + 1), guess))
+    # One report, after the loop: the steps past its end did not run (their checks recorded nothing), and
+    # what follows the loop reports after it
+    next_steps = min(max(2 * steps, FIRST_STEPS), MAX_STEPS + 1)
+    reported = jnp.where(past, -next_steps, ran)
+    if not (count is None or count < 0) or not capacities.probed_count(number, reported):
+        capacities.learned_rows(reported, node.name, number, stack=False, first=guess,
+                                message=Error.LOOP_STEPS_LEARNED)
     return state
 
 
