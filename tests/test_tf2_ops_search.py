@@ -54,3 +54,28 @@ def test_op_matches_tensorflow(name: str) -> None:
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
     if differentiable:
         assert_grad_is_the_tapes(build, jax_fn, params, X, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("dims", [(2, 5), (3, 4, 2)])
+def test_unravel_index_is_tensorflows_kernel(dims: tuple[int, ...]) -> None:
+    """Red-team batch 22: an index past the dimensions' product fails with TensorFlow's text (jta clamped it,
+    eagerly and compiled: a silent value); a negative one is not checked, and divides as C does (towards zero),
+    where ``jnp.unravel_index`` wraps it."""
+    f = tf.function(lambda i: tf.unravel_index(i, dims))
+    ids = np.array([0, 3, 9, -1, -13, 7], np.int32)
+    fn, params = jta.import_function(f, ids)
+    for run in (fn, jax.jit(fn), jta.checked(jax.jit(fn))):
+        np.testing.assert_array_equal(run(params, ids), f(ids).numpy())
+    bad = np.array([1, 0, 2, 0, 3, int(np.prod(dims))], np.int32)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="index is out of bound as with dims"):
+        f(bad)
+    for run in (fn, jta.checked(jax.jit(fn))):
+        with pytest.raises(jta.errors.InvalidArgumentError, match="index is out of bound as with dims"):
+            run(params, bad)
+
+
+def test_bincount_of_no_entries_known_while_tracing() -> None:
+    """Red-team batch 22: ``bincount`` of an empty vector fixed while tracing raised NumPy's reshape error."""
+    f = tf.function(lambda x: tf.math.bincount(tf.constant([], tf.int32), minlength=3) + x)
+    fn, params = jta.import_function(f, np.int32(1))
+    np.testing.assert_array_equal(fn(params, np.int32(1)), f(np.int32(1)).numpy())

@@ -234,7 +234,7 @@ def _bincount(node: Node, args: list[Any]) -> list[Any]:
     if is_static(arr) and is_static(weights):  # (static: a count that feeds shapes stays one)
         ids = np.asarray(arr)
         w = np.ones(ids.shape, dtype) if np.size(weights) == 0 or binary else np.asarray(weights, dtype)
-        rows = ids.reshape(-1, ids.shape[-1] if ids.ndim == 2 else ids.size)
+        rows = ids if ids.ndim == 2 else ids.reshape(1, ids.size)  # (of no entries too: zeros)
         out = np.zeros((rows.shape[0], size), dtype)
         for r, (i, v) in enumerate(zip(rows, w.reshape(rows.shape), strict=True)):
             keep = (i >= 0) & (i < size)

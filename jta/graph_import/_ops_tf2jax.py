@@ -289,12 +289,31 @@ _scatter_update.defvjp(lambda t, i, u: (_scatter_update(t, i, u), i),
 
 @_reg("UnravelIndex")
 def _unravel_index(node: Node, args: list[Any]) -> list[Any]:
-    """``tf.unravel_index``: each flat index's coordinates in ``dims`` (a row per dimension)."""
+    """``tf.unravel_index``: each flat index's coordinates in ``dims`` (a row per dimension), as TensorFlow's
+    kernel computes them: ``index / stride % dim`` in C's integer arithmetic (a negative index is not checked,
+    and rounds towards zero), after its checks (no dimension of zero; every index below their product)."""
     indices, dims = args
     shape = tuple(int(d) for d in static_value(node, dims, "dims"))
+    for k, d in enumerate(shape):
+        if d == 0:
+            _ops_checks.invalid(node, f"Input dims cannot contain a dim of zero, but dims contains zero at index {k}")
     xp = xp_of(indices)
-    out = xp.stack(xp.unravel_index(indices, shape)) if shape else xp.zeros((0, *np.shape(indices)), np.int32)
-    return [as_numpy(out.astype(xp.asarray(indices).dtype))]
+    indices = xp.asarray(indices)
+    _ops_checks.invalid_where(node, xp.any(indices >= int(np.prod(shape, dtype=np.int64))), "index is out of bound as with dims")
+    strides = np.cumprod((*shape[1:], 1)[::-1])[::-1]
+    rows = [_c_remainder(xp, _c_quotient(xp, indices, int(s)), d) for s, d in zip(strides, shape, strict=True)]
+    out = xp.stack(rows) if shape else xp.zeros((0, *np.shape(indices)), indices.dtype)
+    return [as_numpy(out.astype(indices.dtype))]
+
+
+def _c_quotient(xp: Any, a: Any, b: int) -> Any:
+    """``a / b`` as C divides integers (towards zero; ``b > 0``)."""
+    return xp.where(a < 0, -((-a) // b), a // b)
+
+
+def _c_remainder(xp: Any, a: Any, b: int) -> Any:
+    """``a % b`` as C takes it (the sign of ``a``; ``b > 0``)."""
+    return a - _c_quotient(xp, a, b) * b
 
 
 @_reg("InplaceUpdate", "InplaceAdd")
