@@ -162,3 +162,22 @@ def test_a_kv_cache_train_step_with_an_array_of_the_argument_size_for_counts_up_
         got, want = run(params, h, np.int32(n)), step(h, np.int32(n))
         for g, t in zip(got, want, strict=True):
             np.testing.assert_allclose(np.asarray(g), t.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_a_bound_of_one_step_with_a_condition_on_the_data() -> None:
+    """The generator's ``grown_tensor`` family (seed 147): ``maximum_iterations=1``; the probe finds the exact count
+    (1), but the condition traced after the step (``i < 1 & s < c``) is not static: the count holds (it raised
+    JAX's ``TracerArrayConversionError``)."""
+    x = np.random.default_rng(0).normal(size=(3, 2)).astype(np.float32)
+
+    @tf.function(input_signature=[tf.TensorSpec([3, 2], tf.float32)])
+    def f(x: Any) -> Any:
+        return tf.while_loop(lambda i, s, h: tf.reduce_max(s) < 0.7,
+                             lambda i, s, h: (i + 1, s + tf.abs(x[i]) + 0.05, tf.concat([h, x[i][None]], 0)),
+                             (tf.constant(0), tf.zeros([2]), tf.zeros([0, 2])),
+                             shape_invariants=(tf.TensorShape([]), tf.TensorShape([2]), tf.TensorShape([None, 2])),
+                             maximum_iterations=1)[2]
+
+    fn, params = jta.import_function(f, x)
+    for run in (fn, jax.jit(fn), jta.checked(jax.jit(fn))):
+        np.testing.assert_array_equal(run(params, x), f(x).numpy())

@@ -182,7 +182,7 @@ def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], ste
         # a loop of constants (tf.norm's map_fn over its axes): run now, so that its values are known while
         # tracing (a ListDiff of them has a static shape)
         with jax.ensure_compile_time_eval():
-            return _python_loop(ev, cond, body, args)
+            return _python_loop(ev, cond, body, args, steps)
     # A short bounded loop is unrolled where a run saw a size of its body differ between steps (a scan of
     # the same size at every step compiles once); not one that pushes, as a tape's forward loop pushes what
     # its gradient needs: rows of other shapes at each step, which no buffer holds
@@ -210,7 +210,7 @@ def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], ste
         # count, a list's length) or a size its data decides (a Where's count, which jta.checked learns
         # and which may differ between steps). A short loop is unrolled, so each step has its own; an
         # eager call runs any loop step by step, as TensorFlow runs it.
-        return _python_loop(ev, cond, body, args)
+        return _python_loop(ev, cond, body, args, steps if exact else None)
     finally:
         ev.unrolls.pop()
 
@@ -314,11 +314,14 @@ def _concrete(args: list[Any]) -> bool:
     return not any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(args))
 
 
-def _python_loop(ev: Evaluator, cond: Body, body: Body, args: list[Any]) -> list[Any]:
+def _python_loop(ev: Evaluator, cond: Body, body: Body, args: list[Any], steps: Optional[int] = None) -> list[Any]:
+    """The loop step by step (``steps``: its exact trip count, which the probe found where the condition
+    traced here may not be static: ``i < 1 & s < c`` after one step, with ``s`` of the data)."""
     state, step = args, 0
     while True:
         with capacities.at_site(step):  # (each step asks for its own sizes: jta.checked learns each)
-            if not bool(np.asarray(ev.call(cond, state)[0])):
+            going = concrete(ev.call(cond, state)[0])
+            if not (step < steps if steps is not None and isinstance(going, Tracer) else bool(np.asarray(going))):
                 return state
             state = [concrete(v) for v in ev.call(body, state)]
         step += 1
