@@ -110,6 +110,14 @@ ALLOWED: tuple[Allowed, ...] = (
               "count may differ from step to step [...] a longer loop, or one whose trip count the data decides, "
               "is compiled once for all its steps and fails (code 506) where the steps' counts differ "
               "(jax.grad: through jta.checked, after the bare jit's 405).") for phase in ("checked", "grad")),
+    *(Allowed(("grown_tensor_data_count",), 436, phase, r"a loop variable changes shape",
+              "GraphError.TF2_LOOP (436), docs/tf2-import.md 'A loop variable whose shape changes': a tensor grown "
+              "by tf.concat in a loop (shape_invariants) whose trip count the data decides has no lax loop; a bare "
+              "jit refuses it (code 436), naming jta.checked, which learns such a count.") for phase in ("jit",)),
+    *(Allowed(("grown_tensor_long",), 436, phase, r"a loop variable changes shape",
+              "GraphError.TF2_LOOP (436), docs/tf2-import.md 'A loop variable whose shape changes': a tensor grown "
+              "by tf.concat in a loop of a static trip count over 64 is not unrolled and is refused (code 436) "
+              "but eagerly.") for phase in ("jit", "checked", "grad")),
 )
 
 _CODES = {m.code: m for m in (*GraphError, *Error)}
@@ -188,7 +196,7 @@ def phases(p: tf2_generator.Program) -> list[tuple[str, Any]]:
         except jta.errors.UnimplementedError as error:
             # the refusals whose way out is jta.checked (which learns the sizes the data decides)
             if not any(m.matches(error) for m in (Error.LOOP_NEEDS_BOUND, GraphError.LIST_CAPACITY,
-                                                  GraphError.NOT_STATIC, GraphError.PADDED_USE)):
+                                                  GraphError.NOT_STATIC, GraphError.PADDED_USE, GraphError.TF2_LOOP)):
                 raise
             grads = jta.checked(jax.jit(jax.grad(_loss(jta.import_function(p.forward, *p.args)[0], p.args))))(params)
         for v, want in zip(p.variables, tape[1], strict=True):
@@ -248,7 +256,7 @@ def test_generator_is_reproducible_and_covers_its_constructs() -> None:
                    "while_unbounded", "map_fn_tuple", "scan", "nested", "decoder", "array_split_concat",
                    "ta_dynamic", "shape_unknown", "f64", "read_prev", "int_array", "cond_in_loop",
                    "branch_write", "cond_tape", "custom_grad", "stop_grad", "counter_write", "masked_rows",
-                   "nested_growth"):
+                   "nested_growth", "grown_tensor"):
         assert needle in tags, needle
 
 

@@ -63,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from . import tf2_generator_extra
+from . import tf2_generator_extra, tf2_generator_grow
 from .tf2_generator_extra import pick_trip_count, trip_count
 
 
@@ -703,10 +703,10 @@ WEIGHTS = {"for": 5, "while": 2, "map_fn": 1, "scan": 1, "fold": 1, "nested": 1,
 # ``nested_growth``, in tests/helpers/tf2_generator_extra.py, changed the extra stage of 81 of seeds 0-199).
 EXTRA_STAGES: dict[str, Callable[[_Builder], Stage]] = {
     "branch_write": _branch_write, "cond_tape": _cond_tape, "custom_grad": _custom_grad, "stop_grad": _stop_grad,
-    "known_failing": _known_failing, **tf2_generator_extra.STAGES}
+    "known_failing": _known_failing, **tf2_generator_extra.STAGES, **tf2_generator_grow.STAGES}
 EXTRA_WEIGHTS = {"branch_write": 3, "cond_tape": 3, "custom_grad": 3, "stop_grad": 2,
                  "known_failing": 3 if os.environ.get("JTA_TF2_KNOWN_FAILING") == "1" else 0,
-                 **tf2_generator_extra.WEIGHTS}
+                 **tf2_generator_extra.WEIGHTS, "grown_tensor": 2}
 EXTRA_CHANCE = 0.5  # of a program getting one extra stage
 
 
