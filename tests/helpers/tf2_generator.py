@@ -38,7 +38,9 @@ programs get one more stage, at a random place, of the families where the import
   conditions on the loop counter (``if i % 2 == 0``, ``if i >= k``, ...); ``tf.boolean_mask``/``tf.where``/
   ``tf.unique`` in loop bodies and run-time branches, their rows read (``s[0]``, ``top_k``, ``softmax``, ...);
   an inner loop without a static bound inside an outer loop of the data's trip count, growing a ``dynamic_size``
-  array.
+  array;
+* ``grown_tensor`` (:mod:`tests.helpers.tf2_generator_grow`): a tensor grown by ``tf.concat`` in a loop
+  (``shape_invariants``), for a static, shape, argument or data-decided trip count.
 
 The environment knob ``JTA_TF2_EXTRA=family[,family...]`` gives every program one stage of those families
 (``known_failing`` too), drawn from the same second stream (the other stages stay the seed's); with
@@ -700,7 +702,8 @@ WEIGHTS = {"for": 5, "while": 2, "map_fn": 1, "scan": 1, "fold": 1, "nested": 1,
 # one of these stages more, at a random place). ``known_failing`` (classes that fail today) has weight 0 unless
 # the environment sets JTA_TF2_KNOWN_FAILING=1. Adding a family changes which family (and where) a seed's extra
 # stage is, never whether it gets one nor its other stages (``counter_write``, ``masked_rows`` and
-# ``nested_growth``, in tests/helpers/tf2_generator_extra.py, changed the extra stage of 81 of seeds 0-199).
+# ``nested_growth``, in tests/helpers/tf2_generator_extra.py, changed the extra stage of 81 of seeds 0-199;
+# ``grown_tensor``, in tests/helpers/tf2_generator_grow.py, that of 52).
 EXTRA_STAGES: dict[str, Callable[[_Builder], Stage]] = {
     "branch_write": _branch_write, "cond_tape": _cond_tape, "custom_grad": _custom_grad, "stop_grad": _stop_grad,
     "known_failing": _known_failing, **tf2_generator_extra.STAGES, **tf2_generator_grow.STAGES}
