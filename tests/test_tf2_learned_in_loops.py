@@ -207,3 +207,29 @@ def test_a_train_step_through_a_short_bounded_loop_of_differing_counts_is_refuse
     with pytest.raises(jta.errors.UnimplementedError, match="call the imported function eagerly") as info:
         jta.checked(jax.jit(fn))(params, *args)
     assert GraphError.BUFFER_SHAPE.matches(info.value)
+
+
+def test_an_array_of_the_arguments_size_made_again_at_each_step() -> None:
+    """Red-team batch 22: beam histories reordered by parent, a ``TensorArray(size=n)`` made again in each step from
+    the carry's stack (``unstack(gather(hist.stack(), perm))``) and written: under ``jta.checked`` the body's fresh
+    list did not fit the carry's buffer (JAX's carry-type error, after the guess of 0 rows failed a write as
+    TensorFlow's misuse text). Forward and ``jax.grad`` for two counts."""
+    @tf.function
+    def f(x: Any, n: Any) -> Any:
+        hist = tf.TensorArray(tf.float32, size=n, element_shape=[2])
+        for t in tf.range(n):
+            hist = tf.TensorArray(tf.float32, size=n, element_shape=[2]).unstack(
+                tf.gather(hist.stack(), [1, 0], axis=1)).write(t, x[t] * x[t])
+        return hist.stack()
+
+    x = np.arange(8, dtype=np.float32).reshape(4, 2) / 4
+    fn, params = jta.import_function(f, x, np.int32(3))
+    run = jta.checked(jax.jit(fn))
+    grad = jta.checked(jax.jit(jax.grad(lambda x, n: (fn(params, x, n) ** 3).sum())))
+    for n in (3, 4):
+        np.testing.assert_allclose(run(params, x, np.int32(n)), f(x, np.int32(n)).numpy())
+        xt = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            loss = tf.reduce_sum(f(xt, np.int32(n)) ** 3)
+        np.testing.assert_allclose(grad(x, np.int32(n)), tape.gradient(loss, xt).numpy(), rtol=1e-5)

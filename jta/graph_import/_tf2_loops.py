@@ -489,6 +489,10 @@ def _like(node: Node, new: Any, old: Any) -> Any:
     if isinstance(old, TList):
         if not isinstance(new, TList):
             GraphError.TF2_LOOP.raise_(node=node.name, op=node.op, what="the body turns a TensorList into a tensor.")
+        if new.items is not None and old.items is not None and rows(new.items) < rows(old.items) and new.parts is None:
+            # a list the body makes afresh (a TensorArray made again at each step, unstacked from the carry's
+            # stack): held in the carry's buffer, as a loop's lists are
+            new = materialize(new, node, rows(old.items), old.shape)
         if (new.rows_hint, new.limit, new.plan) != (old.rows_hint, old.limit, old.plan):  # static facts the carry keeps
             new = TList(new.items, new.length, new.dtype, new.shape, new.parts, new.const, old.rows_hint, old.limit,
                         old.plan)
