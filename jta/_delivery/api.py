@@ -342,9 +342,10 @@ def checked(f: F, *, static_argnums: Any = None, static_argnames: Any = None, do
                 # its own probe); where none can be had, from the whole trace, the loop's steps guarded
                 number = outcome.number
                 before = [n for n in guessed.get(plan_key(learned), ()) if n != number and ("size", n) not in learned]
-                sizes = probed(before[0] if before else number, args, kwargs, guesses_before=False)
-                if sizes is None or number not in sizes and not before or \
-                        sizes.get(number) == learned.get(("size", number)):  # (nothing new: never for ever)
+                target = before[0] if before else number
+                sizes = probed(target, args, kwargs, guesses_before=False)
+                if not sizes or target not in sizes or \
+                        target == number and sizes[number] == learned.get(("size", number)):  # (nothing new)
                     learned = {**learned, ("unprobed", number): 1}
                 for n, size in (sizes or {}).items():
                     learned = capacities.sized(learned, n, size)

@@ -204,7 +204,8 @@ def _run(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[Any], ste
             if not isinstance(failure, ShapeChanges):
                 raise
             if exact or assigned:  # (a static trip count past MAX_UNROLL; variables the steps assign)
-                _growing_loops.refuse(node, failure, "" if exact else " (and the loop assigns variables)")
+                _growing_loops.refuse(node, failure, "" if exact else (
+                    " (and its steps assign variables, which a loop unrolled to a learned count does not carry)"))
             return _growing_loops.run_learned(ev, node, cond, body, args, steps, failure)
         # The body needs static what its step decides: a static value of the carry (an inner loop's trip
         # count, a list's length) or a size its data decides (a Where's count, which jta.checked learns
