@@ -30,7 +30,7 @@ from .._records.catalogue import Error
 from .._records.primitives import emit
 from .array import ArrayData, known_size
 
-__all__ = ["Plan", "active", "probing", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_count", "probed_count", "CountNeeded", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused", "SizeProbe", "at_site"]
+__all__ = ["Plan", "active", "probing", "array_plan", "planned", "planned_rows", "report_full", "learned_rows", "learned_count", "probed_size", "CountNeeded", "learned_size", "rows_for", "stack_rows", "grown", "sized", "alike", "LearnsPerStep", "learning_refused", "SizeProbe", "at_site"]
 
 INITIAL_ROWS = 256  # a loop with no bound, or a larger one, starts with this many rows
 UNPLANNED = -1  # the number of a loop whose stacks no plan sizes (see :func:`rows_for`)
@@ -232,12 +232,7 @@ def learned_rows(size: Any, name: str, number: Optional[int] = None, stack: bool
             plan.guessed.append(number)
         if most is not None:
             plan.most[number] = most
-        if plan.probe is not None:  # (a probe: it returns the size, and records nothing about it)
-            while hasattr(size, "primal"):  # (under jax.grad: the size is the primal's, which leaves it)
-                size = size.primal
-            plan.probed[number] = size
-            if plan.probe == number:
-                raise SizeProbe(plan.probed)
+        if probed_size(number, size):  # (a probe: it returns the size, and records nothing about it)
             return first
         if stack:
             plan.unsized.append(number)
@@ -268,16 +263,16 @@ def learned_count(key: Hashable) -> Optional[tuple[int, Optional[int]]]:
     return None if numbered is None else (numbered[1], learned_size(numbered[1]))
 
 
-def probed_count(number: int, count: Any) -> bool:
-    """In a probe (:func:`planned` with ``probe=``): hand out ``count`` (traced) as ``number``'s size, and
-    stop the trace there (:class:`SizeProbe`) when ``number`` is what the probe is for. Whether the trace is
-    a probe's (``False``: it is not, and nothing happened)."""
+def probed_size(number: int, size: Any) -> bool:
+    """In a probe (:func:`planned` with ``probe=``): hand out ``size`` (traced) as ``number``'s, and stop the
+    trace there (:class:`SizeProbe`) when ``number`` is what the probe is for. Whether the trace is a probe's
+    (``False``: it is not, and nothing happened)."""
     plan = _PLAN.get()
     if plan is None or plan.probe is None:
         return False
-    while hasattr(count, "primal"):  # (under jax.grad: the count is the primal's)
-        count = count.primal
-    plan.probed[number] = count
+    while hasattr(size, "primal"):  # (under jax.grad: the size is the primal's, which leaves it)
+        size = size.primal
+    plan.probed[number] = size
     if plan.probe == number:
         raise SizeProbe(plan.probed)
     return True

@@ -37,7 +37,7 @@ from ._functions import Body, Evaluator, concrete
 from ._messages import GraphError
 from ._nodes import Node
 
-__all__ = ["ShapeChanges", "run_learned", "MAX_STEPS"]
+__all__ = ["ShapeChanges", "run_learned", "condition", "MAX_STEPS"]
 
 MAX_STEPS = 64  # a loop of at most this many steps that cannot be a lax loop is unrolled
 FIRST_STEPS = 8  # the steps unrolled before a run told the trip count
@@ -70,22 +70,22 @@ def run_learned(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[An
     if learned is None:
         refuse(node, changed, " (outside jta.checked, no trip count the data decides is known)")
     number, count = learned
-    if (count is None or count < 0) and not capacities.probing() and \
-            capacities.learned_size(number, "unprobed") is None:
+    unknown = count is None or count < 0  # (negative: a run went past that many steps)
+    if unknown and not capacities.probing() and capacities.learned_size(number, "unprobed") is None:
         raise capacities.CountNeeded(number)  # (jta.checked probes it: a program up to the end of the loop)
-    steps = FIRST_STEPS if count is None else abs(count)  # (negative: a run went past that many steps)
+    steps = FIRST_STEPS if count is None else abs(count)
     if bound is not None:
         steps = min(steps, bound)
     if steps > MAX_STEPS:
         refuse(node, changed, f" (a run went past {MAX_STEPS} steps)")
-    guess = -steps if count is None else count  # what agrees with a run of exactly ``steps`` steps
+    guess = -steps if count is None else count  # the count compiled for (negative: none; every run reports)
     state: list[Any] = args
     running: Any = True  # the loop has not ended yet (traced where the data decides)
     ran: Any = 0  # the steps run
     past: Any = False  # the loop runs past the steps unrolled
     for step in range(steps + 1):
         with capacities.at_site(step):  # (each step asks for its own sizes: jta.checked learns each)
-            going = _truth(ev, cond, state)
+            going = condition(ev, cond, state)
             if going is False:
                 break  # the loop ends here whatever the data (a bound in the condition)
             if step == steps:
@@ -99,14 +99,14 @@ def run_learned(ev: Evaluator, node: Node, cond: Body, body: Body, args: list[An
     # what follows the loop reports after it
     next_steps = min(max(2 * steps, FIRST_STEPS), MAX_STEPS + 1)
     reported = jnp.where(past, -next_steps, ran)
-    if not (count is None or count < 0) or not capacities.probed_count(number, reported):
+    if not unknown or not capacities.probed_size(number, reported):
         capacities.learned_rows(reported, node.name, number, stack=False, first=guess,
                                 message=Error.LOOP_STEPS_LEARNED)
     return state
 
 
-def _truth(ev: Evaluator, cond: Body, state: list[Any]) -> Any:
-    """The loop's condition on ``state``: ``True``, ``False`` or a traced bool."""
+def condition(ev: Evaluator, cond: Body, state: list[Any]) -> Any:
+    """A loop's condition on ``state``: ``True``, ``False`` or a traced bool."""
     c = concrete(ev.call(cond, state)[0])
     return bool(np.asarray(c)) if not isinstance(c, Tracer) else jnp.asarray(c).astype(bool).reshape(())
 

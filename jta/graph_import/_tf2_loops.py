@@ -321,8 +321,8 @@ def _python_loop(ev: Evaluator, cond: Body, body: Body, args: list[Any], steps: 
     state, step = args, 0
     while True:
         with capacities.at_site(step):  # (each step asks for its own sizes: jta.checked learns each)
-            going = concrete(ev.call(cond, state)[0])
-            if not (step < steps if steps is not None and isinstance(going, Tracer) else bool(np.asarray(going))):
+            going = _growing_loops.condition(ev, cond, state)
+            if not (step < steps if steps is not None and isinstance(going, Tracer) else going):
                 return state
             state = [concrete(v) for v in ev.call(body, state)]
         step += 1
