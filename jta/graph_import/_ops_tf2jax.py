@@ -301,19 +301,15 @@ def _unravel_index(node: Node, args: list[Any]) -> list[Any]:
     indices = xp.asarray(indices)
     _ops_checks.invalid_where(node, xp.any(indices >= int(np.prod(shape, dtype=np.int64))), "index is out of bound as with dims")
     strides = np.cumprod((*shape[1:], 1)[::-1])[::-1]
-    rows = [_c_remainder(xp, _c_quotient(xp, indices, int(s)), d) for s, d in zip(strides, shape, strict=True)]
+    rows = [_truncate_mod(xp, _truncate_div(xp, indices, np.asarray(s, indices.dtype)), np.asarray(d, indices.dtype))
+            for s, d in zip(strides, shape, strict=True)]
     out = xp.stack(rows) if shape else xp.zeros((0, *np.shape(indices)), indices.dtype)
     return [as_numpy(out.astype(indices.dtype))]
 
 
-def _c_quotient(xp: Any, a: Any, b: int) -> Any:
-    """``a / b`` as C divides integers (towards zero; ``b > 0``)."""
-    return xp.where(a < 0, -((-a) // b), a // b)
-
-
-def _c_remainder(xp: Any, a: Any, b: int) -> Any:
-    """``a % b`` as C takes it (the sign of ``a``; ``b > 0``)."""
-    return a - _c_quotient(xp, a, b) * b
+def _truncate_mod(xp: Any, a: Any, b: Any) -> Any:
+    """``a % b`` of integers as C takes it (the sign of ``a``), the remainder of :func:`_truncate_div`."""
+    return a - _truncate_div(xp, a, b) * b
 
 
 @_reg("InplaceUpdate", "InplaceAdd")
